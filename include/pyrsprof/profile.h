@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The profile model: interned strings, mappings, frames, a stack trie and samples; the recorder
+ * that builds it while sampling and streams it to profile.pyrs; the reader of .pyrs files and of
+ * folded stacks. The .pyrs format is documented in docs/pyrs-format.md.
+ *
+ * Ids are dense uint32 indexes into the arrays below. Id 0 of strings is "" and id 0 of stacks is
+ * the empty stack (the root), so 0 is a valid "none" for both.
+ */
+#ifndef PYRSPROF_PROFILE_H
+#define PYRSPROF_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "pyrsprof/err.h"
+#include "pyrsprof/types.h"
+
+#define PRS_BUILD_ID_MAX 64
+
+/* A file mapped into the target, as /proc/PID/maps showed it. */
+struct prs_mapping {
+	uint64_t start, end, offset; /* target addresses and the file offset of start */
+	uint32_t path;               /* string id */
+	uint8_t build_id_len;
+	uint8_t build_id[PRS_BUILD_ID_MAX];
+};
+
+/*
+ * A frame. Two sorts:
+ * - a raw native frame (mapping != PRS_NO_MAPPING): addr is the absolute PC in the target, and
+ *   activation says whether it is the interrupted instruction (true) or a return address (false:
+ *   symbolize at addr - 1). Its kind is PRS_KIND_UNKNOWN until symbolized. A raw frame whose
+ *   address fell in no known mapping has mapping == PRS_NO_MAPPING and kind UNKNOWN too.
+ * - a named frame (Python, symbolized native, folded input, off-CPU labels): name, file, line.
+ */
+#define PRS_NO_MAPPING UINT32_MAX
+
+struct prs_frame {
+	uint8_t kind;       /* enum prs_kind */
+	bool activation;
+	bool raw;           /* true for a raw native frame */
+	uint32_t mapping;   /* mapping id, or PRS_NO_MAPPING */
+	uint64_t addr;
+	uint32_t name, file; /* string ids (0 = unknown) */
+	uint32_t line;       /* 0 = unknown */
+};
+
+/* A node of the stack trie: the stack "parent + frame" (frame is the innermost, the leaf). */
+struct prs_stack {
+	uint32_t parent; /* stack id; 0 is the root (empty stack) */
+	uint32_t frame;  /* frame id; unused for stack 0 */
+	uint32_t depth;  /* number of frames; 0 for the root */
+};
+
+struct prs_sample {
+	uint64_t time_ns; /* since the start of the recording */
+	int32_t tid;
+	uint8_t state;    /* enum prs_state */
+	int16_t syscall;  /* syscall number when blocked, else -1 */
+	uint32_t stack;   /* stack id */
+	uint32_t weight;  /* how many samples this stands for (1 for recorded samples, counts for folded input) */
+};
+
+struct prs_thread {
+	int32_t tid;
+	uint32_t name; /* string id */
+};
+
+/* A range of frame ids in prs_profile.expand_ids: the inline chain of a raw frame, outermost first. */
+struct prs_expansion {
+	uint32_t first, count;
+};
+
+struct prs_meta {
+	uint32_t key, value; /* string ids, e.g. "command" -> "./target --n 3", "rate_hz" -> "200" */
+};
+
+struct prs_profile {
+	/* strings[i] is NUL-terminated, of length string_lens[i]; may contain any bytes but NUL. */
+	char **strings;
+	uint32_t *string_lens;
+	uint32_t nstrings;
+	struct prs_mapping *mappings;
+	uint32_t nmappings;
+	struct prs_frame *frames;
+	uint32_t nframes;
+	struct prs_stack *stacks;
+	uint32_t nstacks;
+	struct prs_sample *samples;
+	size_t nsamples;
+	struct prs_thread *threads;
+	uint32_t nthreads;
+	struct prs_meta *meta;
+	uint32_t nmeta;
+	/* expansions[frame id] (nframes entries, or NULL if nothing is symbolized): count 0 = none */
+	struct prs_expansion *expansions;
+	uint32_t *expand_ids;
+	uint32_t nexpand_ids;
+	bool complete; /* the reader found the END record */
+	/* private: interning tables */
+	struct prs_profile_index *index;
+};
+
+/* Returns a new, empty profile (string 0 = "", stack 0 = root), or NULL when out of memory. */
+struct prs_profile *prs_profile_new(void);
+/* Frees p and everything it owns. NULL is fine. */
+void prs_profile_free(struct prs_profile *p);
+
+/* Interning: each returns the id of an existing equal entry or appends a new one; UINT32_MAX on ENOMEM. */
+uint32_t prs_profile_string(struct prs_profile *p, const char *s, size_t len);
+uint32_t prs_profile_mapping(struct prs_profile *p, const struct prs_mapping *m);
+uint32_t prs_profile_raw_frame(struct prs_profile *p, uint32_t mapping, uint64_t addr, bool activation);
+uint32_t prs_profile_named_frame(struct prs_profile *p, enum prs_kind kind, uint32_t name,
+				 uint32_t file, uint32_t line);
+uint32_t prs_profile_stack(struct prs_profile *p, uint32_t parent, uint32_t frame);
+/* Appends (no interning). Returns 0 or -ENOMEM. */
+int prs_profile_sample(struct prs_profile *p, const struct prs_sample *s);
+int prs_profile_thread(struct prs_profile *p, int32_t tid, uint32_t name);
+int prs_profile_meta(struct prs_profile *p, const char *key, const char *value);
+/* Returns the value of the first meta entry with this key, or NULL. Borrowed. */
+const char *prs_profile_meta_get(const struct prs_profile *p, const char *key);
+/* Sets the inline expansion of raw frame `frame` to `n` named frame ids, outermost first. */
+int prs_profile_expand(struct prs_profile *p, uint32_t frame, const uint32_t *ids, uint32_t n);
+
+/*
+ * Writes the frames of stack `stack`, root first, into out (capacity max), replacing each
+ * symbolized raw frame by its expansion. Returns the number written (at most max; the frames
+ * nearest the root are kept when it does not fit).
+ */
+size_t prs_profile_stack_frames(const struct prs_profile *p, uint32_t stack, uint32_t *out, size_t max);
+
+/*
+ * The display name of a frame into buf: its name, or for an unsymbolized raw frame
+ * "basename+0xOFF" / "[unknown]". Returns buf.
+ */
+const char *prs_profile_frame_label(const struct prs_profile *p, uint32_t frame, char *buf, size_t size);
+
+/* ---- the recorder: builds a profile while sampling and streams it to a .pyrs file ---- */
+
+struct prs_recorder;
+
+/*
+ * Creates path (truncating it) and writes the header. Returns 0 or a negative errno with err set.
+ * *out owns a new profile, reachable with prs_recorder_profile().
+ */
+int prs_recorder_open(const char *path, struct prs_recorder **out, struct prs_err *err);
+/* The profile being built; borrowed, valid until prs_recorder_close(). Add to it with the
+ * prs_profile_* functions: the recorder writes whatever was added since the last flush. */
+struct prs_profile *prs_recorder_profile(struct prs_recorder *r);
+/* Compresses and writes everything added since the last flush, and flushes the zstd stream so the
+ * file on disk is readable up to here. Call about once a second. Returns 0 or a negative errno. */
+int prs_recorder_flush(struct prs_recorder *r, struct prs_err *err);
+/* Flushes, writes the END record, closes the file. Returns 0 or a negative errno. The profile is
+ * handed to the caller in *profile (may be NULL to free it). r is freed in every case. */
+int prs_recorder_close(struct prs_recorder *r, struct prs_profile **profile, struct prs_err *err);
+
+/* ---- readers ---- */
+
+/*
+ * Reads a .pyrs file. A truncated file is accepted: every complete record is kept,
+ * p->complete is false and *warning (if not NULL) is set to a one-line message. An empty, corrupt
+ * or foreign file fails with -EINVAL (or the errno of the failed read) and a message in err.
+ */
+int prs_pyrs_read(const char *path, struct prs_profile **out, char *warning, size_t wsize,
+		  struct prs_err *err);
+/* Reads a .pyrs image from memory (same rules). */
+int prs_pyrs_read_mem(const void *data, size_t len, struct prs_profile **out, char *warning,
+		      size_t wsize, struct prs_err *err);
+
+/*
+ * Reads folded stacks ("main;work;hot 12" per line, root first, the count after the last space;
+ * blank lines ignored) into a new profile: one sample of that weight per line. Frame names may
+ * carry flamegraph.pl-style annotations: a "_[k]" suffix marks a kernel frame. Fails with -EINVAL
+ * and the line number for malformed input; an input with no stacks at all fails too.
+ */
+int prs_folded_read(FILE *f, const char *name, struct prs_profile **out, struct prs_err *err);
+
+/* True if the file at path starts with the .pyrs magic. */
+bool prs_pyrs_sniff(const char *path);
+
+/* ---- views and exports ---- */
+
+enum prs_view {
+	PRS_VIEW_CPU,  /* on-CPU samples only */
+	PRS_VIEW_WALL, /* every sample; off-CPU samples get a leaf labelled with the syscall */
+};
+
+/* Writes folded stacks (sorted by stack text, one line per distinct stack). Returns 0 or -errno. */
+int prs_export_folded(const struct prs_profile *p, enum prs_view view, FILE *out, struct prs_err *err);
+
+#endif

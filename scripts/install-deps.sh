@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Installs the Debian packages pyrsprof builds and tests with (see ../shared/DESIGN.md).
+# Idempotent: packages already present are left alone; prints what it installs.
+set -euo pipefail
+
+pkgs=(
+  build-essential pkg-config
+  libdw-dev libelf-dev elfutils      # CFI unwinding, DWARF lines and inlines; eu-stack as an oracle
+  libunwind-dev                      # kept for the in-process agent (local unwinding)
+  libzstd-dev                        # profile.pyrs stream
+  libiberty-dev                      # Rust (legacy, v0) and C++ demangling
+  zlib1g-dev                         # gzip'd pprof
+  libprotobuf-c-dev protobuf-c-compiler
+  libjansson-dev                     # JSON (speedscope, phase reports)
+  libcriterion-dev                   # C unit tests
+  python3 python3-pytest             # end-to-end tests (Debian's python3)
+  golang-go                          # go tool pprof reads our pprof in tests
+  chromium                           # browser checks of the SVGs
+  nodejs                             # playwright-core (npm) drives chromium
+  gdb
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: need root to apt-get install; run: sudo $0" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
