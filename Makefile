@@ -13,8 +13,9 @@ PREFIX ?= /usr/local
 PYTHON ?= /usr/bin/python3
 
 CC ?= cc
-BUILD := build/$(VARIANT)
-GEN := build/gen
+# BUILD may be overridden so that several people can build one tree at once (make BUILD=build/me).
+BUILD ?= build/$(VARIANT)
+GEN := $(BUILD)/gen
 
 PKGS := libdw libelf libzstd libunwind-ptrace jansson libprotobuf-c zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -51,7 +52,7 @@ GEN_SRCS :=   # appended to by mk/*.mk
 
 -include $(sort $(wildcard mk/*.mk))
 
-LIB_OBJS = $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRCS)) $(patsubst $(GEN)/%.c,$(BUILD)/gen/%.o,$(GEN_SRCS))
+LIB_OBJS = $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRCS)) $(patsubst $(GEN)/%.c,$(GEN)/%.o,$(GEN_SRCS))
 CLI_OBJS = $(patsubst %.c,$(BUILD)/%.o,$(CLI_SRCS))
 UNIT_OBJS = $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRCS))
 LIB := $(BUILD)/libpyrsprof.a
@@ -89,7 +90,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)$(CC) $(CFLAGS) -MMD -MP -MF $(@:.o=.d) -c -o $@ $<
 
-$(BUILD)/gen/%.o: $(GEN)/%.c
+$(GEN)/%.o: $(GEN)/%.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)$(CC) $(CFLAGS) -Wno-missing-prototypes -MMD -MP -MF $(@:.o=.d) -c -o $@ $<
 
@@ -143,4 +144,4 @@ install: bin/pyrsprof
 clean:
 	rm -rf build bin
 
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
