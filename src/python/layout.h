@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-version CPython struct layouts (x86_64): byte offsets and sizes of the fields the reader
+ * walks, -1 where a version has no such field. Rows for 3.6-3.13 are generated from each
+ * version's headers into layouts.gen.c (tools/gen-layouts); for 3.13+ the reader builds a row from
+ * the target's own _Py_DebugOffsets (debugoffsets.c), so newer versions need no table row.
+ */
+#ifndef PYRSPROF_PYTHON_LAYOUT_H
+#define PYRSPROF_PYTHON_LAYOUT_H
+
+#include <stdint.h>
+
+struct prs_py_layout {
+	uint32_t version_hex; /* PY_VERSION_HEX of the headers (only major.minor is matched) */
+	/* _PyRuntimeState (3.7+) */
+	int32_t runtime_size, runtime_interp_head, runtime_interp_main;
+	int32_t runtime_gil;            /* embedded struct _gil_runtime_state, 3.7-3.11 */
+	int32_t runtime_tstate_current; /* gilstate.tstate_current, 3.7-3.11 */
+	/* PyInterpreterState */
+	int32_t interp_next, interp_tstate_head;
+	int32_t interp_gil_ptr;         /* ceval.gil (a pointer), 3.12+ */
+	int32_t gil_locked, gil_last_holder; /* inside struct _gil_runtime_state */
+	/* PyThreadState */
+	int32_t tstate_size, tstate_next, tstate_interp, tstate_thread_id, tstate_native_thread_id;
+	int32_t tstate_frame;           /* PyFrameObject *, <= 3.10 */
+	int32_t tstate_cframe, cframe_current_frame; /* 3.11, 3.12 */
+	int32_t tstate_current_frame;   /* 3.13+ */
+	/* PyFrameObject (<= 3.10) or _PyInterpreterFrame (3.11+) */
+	int32_t frame_size, frame_back, frame_code;
+	int32_t frame_lasti;            /* <= 3.10: int f_lasti */
+	int32_t frame_instr;            /* 3.11/3.12 prev_instr, 3.13+ instr_ptr */
+	int32_t frame_owner, frame_is_entry; /* 3.11+ owner (char); 3.11 is_entry (bool) */
+	int32_t owner_generator, owner_cstack; /* enum values; owner >= 3 is never a Python frame */
+	/* PyCodeObject */
+	int32_t code_size, code_name, code_filename, code_firstlineno, code_qualname;
+	int32_t code_linetable;         /* co_lnotab <= 3.9, co_linetable 3.10+ */
+	int32_t code_adaptive, code_firsttraceable; /* 3.11+ */
+	int32_t code_code;              /* co_code (bytes) <= 3.10 */
+	/* objects and strings */
+	int32_t ob_type, ob_size, tp_name, bytes_sval;
+	int32_t str_length, str_state, str_ascii_size, str_compact_size;
+	int32_t str_kind_shift, str_compact_bit, str_ascii_bit;
+};
+
+/* The generated table (layouts.gen.c). */
+extern const struct prs_py_layout prs_py_layouts[];
+extern const unsigned prs_py_nlayouts;
+
+/* The generated row for major.minor, or NULL. */
+const struct prs_py_layout *prs_py_layout_find(unsigned major, unsigned minor);
+
+#endif

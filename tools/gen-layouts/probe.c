@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Layout probe: compiled once per installed CPython against that version's own headers (internal
+ * ones included, -DPy_BUILD_CORE), it prints one C initializer of struct prs_py_layout
+ * (src/python/layout.h) made of offsetof()/sizeof() values and enum constants. gen.sh collects the
+ * output of every version into src/python/layouts.gen.c. Fields a version does not have print -1.
+ * This is a host tool: it is never linked into pyrsprof.
+ */
+#define Py_BUILD_CORE 1
+#include <Python.h>
+#include <frameobject.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#if PY_VERSION_HEX >= 0x03090000
+#include "internal/pycore_pystate.h"
+#include "internal/pycore_runtime.h"
+#include "internal/pycore_interp.h"
+#elif PY_VERSION_HEX >= 0x03080000
+#include "internal/pycore_pystate.h"
+#elif PY_VERSION_HEX >= 0x03070000
+#include "internal/pystate.h"
+#endif
+#if PY_VERSION_HEX >= 0x030b0000
+#include "internal/pycore_frame.h"
+#include "internal/pycore_code.h"
+#endif
+
+#define P(name, val) printf("\t\t." #name " = %ld,\n", (long)(val))
+#define NONE(name) printf("\t\t." #name " = -1,\n")
+
+static unsigned lowbit(unsigned v)
+{
+	unsigned i;
+
+	for (i = 0; i < 32; i++)
+		if (v & (1u << i))
+			return i;
+	return 99;
+}
+
+int main(void)
+{
+	printf("\t{ /* CPython %s, from its headers */\n", PY_VERSION);
+	printf("\t\t.version_hex = 0x%08lx,\n", (unsigned long)PY_VERSION_HEX);
+
+	/* ---- runtime and interpreter ---- */
+#if PY_VERSION_HEX >= 0x03070000
+	P(runtime_size, sizeof(_PyRuntimeState));
+	P(runtime_interp_head, offsetof(_PyRuntimeState, interpreters.head));
+	P(runtime_interp_main, offsetof(_PyRuntimeState, interpreters.main));
+#else
+	NONE(runtime_size); NONE(runtime_interp_head); NONE(runtime_interp_main);
+#endif
+#if PY_VERSION_HEX >= 0x03070000 && PY_VERSION_HEX < 0x030c0000
+	P(runtime_gil, offsetof(_PyRuntimeState, ceval.gil));
+	P(runtime_tstate_current, offsetof(_PyRuntimeState, gilstate.tstate_current));
+#else
+	NONE(runtime_gil); NONE(runtime_tstate_current);
+#endif
+	P(interp_next, offsetof(PyInterpreterState, next));
+#if PY_VERSION_HEX >= 0x030b0000
+	P(interp_tstate_head, offsetof(PyInterpreterState, threads.head));
+#else
+	P(interp_tstate_head, offsetof(PyInterpreterState, tstate_head));
+#endif
+#if PY_VERSION_HEX >= 0x030c0000
+	P(interp_gil_ptr, offsetof(PyInterpreterState, ceval.gil));
+#else
+	NONE(interp_gil_ptr);
+#endif
+#if PY_VERSION_HEX >= 0x03070000
+	P(gil_locked, offsetof(struct _gil_runtime_state, locked));
+	P(gil_last_holder, offsetof(struct _gil_runtime_state, last_holder));
+#else
+	NONE(gil_locked); NONE(gil_last_holder);
+#endif
+
+	/* ---- thread state ---- */
+	P(tstate_size, sizeof(PyThreadState));
+	P(tstate_next, offsetof(PyThreadState, next));
+	P(tstate_interp, offsetof(PyThreadState, interp));
+	P(tstate_thread_id, offsetof(PyThreadState, thread_id));
+#if PY_VERSION_HEX >= 0x030b0000
+	P(tstate_native_thread_id, offsetof(PyThreadState, native_thread_id));
+#else
+	NONE(tstate_native_thread_id);
+#endif
+#if PY_VERSION_HEX < 0x030b0000
+	P(tstate_frame, offsetof(PyThreadState, frame));
+	NONE(tstate_cframe); NONE(cframe_current_frame); NONE(tstate_current_frame);
+#elif PY_VERSION_HEX < 0x030d0000
+	NONE(tstate_frame);
+	P(tstate_cframe, offsetof(PyThreadState, cframe));
+	P(cframe_current_frame, offsetof(_PyCFrame, current_frame));
+	NONE(tstate_current_frame);
+#else
+	NONE(tstate_frame); NONE(tstate_cframe); NONE(cframe_current_frame);
+	P(tstate_current_frame, offsetof(PyThreadState, current_frame));
+#endif
+
+	/* ---- frames ---- */
+#if PY_VERSION_HEX < 0x030b0000
+	P(frame_size, sizeof(PyFrameObject));
+	P(frame_back, offsetof(PyFrameObject, f_back));
+	P(frame_code, offsetof(PyFrameObject, f_code));
+	P(frame_lasti, offsetof(PyFrameObject, f_lasti));
+	NONE(frame_instr); NONE(frame_owner); NONE(frame_is_entry);
+	NONE(owner_generator); NONE(owner_cstack);
+#else
+	P(frame_size, sizeof(_PyInterpreterFrame));
+	P(frame_back, offsetof(_PyInterpreterFrame, previous));
+#if PY_VERSION_HEX >= 0x030d0000
+	P(frame_code, offsetof(_PyInterpreterFrame, f_executable));
+	NONE(frame_lasti);
+	P(frame_instr, offsetof(_PyInterpreterFrame, instr_ptr));
+#else
+	P(frame_code, offsetof(_PyInterpreterFrame, f_code));
+	NONE(frame_lasti);
+	P(frame_instr, offsetof(_PyInterpreterFrame, prev_instr));
+#endif
+	P(frame_owner, offsetof(_PyInterpreterFrame, owner));
+#if PY_VERSION_HEX < 0x030c0000
+	P(frame_is_entry, offsetof(_PyInterpreterFrame, is_entry));
+#else
+	NONE(frame_is_entry);
+#endif
+	P(owner_generator, FRAME_OWNED_BY_GENERATOR);
+#if PY_VERSION_HEX >= 0x030c0000
+	P(owner_cstack, FRAME_OWNED_BY_CSTACK);
+#else
+	NONE(owner_cstack);
+#endif
+#endif
+
+	/* ---- code objects ---- */
+	P(code_size, sizeof(PyCodeObject));
+	P(code_name, offsetof(PyCodeObject, co_name));
+	P(code_filename, offsetof(PyCodeObject, co_filename));
+	P(code_firstlineno, offsetof(PyCodeObject, co_firstlineno));
+#if PY_VERSION_HEX >= 0x030b0000
+	P(code_qualname, offsetof(PyCodeObject, co_qualname));
+	P(code_linetable, offsetof(PyCodeObject, co_linetable));
+	P(code_adaptive, offsetof(PyCodeObject, co_code_adaptive));
+	P(code_firsttraceable, offsetof(PyCodeObject, _co_firsttraceable));
+	NONE(code_code);
+#elif PY_VERSION_HEX >= 0x030a0000
+	NONE(code_qualname);
+	P(code_linetable, offsetof(PyCodeObject, co_linetable));
+	NONE(code_adaptive); NONE(code_firsttraceable);
+	P(code_code, offsetof(PyCodeObject, co_code));
+#else
+	NONE(code_qualname);
+	P(code_linetable, offsetof(PyCodeObject, co_lnotab));
+	NONE(code_adaptive); NONE(code_firsttraceable);
+	P(code_code, offsetof(PyCodeObject, co_code));
+#endif
+
+	/* ---- objects and strings ---- */
+	P(ob_type, offsetof(PyObject, ob_type));
+	P(ob_size, offsetof(PyVarObject, ob_size));
+	P(tp_name, offsetof(PyTypeObject, tp_name));
+	P(bytes_sval, offsetof(PyBytesObject, ob_sval));
+	P(str_length, offsetof(PyASCIIObject, length));
+	P(str_state, offsetof(PyASCIIObject, state));
+	P(str_ascii_size, sizeof(PyASCIIObject));
+	P(str_compact_size, sizeof(PyCompactUnicodeObject));
+	{
+		/* bit positions of the state bit fields, found by setting each one alone */
+		PyASCIIObject o;
+		unsigned w;
+
+		memset(&o, 0, sizeof(o));
+		o.state.kind = 1;
+		memcpy(&w, (char *)&o + offsetof(PyASCIIObject, state), 4);
+		P(str_kind_shift, lowbit(w));
+		memset(&o, 0, sizeof(o));
+		o.state.compact = 1;
+		memcpy(&w, (char *)&o + offsetof(PyASCIIObject, state), 4);
+		P(str_compact_bit, lowbit(w));
+		memset(&o, 0, sizeof(o));
+		o.state.ascii = 1;
+		memcpy(&w, (char *)&o + offsetof(PyASCIIObject, state), 4);
+		P(str_ascii_bit, lowbit(w));
+	}
+	printf("\t},\n");
+	return 0;
+}
