@@ -1,0 +1,1168 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The symbolizer: raw native PCs -> inline chains of named frames with file:line.
+ *
+ * One module per (path, recorded build id): the file is opened once, its build id checked against
+ * the recorded one, and reported to a Dwfl of its own with dwfl_report_elf (base 0; every lookup
+ * adds the module bias libdwfl reports, so ET_DYN placement is never assumed). A target address is
+ * turned into a file offset with the mapping (start, offset) and then into an ELF address with
+ * the PT_LOAD program header containing that offset (rust-lld binaries have p_vaddr != p_offset).
+ *
+ * Names come from DWARF when there is any: per compilation unit we build, once, a sorted table of
+ * the PC ranges of all its subprograms, descending into DW_TAG_namespace / structure / class
+ * DIEs (rustc nests every function in namespaces without PC ranges, which is why
+ * dwarf_getscopes and eu-addr2line -i find no Rust inlines: notes/limits.md 3d). Inside the
+ * subprogram found, inlined_subroutine and lexical_block children are followed with dwarf_haspc
+ * to get the inline chain. Without DWARF, a sorted table of the module's STT_FUNC symbols,
+ * built once, gives the name (dwfl_module_addrinfo scans linearly: 89-387 us per call on
+ * libpython). Results are cached per (module, file offset), negative results included.
+ *
+ * Separate debug info is searched only where it can be (root + /usr/lib/debug/.build-id/xx/...,
+ * and the .gnu_debuglink next to the file, in .debug/, and under /usr/lib/debug), never through
+ * debuginfod: dwfl_standard_find_debuginfo cost 30-66 ms for libc here.
+ */
+#include "pyrsprof/symbol.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+
+#include "symbol/symbol-internal.h"
+#include "util/banned.h"
+
+/* Bounds on hostile DWARF: DIEs visited per CU index, nesting depth, ranges kept per CU. */
+#define CU_WALK_MAX_DIES (8u << 20)
+#define CU_WALK_MAX_DEPTH 64
+#define CU_MAX_RANGES (4u << 20)
+#define INLINE_WALK_MAX_DIES (1u << 20)
+#define MAX_SYMBOLS (16u << 20)
+#define MAX_PHDRS 256
+#define PATH_MAX_LEN 4096
+#define ORIGIN_MAX_HOPS 16
+#define NAME_MAX_LEN PRS_MAX_NAME
+
+/* ---- strings: an arena of stable, interned, NUL-terminated strings ---- */
+
+struct chunk {
+	struct chunk *next;
+	size_t used, cap;
+	char data[];
+};
+
+struct strtab {
+	struct chunk *chunks;
+	const char **slots; /* open addressing, power of two */
+	uint64_t *hashes;
+	size_t nslots, n;
+};
+
+static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *s = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static uint64_t hash_u64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static int strtab_grow(struct strtab *t)
+{
+	size_t nn = t->nslots ? t->nslots * 2 : 1024;
+	const char **slots = calloc(nn, sizeof(*slots));
+	uint64_t *hashes = calloc(nn, sizeof(*hashes));
+
+	if (!slots || !hashes) {
+		free(slots);
+		free(hashes);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->nslots; i++) {
+		size_t j;
+
+		if (!t->slots[i])
+			continue;
+		for (j = t->hashes[i] & (nn - 1); slots[j]; j = (j + 1) & (nn - 1))
+			;
+		slots[j] = t->slots[i];
+		hashes[j] = t->hashes[i];
+	}
+	free(t->slots);
+	free(t->hashes);
+	t->slots = slots;
+	t->hashes = hashes;
+	t->nslots = nn;
+	return 0;
+}
+
+/* Returns a stable copy of s[0..len) (truncated to NAME_MAX_LEN), or NULL when out of memory. */
+static const char *strtab_intern(struct strtab *t, const char *s, size_t len)
+{
+	uint64_t h;
+	size_t j;
+	char *copy;
+
+	if (len > NAME_MAX_LEN)
+		len = NAME_MAX_LEN;
+	if ((t->n + 1) * 2 > t->nslots && strtab_grow(t))
+		return NULL;
+	h = hash_bytes(s, len, 0xcbf29ce484222325ull);
+	for (j = h & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
+		if (t->hashes[j] == h && strncmp(t->slots[j], s, len) == 0 && t->slots[j][len] == '\0')
+			return t->slots[j];
+	}
+	if (!t->chunks || t->chunks->cap - t->chunks->used < len + 1) {
+		size_t cap = len + 1 > 60000 ? len + 1 : 60000;
+		struct chunk *c = malloc(sizeof(*c) + cap);
+
+		if (!c)
+			return NULL;
+		c->next = t->chunks;
+		c->used = 0;
+		c->cap = cap;
+		t->chunks = c;
+	}
+	copy = t->chunks->data + t->chunks->used;
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	t->chunks->used += len + 1;
+	t->slots[j] = copy;
+	t->hashes[j] = h;
+	t->n++;
+	return copy;
+}
+
+static void strtab_release(struct strtab *t)
+{
+	struct chunk *c = t->chunks, *next;
+
+	for (; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(t->slots);
+	free(t->hashes);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- per-module tables ---- */
+
+struct sym {
+	uint64_t addr, size; /* dwfl addresses */
+	const char *name;    /* libdwfl's string table; valid while the Dwfl lives */
+	uint8_t bind_rank;   /* 0 global, 1 weak, 2 local: lower wins among equal addresses */
+};
+
+struct fnrange {
+	uint64_t lo, hi; /* DWARF addresses */
+	Dwarf_Die die;
+};
+
+struct cuidx {
+	Dwarf_Off off;
+	struct fnrange *r;
+	size_t n;
+};
+
+/* cache entry: key = file offset + 1 (0 = empty slot) -> frames pool [first, first + count) */
+struct centry {
+	uint64_t key;
+	uint32_t first, count;
+};
+
+struct phdr {
+	uint64_t offset, filesz, vaddr;
+	bool exec;
+};
+
+enum mod_state { MOD_OK, MOD_MISSING, MOD_MISMATCH };
+
+struct module {
+	char *path; /* key, as given (without root) */
+	uint8_t build_id[PRS_BUILD_ID_MAX_SYM];
+	size_t build_id_len;
+	uint64_t key_hash;
+	enum mod_state state;
+	int fd;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	uint64_t bias; /* dwfl address = ELF address + bias */
+	char *debug_root; /* root prefix for the debuginfo search; borrowed from the symbolizer */
+	struct phdr phdrs[MAX_PHDRS];
+	size_t nphdrs;
+	bool syms_loaded, dwarf_tried;
+	struct sym *syms;
+	size_t nsyms;
+	Dwarf *dw;
+	uint64_t dwbias;
+	struct cuidx *cus;
+	size_t ncus, capcus;
+	struct centry *cache;
+	size_t ncache, capcache;
+};
+
+struct prs_symbolizer {
+	char *root;
+	struct module **mods; /* open addressing by key_hash */
+	size_t nmods_slots, nmods;
+	struct module *last;
+	struct strtab strings;
+	struct prs_symframe *pool;
+	size_t npool, cappool;
+	struct prs_symbolize_stats st;
+};
+
+/* ---- debuginfo search ---- */
+
+static int open_if_build_id(const char *path, const uint8_t *id, size_t idlen)
+{
+	uint8_t got[PRS_BUILD_ID_MAX_SYM];
+	size_t len = 0;
+	int fd;
+
+	if (idlen && (prs_elf_build_id(path, got, sizeof(got), &len) != 0 || len != idlen ||
+		      memcmp(got, id, idlen) != 0))
+		return -1;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd;
+}
+
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			  Dwarf_Addr base, const char *file_name, const char *debuglink,
+			  GElf_Word crc, char **debuginfo_file_name)
+{
+	struct module *m = userdata ? *userdata : NULL;
+	const char *root = m && m->debug_root ? m->debug_root : "";
+	const unsigned char *bits = NULL;
+	GElf_Addr vaddr;
+	char path[PATH_MAX_LEN], dir[PATH_MAX_LEN];
+	int n, fd = -1, idlen;
+
+	(void)modname;
+	(void)base;
+	(void)crc;
+	idlen = dwfl_module_build_id(mod, &bits, &vaddr);
+	if (idlen > 1 && idlen <= PRS_BUILD_ID_MAX_SYM) {
+		int off = snprintf(path, sizeof(path), "%s/usr/lib/debug/.build-id/%02x/", root, bits[0]);
+
+		for (int i = 1; i < idlen && off > 0 && (size_t)off + 8 < sizeof(path); i++)
+			off += snprintf(path + off, sizeof(path) - (size_t)off, "%02x", bits[i]);
+		if (off > 0 && (size_t)off + 7 < sizeof(path)) {
+			memcpy(path + off, ".debug", 7);
+			fd = open_if_build_id(path, bits, (size_t)idlen);
+		}
+	}
+	if (fd < 0 && debuglink && debuglink[0] && !strchr(debuglink, '/') && file_name) {
+		const char *slash = strrchr(file_name, '/');
+		size_t dlen = slash ? (size_t)(slash - file_name) : 0;
+		/* file_name already carries the root; the /usr/lib/debug variant must not repeat it */
+		size_t rlen = strlen(root);
+		const char *rel = dlen >= rlen && strncmp(file_name, root, rlen) == 0 ? file_name + rlen : file_name;
+		size_t rel_dlen = dlen - (size_t)(rel - file_name);
+
+		if (dlen < sizeof(dir)) {
+			memcpy(dir, file_name, dlen);
+			dir[dlen] = '\0';
+			for (int k = 0; k < 3 && fd < 0; k++) {
+				if (k == 0)
+					n = snprintf(path, sizeof(path), "%s/%s", dir, debuglink);
+				else if (k == 1)
+					n = snprintf(path, sizeof(path), "%s/.debug/%s", dir, debuglink);
+				else
+					n = snprintf(path, sizeof(path), "%s/usr/lib/debug%.*s/%s", root,
+						     (int)rel_dlen, rel, debuglink);
+				if (n <= 0 || (size_t)n >= sizeof(path) || strcmp(path, file_name) == 0)
+					continue;
+				fd = open_if_build_id(path, idlen > 0 ? bits : NULL,
+						      idlen > 0 ? (size_t)idlen : 0);
+			}
+		}
+	}
+	if (fd >= 0 && debuginfo_file_name) {
+		*debuginfo_file_name = strdup(path);
+		if (!*debuginfo_file_name) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	return fd;
+}
+
+static const Dwfl_Callbacks dwfl_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+/* ---- module lifecycle ---- */
+
+static void module_free(struct module *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->ncus; i++)
+		free(m->cus[i].r);
+	free(m->cus);
+	free(m->syms);
+	free(m->cache);
+	if (m->dwfl)
+		dwfl_end(m->dwfl);
+	if (m->fd >= 0)
+		close(m->fd);
+	free(m->path);
+	free(m);
+}
+
+static uint64_t module_key(const char *path, size_t plen, const uint8_t *id, size_t idlen)
+{
+	return hash_bytes(id, idlen, hash_bytes(path, plen, 0xcbf29ce484222325ull));
+}
+
+/* Opens the file of a new module and sets its state. Only ENOMEM is an error. */
+static int module_open(struct prs_symbolizer *s, struct module *m)
+{
+	char full[PATH_MAX_LEN];
+	Elf *elf = NULL;
+	GElf_Addr bias = 0;
+	size_t nph = 0;
+	int n;
+
+	s->st.files++;
+	m->state = MOD_MISSING;
+	n = snprintf(full, sizeof(full), "%s%s", s->root ? s->root : "", m->path);
+	if (n <= 0 || (size_t)n >= sizeof(full))
+		goto missing;
+	m->fd = open(full, O_RDONLY | O_CLOEXEC);
+	if (m->fd < 0)
+		goto missing;
+	elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
+		goto missing;
+	if (m->build_id_len) {
+		uint8_t got[PRS_BUILD_ID_MAX_SYM];
+		size_t len = 0;
+
+		if (prs_elf_build_id_elf(elf, got, sizeof(got), &len) != 0 || len != m->build_id_len ||
+		    memcmp(got, m->build_id, len) != 0) {
+			m->state = MOD_MISMATCH;
+			s->st.build_id_mismatches++;
+			goto out;
+		}
+	}
+	if (elf_getphdrnum(elf, &nph) != 0)
+		goto missing;
+	for (size_t i = 0; i < nph && i < 4096 && m->nphdrs < MAX_PHDRS; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		m->phdrs[m->nphdrs++] = (struct phdr){ ph.p_offset, ph.p_filesz, ph.p_vaddr,
+						       (ph.p_flags & PF_X) != 0 };
+	}
+	elf_end(elf);
+	elf = NULL;
+	m->dwfl = dwfl_begin(&dwfl_callbacks);
+	if (!m->dwfl)
+		return -ENOMEM;
+	dwfl_report_begin(m->dwfl);
+	/* libdwfl does not close an fd it is given (closefd is false); we close it in module_free. */
+	m->mod = dwfl_report_elf(m->dwfl, m->path, full, m->fd, 0, false);
+	dwfl_report_end(m->dwfl, NULL, NULL);
+	if (!m->mod || !dwfl_module_getelf(m->mod, &bias))
+		goto missing;
+	{
+		void **ud = NULL;
+
+		if (dwfl_module_info(m->mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL) && ud)
+			*ud = m;
+	}
+	m->debug_root = s->root;
+	m->bias = bias;
+	m->state = MOD_OK;
+	goto out;
+missing:
+	s->st.files_missing++;
+out:
+	if (elf)
+		elf_end(elf);
+	return 0;
+}
+
+static int modtab_grow(struct prs_symbolizer *s)
+{
+	size_t nn = s->nmods_slots ? s->nmods_slots * 2 : 64;
+	struct module **slots = calloc(nn, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->nmods_slots; i++) {
+		struct module *m = s->mods[i];
+		size_t j;
+
+		if (!m)
+			continue;
+		for (j = m->key_hash & (nn - 1); slots[j]; j = (j + 1) & (nn - 1))
+			;
+		slots[j] = m;
+	}
+	free(s->mods);
+	s->mods = slots;
+	s->nmods_slots = nn;
+	return 0;
+}
+
+static bool module_matches(const struct module *m, uint64_t h, const char *path, size_t plen,
+			   const uint8_t *id, size_t idlen)
+{
+	return m->key_hash == h && m->build_id_len == idlen && strncmp(m->path, path, plen) == 0 &&
+	       m->path[plen] == '\0' && (idlen == 0 || memcmp(m->build_id, id, idlen) == 0);
+}
+
+/* Finds or opens the module of map. Returns 0 and *out, or -ENOMEM. */
+static int module_get(struct prs_symbolizer *s, const struct prs_symmap *map, struct module **out)
+{
+	static const char deleted[] = " (deleted)";
+	const char *path = map->path;
+	size_t plen = strnlen(path, PATH_MAX_LEN), idlen = map->build_id ? map->build_id_len : 0;
+	const uint8_t *id = idlen ? map->build_id : NULL;
+	struct module *m;
+	uint64_t h;
+	size_t j;
+	int rc;
+
+	if (idlen > PRS_BUILD_ID_MAX_SYM)
+		idlen = PRS_BUILD_ID_MAX_SYM;
+	if (plen >= sizeof(deleted) && strcmp(path + plen - (sizeof(deleted) - 1), deleted) == 0)
+		plen -= sizeof(deleted) - 1;
+	h = module_key(path, plen, id, idlen);
+	if (s->last && module_matches(s->last, h, path, plen, id, idlen)) {
+		*out = s->last;
+		return 0;
+	}
+	if ((s->nmods + 1) * 2 > s->nmods_slots && (rc = modtab_grow(s)))
+		return rc;
+	for (j = h & (s->nmods_slots - 1); (m = s->mods[j]); j = (j + 1) & (s->nmods_slots - 1)) {
+		if (module_matches(m, h, path, plen, id, idlen)) {
+			*out = s->last = m;
+			return 0;
+		}
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->fd = -1;
+	m->path = strndup(path, plen);
+	if (!m->path) {
+		free(m);
+		return -ENOMEM;
+	}
+	if (idlen)
+		memcpy(m->build_id, id, idlen);
+	m->build_id_len = idlen;
+	m->key_hash = h;
+	rc = module_open(s, m);
+	if (rc) {
+		module_free(m);
+		return rc;
+	}
+	s->mods[j] = m;
+	s->nmods++;
+	*out = s->last = m;
+	return 0;
+}
+
+/* ---- symbol table ---- */
+
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->bind_rank != y->bind_rank)
+		return x->bind_rank < y->bind_rank ? -1 : 1;
+	return (x->size < y->size) - (x->size > y->size); /* larger size first */
+}
+
+static int load_symbols(struct module *m)
+{
+	int n;
+	size_t cap = 0, k = 0;
+
+	m->syms_loaded = true;
+	n = dwfl_module_getsymtab(m->mod);
+	if (n <= 0)
+		return 0;
+	for (int i = 1; i < n && (size_t)i < MAX_SYMBOLS; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+
+		if (!name || !name[0] || (type != STT_FUNC && type != STT_GNU_IFUNC) ||
+		    shndx == SHN_UNDEF || addr == 0)
+			continue;
+		if (m->nsyms == cap) {
+			size_t nc = cap ? cap * 2 : 1024;
+			struct sym *ns = realloc(m->syms, nc * sizeof(*ns));
+
+			if (!ns)
+				return -ENOMEM;
+			m->syms = ns;
+			cap = nc;
+		}
+		m->syms[m->nsyms++] = (struct sym){ addr, sym.st_size, name,
+						    bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2 };
+	}
+	qsort(m->syms, m->nsyms, sizeof(*m->syms), sym_cmp);
+	/* keep one symbol per address: the best ranked (sorted first) */
+	for (size_t i = 0; i < m->nsyms; i++) {
+		if (k && m->syms[k - 1].addr == m->syms[i].addr)
+			continue;
+		m->syms[k++] = m->syms[i];
+	}
+	m->nsyms = k;
+	return 0;
+}
+
+static const struct sym *find_symbol(const struct module *m, uint64_t a)
+{
+	size_t lo = 0, hi = m->nsyms;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->syms[mid].addr <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* lo = first symbol above a; look back over a few for one that covers a */
+	for (size_t i = lo, steps = 0; i > 0 && steps < 16; i--, steps++) {
+		const struct sym *c = &m->syms[i - 1];
+
+		if (c->size == 0)
+			return steps == 0 ? c : NULL; /* sizeless (asm): nearest one below */
+		if (a - c->addr < c->size)
+			return c;
+	}
+	return NULL;
+}
+
+/* ---- DWARF: per-CU function range index ---- */
+
+static int fnrange_cmp(const void *a, const void *b)
+{
+	const struct fnrange *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return (x->hi > y->hi) - (x->hi < y->hi);
+}
+
+struct walk {
+	struct cuidx *ci;
+	size_t cap, dies;
+	int err;
+};
+
+static void add_ranges(struct walk *w, Dwarf_Die *die)
+{
+	Dwarf_Addr base, start, end;
+	ptrdiff_t off = 0;
+	int guard = 0;
+
+	while ((off = dwarf_ranges(die, off, &base, &start, &end)) > 0 && guard++ < 4096) {
+		if (end <= start)
+			continue;
+		if (w->ci->n == w->cap) {
+			size_t nc = w->cap ? w->cap * 2 : 256;
+			struct fnrange *nr;
+
+			if (nc > CU_MAX_RANGES)
+				return;
+			nr = realloc(w->ci->r, nc * sizeof(*nr));
+			if (!nr) {
+				w->err = -ENOMEM;
+				return;
+			}
+			w->ci->r = nr;
+			w->cap = nc;
+		}
+		w->ci->r[w->ci->n++] = (struct fnrange){ start, end, *die };
+	}
+}
+
+static void walk_scope(struct walk *w, Dwarf_Die *parent, int depth)
+{
+	Dwarf_Die child;
+	Dwarf_Off prev;
+
+	if (depth > CU_WALK_MAX_DEPTH || dwarf_child(parent, &child) != 0)
+		return;
+	prev = dwarf_dieoffset(&child);
+	do {
+		Dwarf_Off off = dwarf_dieoffset(&child);
+
+		if (w->err || ++w->dies > CU_WALK_MAX_DIES)
+			return;
+		if (off < prev)
+			return; /* a sibling pointing backwards: corrupt DWARF, stop here */
+		prev = off;
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_subprogram:
+			add_ranges(w, &child);
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+		case DW_TAG_structure_type:
+		case DW_TAG_class_type:
+		case DW_TAG_union_type:
+		case DW_TAG_enumeration_type:
+			walk_scope(w, &child, depth + 1);
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+/* Returns the index of the CU whose DIE is cudie (building it the first time), or NULL. */
+static struct cuidx *cu_index(struct module *m, Dwarf_Die *cudie, int *err)
+{
+	Dwarf_Off off = dwarf_dieoffset(cudie);
+	struct walk w = { 0 };
+
+	for (size_t i = 0; i < m->ncus; i++)
+		if (m->cus[i].off == off)
+			return &m->cus[i];
+	if (m->ncus == m->capcus) {
+		size_t nc = m->capcus ? m->capcus * 2 : 16;
+		struct cuidx *n = realloc(m->cus, nc * sizeof(*n));
+
+		if (!n) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		m->cus = n;
+		m->capcus = nc;
+	}
+	w.ci = &m->cus[m->ncus];
+	*w.ci = (struct cuidx){ .off = off };
+	walk_scope(&w, cudie, 0);
+	if (w.err) {
+		free(w.ci->r);
+		*err = w.err;
+		return NULL;
+	}
+	qsort(w.ci->r, w.ci->n, sizeof(*w.ci->r), fnrange_cmp);
+	m->ncus++;
+	return w.ci;
+}
+
+static Dwarf_Die *cu_find_function(struct cuidx *ci, uint64_t a)
+{
+	size_t lo = 0, hi = ci->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ci->r[mid].lo <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo, steps = 0; i > 0 && steps < 64; i--, steps++)
+		if (a >= ci->r[i - 1].lo && a < ci->r[i - 1].hi)
+			return &ci->r[i - 1].die;
+	return NULL;
+}
+
+/* ---- names ---- */
+
+static enum prs_kind lang_kind(Dwarf_Die *die)
+{
+	Dwarf_Die cu;
+
+	if (!dwarf_diecu(die, &cu, NULL, NULL))
+		return PRS_KIND_NATIVE;
+	switch (dwarf_srclang(&cu)) {
+	case DW_LANG_Rust:
+		return PRS_KIND_RUST;
+	case DW_LANG_C_plus_plus:
+	case DW_LANG_C_plus_plus_03:
+	case DW_LANG_C_plus_plus_11:
+	case DW_LANG_C_plus_plus_14:
+		return PRS_KIND_CPP;
+	default:
+		return PRS_KIND_NATIVE;
+	}
+}
+
+/* Follows abstract_origin / specification to the DIE that carries the declaration. */
+static void origin_die(Dwarf_Die *die, Dwarf_Die *out)
+{
+	*out = *die;
+	for (int hop = 0; hop < ORIGIN_MAX_HOPS; hop++) {
+		Dwarf_Attribute at;
+		Dwarf_Die next;
+
+		if (!dwarf_attr(out, DW_AT_abstract_origin, &at) &&
+		    !dwarf_attr(out, DW_AT_specification, &at))
+			return;
+		if (!dwarf_formref_die(&at, &next))
+			return;
+		*out = next;
+	}
+}
+
+/*
+ * Writes into buf the names of the namespace / struct / class DIEs enclosing die, "a::b::", by a
+ * descent from its CU (libdw keeps no parent links): at each level the child whose subtree holds
+ * the target offset is the one before the first sibling beyond it. Bounded in depth and steps.
+ */
+static size_t qualifier(Dwarf_Die *die, char *buf, size_t size)
+{
+	Dwarf_Off target = dwarf_dieoffset(die);
+	Dwarf_Die cu, cur, child;
+	size_t len = 0, steps = 0;
+
+	buf[0] = '\0';
+	if (!dwarf_diecu(die, &cu, NULL, NULL))
+		return 0;
+	cur = cu;
+	for (int depth = 0; depth < CU_WALK_MAX_DEPTH; depth++) {
+		Dwarf_Die best;
+		bool have = false;
+
+		if (dwarf_child(&cur, &child) != 0)
+			return len;
+		do {
+			Dwarf_Off off = dwarf_dieoffset(&child);
+
+			if (++steps > INLINE_WALK_MAX_DIES || off > target)
+				break;
+			best = child;
+			have = true;
+		} while (dwarf_siblingof(&child, &child) == 0);
+		if (!have)
+			return len;
+		if (dwarf_dieoffset(&best) == target)
+			return len;
+		switch (dwarf_tag(&best)) {
+		case DW_TAG_namespace:
+		case DW_TAG_structure_type:
+		case DW_TAG_class_type:
+		case DW_TAG_union_type:
+		case DW_TAG_enumeration_type:
+		case DW_TAG_module: {
+			const char *n = dwarf_diename(&best);
+			int w = snprintf(buf + len, size - len, "%s::", n ? n : "{anon}");
+
+			if (w < 0 || (size_t)w >= size - len)
+				return len;
+			len += (size_t)w;
+			break;
+		}
+		default:
+			break;
+		}
+		cur = best;
+	}
+	return len;
+}
+
+/* Name of a subprogram or inlined_subroutine DIE: demangled linkage name, else qualified name. */
+static const char *die_name(struct prs_symbolizer *s, Dwarf_Die *die, enum prs_kind *kind)
+{
+	Dwarf_Attribute at;
+	const char *link = NULL, *name, *res;
+	Dwarf_Die origin;
+	char buf[NAME_MAX_LEN + 1];
+	size_t qlen;
+
+	*kind = lang_kind(die);
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &at) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &at))
+		link = dwarf_formstring(&at);
+	if (link) {
+		char *dem = prs_demangle(link, kind);
+
+		if (dem) {
+			res = strtab_intern(&s->strings, dem, strlen(dem));
+			free(dem);
+			return res;
+		}
+	}
+	name = dwarf_diename(die);
+	if (!name)
+		return link ? strtab_intern(&s->strings, link, strlen(link)) : NULL;
+	if (*kind == PRS_KIND_NATIVE)
+		return strtab_intern(&s->strings, name, strlen(name));
+	origin_die(die, &origin);
+	qlen = qualifier(&origin, buf, sizeof(buf));
+	snprintf(buf + qlen, sizeof(buf) - qlen, "%s", name);
+	return strtab_intern(&s->strings, buf, strlen(buf));
+}
+
+static const char *call_file(struct prs_symbolizer *s, Dwarf_Die *cu, Dwarf_Die *inl)
+{
+	Dwarf_Attribute at;
+	Dwarf_Word idx;
+	Dwarf_Files *files;
+	size_t nfiles;
+	const char *f;
+
+	if (!dwarf_attr(inl, DW_AT_call_file, &at) || dwarf_formudata(&at, &idx) != 0)
+		return NULL;
+	if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0 || idx >= nfiles)
+		return NULL;
+	f = dwarf_filesrc(files, idx, NULL, NULL);
+	return f ? strtab_intern(&s->strings, f, strlen(f)) : NULL;
+}
+
+static uint32_t call_line(Dwarf_Die *inl)
+{
+	Dwarf_Attribute at;
+	Dwarf_Word line;
+
+	if (!dwarf_attr(inl, DW_AT_call_line, &at) || dwarf_formudata(&at, &line) != 0 ||
+	    line > UINT32_MAX)
+		return 0;
+	return (uint32_t)line;
+}
+
+/* ---- resolution ---- */
+
+static bool is_scope(int tag)
+{
+	return tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block ||
+	       tag == DW_TAG_try_block || tag == DW_TAG_catch_block;
+}
+
+/* Fills chain[0..) with fn and the inlined_subroutine DIEs containing a, outermost first. */
+static int inline_chain(Dwarf_Die *fn, uint64_t a, Dwarf_Die *chain, int max)
+{
+	Dwarf_Die cur = *fn, child;
+	int n = 0;
+	size_t steps = 0;
+
+	chain[n++] = *fn;
+	for (int depth = 0; depth < 4 * PRS_SYM_MAX_INLINE; depth++) {
+		bool found = false;
+
+		if (dwarf_child(&cur, &child) != 0)
+			break;
+		do {
+			if (++steps > INLINE_WALK_MAX_DIES)
+				return n;
+			if (is_scope(dwarf_tag(&child)) && dwarf_haspc(&child, a) == 1) {
+				found = true;
+				break;
+			}
+		} while (dwarf_siblingof(&child, &child) == 0);
+		if (!found)
+			break;
+		if (dwarf_tag(&child) == DW_TAG_inlined_subroutine) {
+			if (n == max) /* keep the innermost: drop the outermost */
+				memmove(chain, chain + 1, (size_t)(max - 1) * sizeof(*chain)), n--;
+			chain[n++] = child;
+		}
+		cur = child;
+	}
+	return n;
+}
+
+static void line_at(struct prs_symbolizer *s, Dwarf_Die *cu, uint64_t a, const char **file,
+		    uint32_t *line)
+{
+	Dwarf_Line *l = dwarf_getsrc_die(cu, a);
+	int ln = 0;
+	const char *f;
+
+	*file = NULL;
+	*line = 0;
+	if (!l)
+		return;
+	f = dwarf_linesrc(l, NULL, NULL);
+	if (dwarf_lineno(l, &ln) == 0 && ln > 0)
+		*line = (uint32_t)ln;
+	if (f)
+		*file = strtab_intern(&s->strings, f, strlen(f));
+}
+
+/* Resolves the dwfl address da into out (PRS_SYM_MAX_INLINE entries). Returns n >= 0 or -ENOMEM. */
+static int resolve(struct prs_symbolizer *s, struct module *m, uint64_t da, struct prs_symframe *out)
+{
+	Dwarf_Die *cu = NULL, *fn = NULL;
+	Dwarf_Die chain[PRS_SYM_MAX_INLINE];
+	Dwarf_Addr bias = 0;
+	uint64_t a = 0;
+	int n = 0, err = 0;
+
+	cu = dwfl_module_addrdie(m->mod, da, &bias);
+	if (cu) {
+		struct cuidx *ci;
+
+		a = da - bias;
+		ci = cu_index(m, cu, &err);
+		if (err)
+			return err;
+		if (ci)
+			fn = cu_find_function(ci, a);
+	}
+	if (fn) {
+		n = inline_chain(fn, a, chain, PRS_SYM_MAX_INLINE);
+		for (int i = 0; i < n; i++) {
+			out[i].name = die_name(s, &chain[i], &out[i].kind);
+			if (!out[i].name && i > 0)
+				out[i].name = "[inlined]";
+			if (i + 1 < n) {
+				out[i].file = call_file(s, cu, &chain[i + 1]);
+				out[i].line = call_line(&chain[i + 1]);
+			} else {
+				line_at(s, cu, a, &out[i].file, &out[i].line);
+			}
+		}
+		if (out[0].name)
+			return n;
+		n = 0; /* a function DIE without a name: fall back to the symbol table */
+	}
+	if (!m->syms_loaded && (err = load_symbols(m)))
+		return err;
+	{
+		const struct sym *sym = find_symbol(m, da);
+		enum prs_kind kind = PRS_KIND_NATIVE;
+		char *dem;
+
+		if (!sym)
+			return 0;
+		dem = prs_demangle(sym->name, &kind);
+		out[0].name = dem ? strtab_intern(&s->strings, dem, strlen(dem))
+				  : strtab_intern(&s->strings, sym->name, strlen(sym->name));
+		free(dem);
+		if (!out[0].name)
+			return -ENOMEM;
+		out[0].kind = kind;
+		out[0].file = NULL;
+		out[0].line = 0;
+		if (cu)
+			line_at(s, cu, a, &out[0].file, &out[0].line);
+		if (kind == PRS_KIND_NATIVE && cu)
+			out[0].kind = lang_kind(cu);
+		return 1;
+	}
+}
+
+/* ---- cache ---- */
+
+static struct centry *cache_slot(struct module *m, uint64_t key)
+{
+	size_t j;
+
+	if (!m->capcache)
+		return NULL;
+	for (j = hash_u64(key) & (m->capcache - 1); m->cache[j].key; j = (j + 1) & (m->capcache - 1))
+		if (m->cache[j].key == key)
+			return &m->cache[j];
+	return &m->cache[j];
+}
+
+static int cache_put(struct module *m, uint64_t key, uint32_t first, uint32_t count)
+{
+	struct centry *e;
+
+	if ((m->ncache + 1) * 2 > m->capcache) {
+		size_t nc = m->capcache ? m->capcache * 2 : 256;
+		struct centry *old = m->cache, *nt = calloc(nc, sizeof(*nt));
+		size_t oc = m->capcache;
+
+		if (!nt)
+			return -ENOMEM;
+		m->cache = nt;
+		m->capcache = nc;
+		for (size_t i = 0; i < oc; i++)
+			if (old[i].key)
+				*cache_slot(m, old[i].key) = old[i];
+		free(old);
+	}
+	e = cache_slot(m, key);
+	*e = (struct centry){ key, first, count };
+	m->ncache++;
+	return 0;
+}
+
+/* ---- public ---- */
+
+struct prs_symbolizer *prs_symbolizer_new(void)
+{
+	if (prs_elf_init())
+		return NULL;
+	return calloc(1, sizeof(struct prs_symbolizer));
+}
+
+void prs_symbolizer_free(struct prs_symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nmods_slots; i++)
+		module_free(s->mods[i]);
+	free(s->mods);
+	strtab_release(&s->strings);
+	free(s->pool);
+	free(s->root);
+	free(s);
+}
+
+int prs_symbolizer_set_root(struct prs_symbolizer *s, const char *root)
+{
+	char *r = NULL;
+
+	if (!s)
+		return -EINVAL;
+	if (root && root[0]) {
+		size_t len = strnlen(root, PATH_MAX_LEN);
+
+		while (len > 1 && root[len - 1] == '/')
+			len--;
+		r = strndup(root, len);
+		if (!r)
+			return -ENOMEM;
+	}
+	free(s->root);
+	s->root = r;
+	return 0;
+}
+
+void prs_symbolizer_stats(const struct prs_symbolizer *s, struct prs_symbolize_stats *stats)
+{
+	if (s && stats)
+		*stats = s->st;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int copy_out(const struct prs_symbolizer *s, const struct centry *e, struct prs_symframe *out,
+		    int max)
+{
+	uint32_t n = e->count, skip = 0;
+
+	if (n > (uint32_t)max) {
+		skip = n - (uint32_t)max;
+		n = (uint32_t)max;
+	}
+	memcpy(out, s->pool + e->first + skip, n * sizeof(*out));
+	return (int)n;
+}
+
+static int symbolize(struct prs_symbolizer *s, const struct prs_symmap *map, uint64_t pc,
+		     bool activation, struct prs_symframe *out, int max)
+{
+	struct prs_symframe tmp[PRS_SYM_MAX_INLINE];
+	struct module *m;
+	struct centry *e;
+	uint64_t a, off, key, vaddr = 0;
+	bool found = false;
+	int n, rc;
+
+	if (!activation && pc == 0)
+		return 0;
+	a = activation ? pc : pc - 1;
+	if (a < map->start || a >= map->end || map->path[0] != '/')
+		return 0;
+	rc = module_get(s, map, &m);
+	if (rc)
+		return rc;
+	if (m->state != MOD_OK)
+		return 0;
+	off = a - map->start + map->offset;
+	key = off + 1;
+	if (key == 0)
+		return 0;
+	e = cache_slot(m, key);
+	if (e && e->key == key)
+		return copy_out(s, e, out, max);
+	for (size_t i = 0; i < m->nphdrs; i++) {
+		const struct phdr *ph = &m->phdrs[i];
+
+		if (off < ph->offset || off - ph->offset >= ph->filesz)
+			continue;
+		if (!found || ph->exec) {
+			vaddr = off - ph->offset + ph->vaddr;
+			found = true;
+			if (ph->exec)
+				break;
+		}
+	}
+	n = found ? resolve(s, m, vaddr + m->bias, tmp) : 0;
+	if (n < 0)
+		return n;
+	if (s->npool + (size_t)n > s->cappool) {
+		size_t nc = s->cappool ? s->cappool * 2 : 1024;
+		struct prs_symframe *np;
+
+		while (nc < s->npool + (size_t)n)
+			nc *= 2;
+		if (nc > UINT32_MAX)
+			return -ENOMEM;
+		np = realloc(s->pool, nc * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		s->pool = np;
+		s->cappool = nc;
+	}
+	memcpy(s->pool + s->npool, tmp, (size_t)n * sizeof(*tmp));
+	rc = cache_put(m, key, (uint32_t)s->npool, (uint32_t)n);
+	if (rc)
+		return rc;
+	s->npool += (size_t)n;
+	e = cache_slot(m, key);
+	return copy_out(s, e, out, max);
+}
+
+int prs_symbolize(struct prs_symbolizer *s, const struct prs_symmap *map, uint64_t pc,
+		  bool activation, struct prs_symframe *out, int max)
+{
+	uint64_t t0;
+	int n;
+
+	if (!s || !map || !map->path || !out || max <= 0)
+		return -EINVAL;
+	t0 = now_ns();
+	n = symbolize(s, map, pc, activation, out, max);
+	s->st.frames++;
+	if (n > 0) {
+		s->st.symbolized++;
+		if (out[n - 1].line)
+			s->st.with_line++;
+		s->st.inlined += (uint64_t)(n - 1);
+	}
+	s->st.time_ns += now_ns() - t0;
+	return n;
+}
