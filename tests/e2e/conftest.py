@@ -1,0 +1,323 @@
+# SPDX-License-Identifier: MIT
+"""Fixtures and helpers for pyrsprof's end-to-end tests.
+
+The tests drive the real binary (env PYRSPROF, an absolute path; default bin/pyrsprof) against the
+programs in tests/targets, built by `make targets` into build/targets. Run them from the repo root
+with Debian's python3:
+
+    PYRSPROF=$PWD/build/release/pyrsprof /usr/bin/python3 -m pytest -q tests/e2e
+
+Sampling is nondeterministic, so tests assert properties against an independent truth: what a
+target measures and prints about itself, line numbers read from marker comments in its source
+(BEGIN:name, END:name, HOT:name), thread ids it prints. Nothing here hard-codes an output of
+pyrsprof itself.
+"""
+
+import dataclasses
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TARGET_SRC = REPO / "tests" / "targets"
+TARGET_BIN = REPO / "build" / "targets"
+PREFIX = "pyrsprof: "
+# Markers of a crash or a sanitizer report that must never reach the user.
+CRASH_MARKERS = ("Traceback", "AddressSanitizer", "runtime error:", "LeakSanitizer",
+                 "Segmentation fault", "core dumped", "Assertion", "assertion")
+ARTIFACTS = ("profile.pyrs", "cpu.svg", "wall.svg", "stats.json")
+
+
+@dataclasses.dataclass
+class Result:
+    """The outcome of one pyrsprof command."""
+    args: list
+    rc: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def out(self) -> str:
+        return self.stdout.decode("utf-8", "replace")
+
+    @property
+    def err(self) -> str:
+        return self.stderr.decode("utf-8", "replace")
+
+    def own_lines(self):
+        """pyrsprof's own stderr lines (those with the "pyrsprof: " prefix)."""
+        return [l for l in self.err.splitlines() if l.startswith(PREFIX)]
+
+    def describe(self) -> str:
+        return (f"$ {' '.join(map(str, self.args))}\nrc={self.rc}\n--- stdout (tail)\n"
+                f"{self.out[-1500:]}\n--- stderr (tail)\n{self.err[-3000:]}")
+
+
+@dataclasses.dataclass
+class Frame:
+    name: str
+    file: str | None = None   # as recorded (often absolute); compare basenames
+    line: int | None = None
+
+    @property
+    def base(self):
+        return os.path.basename(self.file) if self.file else None
+
+
+_FRAME_RE = re.compile(r"^(?P<name>.*) \((?P<file>[^()]+):(?P<line>\d+)\)$")
+
+
+def parse_frame(text: str) -> Frame:
+    m = _FRAME_RE.match(text)
+    if m:
+        return Frame(m.group("name"), m.group("file"), int(m.group("line")))
+    return Frame(text)
+
+
+def parse_folded(text: str):
+    """Folded stacks ("a;b;c 12", root first) into a list of (frames, count)."""
+    records = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        stack, sep, count = line.rpartition(" ")
+        assert sep and count.isdigit(), f"folded line {n} is malformed: {line!r}"
+        frames = [parse_frame(f) for f in stack.split(";")]
+        records.append((frames, int(count)))
+    return records
+
+
+def markers(source: str, tag: str) -> int:
+    """Line number (1-based) of the marker comment TAG (e.g. "HOT:hot_a") in tests/targets/SOURCE."""
+    found = [i for i, l in enumerate((TARGET_SRC / source).read_text().splitlines(), 1)
+             if re.search(r"\b" + re.escape(tag) + r"\b", l)]
+    assert len(found) == 1, f"marker {tag} found {len(found)} times in {source}"
+    return found[0]
+
+
+def body_range(source: str, fn: str) -> range:
+    """Lines of fn's definition, from the line before BEGIN:fn (the signature in C) to END:fn."""
+    return range(markers(source, f"BEGIN:{fn}") - 1, markers(source, f"END:{fn}") + 1)
+
+
+def total(records) -> int:
+    return sum(c for _, c in records)
+
+
+def count_where(records, pred) -> int:
+    return sum(c for frames, c in records if pred(frames))
+
+
+def has_frame(name):
+    return lambda frames: any(f.name == name for f in frames)
+
+
+def assert_clean(res: Result):
+    """No crash report or traceback anywhere in pyrsprof's output."""
+    for marker in CRASH_MARKERS:
+        assert marker not in res.err, f"crash marker {marker!r} in stderr\n{res.describe()}"
+
+
+def assert_bad_input(res: Result, rc: int, *words):
+    """A bad-input failure: exit code rc, exactly one stderr line, "pyrsprof: "-prefixed,
+    mentioning each of words (case-insensitive), and no crash or traceback."""
+    assert_clean(res)
+    assert res.rc == rc, f"expected exit {rc}\n{res.describe()}"
+    lines = [l for l in res.err.splitlines() if l.strip()]
+    assert len(lines) == 1, f"expected one message line\n{res.describe()}"
+    assert lines[0].startswith(PREFIX), f"message lacks the prefix\n{res.describe()}"
+    for w in words:
+        assert w.lower() in lines[0].lower(), f"message does not mention {w!r}\n{res.describe()}"
+
+
+def read_truth_split(stdout: str):
+    """The target's own measured split: "split hot_a=0.703 hot_b=0.297" -> (0.703, 0.297)."""
+    m = re.search(r"^split hot_a=([0-9.]+) hot_b=([0-9.]+)$", stdout, re.M)
+    assert m, f"target printed no split line:\n{stdout}"
+    return float(m.group(1)), float(m.group(2))
+
+
+def thread_tids(stdout: str):
+    """{"worker-a": 1234, ...} from a target's "thread NAME tid=N" lines."""
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(r"^thread (\S+) tid=(\d+)$", stdout, re.M)}
+
+
+def thread_root(frames):
+    """(tid, name or None) of a per-thread root frame "thread <tid>" / "thread <tid> (<name>)"."""
+    m = re.match(r"^thread (\d+)(?: \((.*)\))?$", frames[0].name if frames[0].file is None
+                 else f"{frames[0].name} ({frames[0].file}:{frames[0].line})")
+    return (int(m.group(1)), m.group(2)) if m else None
+
+
+def pid_gone(pid: int) -> bool:
+    """True when pid no longer exists or is a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rpartition(")")[2].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def proc_state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rpartition(")")[2].split()[0]
+
+
+def wait_gone(pid: int, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pid_gone(pid):
+            return True
+        time.sleep(0.05)
+    return pid_gone(pid)
+
+
+def children_of(pid: int):
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(x) for x in text.split()]
+
+
+def wait_child(pid: int, timeout: float = 5.0) -> int:
+    """Waits for the first child of pid to appear and returns its pid."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        kids = children_of(pid)
+        if kids:
+            return kids[0]
+        time.sleep(0.01)
+    raise AssertionError(f"pid {pid} started no child within {timeout} s")
+
+
+def fnv1a(data: bytes) -> int:
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def check_echo_output(stdout: bytes, lines_expected: int):
+    """echo_output's stdout is complete and in order: lines 1..N then a checksum line whose FNV-1a
+    we recompute from the bytes received."""
+    body, sep, last = stdout.rstrip(b"\n").rpartition(b"\n")
+    assert sep, f"no checksum line in {stdout[-200:]!r}"
+    m = re.fullmatch(rb"checksum lines=(\d+) fnv=([0-9a-f]{16})", last)
+    assert m, f"bad last line {last!r}"
+    lines = body.split(b"\n")
+    nums = [int(l.split()[1]) for l in lines]
+    assert nums == list(range(1, len(lines) + 1)), "lines lost or reordered"
+    assert int(m.group(1)) == len(lines) == lines_expected
+    assert int(m.group(2), 16) == fnv1a(body + b"\n"), "checksum mismatch: output altered"
+
+
+@pytest.fixture(scope="session")
+def prs() -> Path:
+    """Absolute path of the pyrsprof binary under test."""
+    p = Path(os.environ.get("PYRSPROF", REPO / "bin" / "pyrsprof"))
+    if not p.is_absolute():
+        p = (REPO / p).resolve()
+    if not p.exists():
+        pytest.exit(f"pyrsprof binary {p} not found: build it, set PYRSPROF", returncode=2)
+    return p
+
+
+@pytest.fixture(scope="session")
+def targets() -> Path:
+    """build/targets, checked to hold every target built from tests/targets."""
+    missing = [s.stem for s in TARGET_SRC.iterdir() if s.suffix in (".c", ".rs")
+               and not (TARGET_BIN / s.stem).exists()]
+    if missing:
+        pytest.exit(f"targets not built ({', '.join(missing)}): run `make targets`", returncode=2)
+    return TARGET_BIN
+
+
+@pytest.fixture
+def outdir(tmp_path) -> Path:
+    """A fresh directory for one test's artifacts (pyrsprof -o creates subfolders in it)."""
+    return tmp_path
+
+
+def _run(prs: Path, args, timeout=60, input=None, cwd=None, env=None, prefix=()):
+    argv = [*prefix, str(prs), *map(str, args)]
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        pytest.fail(f"pyrsprof hung: {' '.join(argv)} did not end within {timeout} s\n"
+                    f"stderr: {err.decode(errors='replace')[-2000:]}")
+    return Result(argv, p.returncode, out, err)
+
+
+@pytest.fixture(scope="session")
+def run_prs(prs):
+    """run_prs(args, timeout=60, input=None, cwd=None, prefix=()) -> Result.
+
+    Runs pyrsprof ARGS in its own session (so a hang is killed with its children) and fails the
+    test if it does not end within timeout seconds."""
+    def run(args, timeout=60, input=None, cwd=None, env=None, prefix=()):
+        return _run(prs, args, timeout=timeout, input=input, cwd=cwd, env=env, prefix=prefix)
+    return run
+
+
+@pytest.fixture(scope="session")
+def export_folded(run_prs):
+    """export_folded(pyrs, view="cpu", lines=True, per_thread=False) -> [(frames, count)]."""
+    def export(pyrs, view="cpu", lines=True, per_thread=False):
+        args = ["export", pyrs, "--format", "folded", "--view", view]
+        if lines:
+            args.append("--lines")
+        if per_thread:
+            args.append("--per-thread")
+        res = run_prs(args, timeout=60)
+        assert_clean(res)
+        assert res.rc == 0, res.describe()
+        return parse_folded(res.out)
+    return export
+
+
+@dataclasses.dataclass
+class Recording:
+    """One `pyrsprof run` of a target: its Result (stdout is the target's) and artifacts DIR."""
+    res: Result
+    dir: Path
+
+    @property
+    def pyrs(self) -> Path:
+        return self.dir / "profile.pyrs"
+
+    def stats(self):
+        return json.loads((self.dir / "stats.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def record(run_prs, targets, tmp_path_factory):
+    """record(target, *args, rate=None, duration=None, extra=()) -> Recording; asserts success."""
+    def rec(target, *targs, rate=None, duration=None, extra=(), expect_rc=0, timeout=60):
+        d = tmp_path_factory.mktemp(target) / "prof"
+        args = ["run", "-o", d]
+        if rate is not None:
+            args += ["-r", rate]
+        if duration is not None:
+            args += ["-d", duration]
+        args += [*extra, "--", targets / target, *targs]
+        res = run_prs(args, timeout=timeout)
+        assert_clean(res)
+        assert res.rc == expect_rc, res.describe()
+        for a in ARTIFACTS:
+            assert (d / a).is_file(), f"{a} missing from {d}\n{res.describe()}"
+        return Recording(res, d)
+    return rec
