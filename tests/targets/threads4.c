@@ -2,12 +2,13 @@
 /*
  * threads4: four named threads, each spinning in its own function.
  *
- * Usage: threads4 [SECONDS]   (default 3 s)
+ * Usage: threads4 [SECONDS [DELAY]]   (default 3 s of work, started after DELAY s, default 0)
  *
  * Threads "worker-a".."worker-d" (pthread_setname_np) spin in work_a..work_d (noinline, noclone,
  * each with its own constant so identical-code folding cannot merge them) until the deadline;
  * main joins them. Each thread prints "thread worker-X tid=N" when it starts, so tests can match
  * the profile's per-thread roots against the real tids, and main prints "done" at the end.
+ * DELAY lets a test attach before the workers exist (main sleeps first).
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <pthread.h>
@@ -75,9 +76,13 @@ int main(int argc, char **argv)
 	pthread_t t[4];
 	uint64_t sum = 0;
 
-	deadline_s = mono_s() + (argc > 1 ? atof(argv[1]) : 3.0);
+	double delay = argc > 2 ? atof(argv[2]) : 0.0;
+
 	printf("main tid=%ld\n", (long)getpid());
 	fflush(stdout);
+	if (delay > 0)
+		usleep((useconds_t)(delay * 1e6));
+	deadline_s = mono_s() + (argc > 1 ? atof(argv[1]) : 3.0);
 	for (int i = 0; i < 4; i++)
 		if (pthread_create(&t[i], NULL, run, &w[i]) != 0)
 			return 1;
