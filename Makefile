@@ -22,7 +22,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla \
-	-Wpointer-arith -Wwrite-strings -Wundef -Wno-missing-field-initializers
+	-Wpointer-arith -Wwrite-strings -Wundef -Wno-missing-field-initializers -Wno-format-truncation
 ifeq ($(WERROR),1)
 WARN += -Werror
 endif

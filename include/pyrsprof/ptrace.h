@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ptrace control of a target's threads, as the sampler needs it: seize (never plain attach, so
+ * PTRACE_INTERRUPT works and no SIGSTOP is injected), interrupt, read registers, snapshot the stack,
+ * continue, detach; and decoding of waitpid() statuses into events. Every call here is a thin,
+ * allocation-free wrapper: safe to use on the sampling hot path.
+ *
+ * Facts this relies on (see ../shared/notes/limits.md §5): a PTRACE_INTERRUPT stop arrives as
+ * WIFSTOPPED with status>>16 == PTRACE_EVENT_STOP and WSTOPSIG == SIGTRAP; a group-stop also arrives
+ * as PTRACE_EVENT_STOP but with the stop signal, and must be resumed with PTRACE_LISTEN, not CONT, or
+ * the job-control stop would be undone; any other stop is a signal-delivery stop whose signal must
+ * be re-injected with PTRACE_CONT(sig); waitpid needs __WALL for non-leader threads.
+ */
+#ifndef PYRSPROF_PTRACE_H
+#define PYRSPROF_PTRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pyrsprof/err.h"
+#include "pyrsprof/types.h"
+
+/* What one waitpid() status says about one thread. */
+enum prs_event_kind {
+	PRS_EV_INTERRUPT,   /* our PTRACE_INTERRUPT stop (or the initial stop of an auto-attached thread) */
+	PRS_EV_SIGNAL,      /* signal-delivery stop: re-inject ev.sig when resuming */
+	PRS_EV_GROUP_STOP,  /* job-control stop (SIGSTOP, SIGTSTP, ...): resume with PTRACE_LISTEN */
+	PRS_EV_CLONE,       /* the thread created a new thread: ev.new_tid */
+	PRS_EV_FORK,        /* fork/vfork event: ev.new_tid is the new process (only with follow-fork) */
+	PRS_EV_EXEC,        /* the thread group exec'ed; ev.tid is now the leader, other threads are gone */
+	PRS_EV_EXITED,      /* the thread exited with ev.code (the whole process, for the leader) */
+	PRS_EV_KILLED,      /* the thread was killed by signal ev.sig */
+	PRS_EV_OTHER,       /* another ptrace event stop: just resume */
+};
+
+struct prs_event {
+	enum prs_event_kind kind;
+	pid_t tid;
+	int sig;        /* PRS_EV_SIGNAL, PRS_EV_GROUP_STOP, PRS_EV_KILLED */
+	int code;       /* PRS_EV_EXITED */
+	pid_t new_tid;  /* PRS_EV_CLONE, PRS_EV_FORK */
+	bool core;      /* PRS_EV_KILLED: dumped core */
+};
+
+/* The options every seized thread gets: follow clones (new threads are traced automatically), see execs. */
+#define PRS_PTRACE_OPTIONS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC)
+
+/*
+ * PTRACE_SEIZE tid with PRS_PTRACE_OPTIONS. Returns 0 or -errno (-EPERM, -ESRCH) with err set;
+ * the message names the tid but not the cause: call prs_explain_eperm() for that.
+ */
+int prs_ptrace_seize(pid_t tid, struct prs_err *err);
+
+/* PTRACE_INTERRUPT: asks a running seized thread to stop. Returns 0 or -errno. */
+int prs_ptrace_interrupt(pid_t tid);
+
+/* Resumes a stopped thread, delivering sig (0 for none). Returns 0 or -errno (-ESRCH: it died). */
+int prs_ptrace_cont(pid_t tid, int sig);
+
+/* Resumes a thread from a group-stop with PTRACE_LISTEN (it stays job-control stopped). */
+int prs_ptrace_listen(pid_t tid);
+
+/* Detaches a *stopped* thread, delivering sig. Returns 0 or -errno. */
+int prs_ptrace_detach(pid_t tid, int sig);
+
+/* Reads the registers of a stopped thread with PTRACE_GETREGSET(NT_PRSTATUS) into DWARF order. */
+int prs_ptrace_getregs(pid_t tid, struct prs_regs *regs);
+
+/* PTRACE_GETEVENTMSG (the new thread id after a clone event). */
+int prs_ptrace_eventmsg(pid_t tid, unsigned long *msg);
+
+/*
+ * Decodes a waitpid() status of thread tid. Returns the event kind (also stored in ev).
+ * For PRS_EV_CLONE/FORK it reads the new tid with PTRACE_GETEVENTMSG.
+ */
+enum prs_event_kind prs_ptrace_decode(pid_t tid, int status, struct prs_event *ev);
+
+/*
+ * Copies up to cap bytes of stack starting at the stack pointer into buf with one
+ * process_vm_readv; a short read (the end of the stack mapping) is fine. Returns the number of
+ * bytes copied (>= 0) or -errno. pid is the thread group id.
+ */
+ssize_t prs_read_stack(pid_t pid, uint64_t sp, uint8_t *buf, size_t cap);
+
+/* Reads len bytes of target memory at addr with process_vm_readv. Returns bytes read or -errno. */
+ssize_t prs_read_mem(pid_t pid, uint64_t addr, void *buf, size_t len);
+
+/*
+ * Classifies the state of a thread stopped by an interrupt from its registers: when it was asleep
+ * in a syscall the kernel aborted the syscall to enter the stop, leaving orig_rax = the syscall
+ * number and rax = -ERESTART* (or -EINTR); otherwise it was running. Sets *syscall (or -1).
+ */
+enum prs_state prs_state_from_regs(const struct prs_regs *regs, int *syscall);
+
+/*
+ * Explains why ptrace of pid is not permitted, in one line for the user: another tracer
+ * (TracerPid), Yama ptrace_scope, missing CAP_SYS_PTRACE for another user's process, or a
+ * seccomp/container policy; with what to do. Writes into buf and returns buf.
+ */
+const char *prs_explain_eperm(pid_t pid, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sampler: launches or attaches to a target, then on an absolute-deadline timer stops every
+ * thread (PTRACE_INTERRUPT), reads its registers and one stack snapshot, resumes it, unwinds the
+ * snapshot and records the sample into a profile. It follows threads as they come and go, passes
+ * signals through, and detaches leaving the target running.
+ *
+ * One sampler runs on one thread; nothing here is thread-safe. The caller (src/cli) must block the
+ * signals of PRS_SAMPLER_SIGNALS in every thread before prs_sampler_launch/attach: the loop takes
+ * them with sigtimedwait().
+ */
+#ifndef PYRSPROF_SAMPLER_H
+#define PYRSPROF_SAMPLER_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pyrsprof/err.h"
+#include "pyrsprof/profile.h"
+
+/* The signals the sampler loop waits for: SIGCHLD for ptrace events, the rest from the user. */
+int prs_sampler_sigset(sigset_t *set);
+
+enum prs_sampler_mode { PRS_SAMPLE_LAUNCH, PRS_SAMPLE_ATTACH };
+
+struct prs_sampler_opts {
+	double rate_hz;         /* samples per second per thread, > 0 */
+	double duration_s;      /* stop after this long; 0 = until the target exits or the user stops */
+	size_t stack_bytes;     /* cap of the stack snapshot per thread-sample (default 64 KiB) */
+	bool quiet;             /* no status line */
+	int max_ticks;          /* stop after this many ticks; 0 = no limit (dump uses 1) */
+	struct prs_profile *profile; /* where samples go when no recorder is given (dump) */
+};
+
+/* Statistics of a recording, for stats.json and the summary line. Durations in nanoseconds. */
+struct prs_dist {
+	double median, p10, p90, max;
+	size_t n;
+};
+
+struct prs_sampler_stats {
+	uint64_t ticks, missed_ticks, thread_samples, threads_seen;
+	uint64_t not_stopped;     /* threads that did not stop in time (recorded from /proc) */
+	uint64_t unwind_errors, unwind_truncated, read_errors;
+	uint64_t signals_forwarded;
+	double duration_s;
+	struct prs_dist sample_cost, stop, unwind;
+};
+
+struct prs_sampler;
+
+/*
+ * Starts argv[0] (searched in PATH) as a traced child: the child is seized before it execs, so it
+ * is traced from its first instruction. Returns 0, or -ENOENT/-EACCES/... when the command cannot
+ * be run (err says "cannot run 'x': ..."; the child has then exited with 127).
+ * rec receives the samples (borrowed, must outlive the sampler); when rec is NULL they go to
+ * opts->profile and nothing is written.
+ */
+int prs_sampler_launch(char *const argv[], const struct prs_sampler_opts *opts,
+		       struct prs_recorder *rec, struct prs_sampler **out, struct prs_err *err);
+
+/* Seizes every thread of live process pid. -ESRCH: no such process; -EPERM: err explains why. */
+int prs_sampler_attach(pid_t pid, const struct prs_sampler_opts *opts, struct prs_recorder *rec,
+		       struct prs_sampler **out, struct prs_err *err);
+
+/*
+ * Samples until the target exits, the duration elapses, max_ticks is reached, or the user stops
+ * it (attach: SIGINT/SIGTERM/SIGHUP; launch: SIGINT goes to the child through the terminal, a
+ * second SIGINT stops sampling; signals sent to pyrsprof with kill() are forwarded to the child).
+ * Then detaches from every thread still alive. Returns 0 or -errno.
+ */
+int prs_sampler_run(struct prs_sampler *s, struct prs_err *err);
+
+/*
+ * After prs_sampler_run: waits (forwarding signals) until a launched child exits and returns its
+ * exit status as a shell would: the code, or 128 + signal. For an attached target, or a child
+ * already reaped, returns the known status (0 for attach). Returns -1 if the status is unknown.
+ */
+int prs_sampler_wait_child(struct prs_sampler *s);
+
+/* The target's pid. */
+pid_t prs_sampler_pid(const struct prs_sampler *s);
+
+/* True if the target exited while being sampled (its status is known). */
+bool prs_sampler_target_exited(const struct prs_sampler *s);
+
+/* Fills stats (durations summarised). */
+void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats *stats);
+
+/* Frees s; detaches first if still attached. NULL is fine. */
+void prs_sampler_free(struct prs_sampler *s);
+
+#endif

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * /proc readers for a target's threads: list them, their names, their scheduler state and the
+ * syscall they are blocked in. Used where ptrace cannot answer: threads that do not stop in time
+ * (D state), names, and start-up checks.
+ */
+#ifndef PYRSPROF_TASK_H
+#define PYRSPROF_TASK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Lists the thread ids of pid (from /proc/PID/task) into out. Returns the count (it may be more
+ * than max: only max are written) or -errno (-ESRCH: no such process). */
+int prs_task_list(pid_t pid, pid_t *out, size_t max);
+
+/* Reads /proc/PID/task/TID/comm (the thread name, at most 15 bytes) into buf. Returns 0 or -errno. */
+int prs_task_comm(pid_t pid, pid_t tid, char *buf, size_t size);
+
+/* The state letter of /proc/PID/task/TID/stat ('R', 'S', 'D', 'T', 't', 'Z', ...), or 0 on error. */
+char prs_task_state(pid_t pid, pid_t tid);
+
+/* The syscall a thread is blocked in, from /proc/PID/task/TID/syscall: the number, -1 when it is
+ * running, or -errno when the file cannot be read. */
+int prs_task_syscall(pid_t pid, pid_t tid);
+
+/* True if process pid exists (it may be a zombie). */
+bool prs_proc_exists(pid_t pid);
+
+/* Reads /proc/PID/cmdline as one line (arguments joined by spaces, bounded) into buf. Returns 0 or -errno. */
+int prs_proc_cmdline(pid_t pid, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared pieces of the subcommands: messages to the user, option value parsing, output folders.
+ * src/cli is the only place that prints to the user and chooses exit codes.
+ */
+#ifndef PYRSPROF_CLI_H
+#define PYRSPROF_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "pyrsprof/err.h"
+
+/* Exit codes of pyrsprof itself (a launched program's own code passes through instead). */
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NOCMD = 127 };
+
+#define PRS_MAX_RATE_HZ 10000.0
+#define PRS_MAX_DURATION_S (7 * 24 * 3600.0)
+
+/* Prints "pyrsprof: <message>\n" to stderr (one line: newlines in the message become spaces). */
+void cli_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Prints err's message as one line, or "what: strerror(-code)" when it has none. */
+void cli_err(const struct prs_err *err, const char *what);
+
+/* Parses a sampling rate in Hz (0 < r <= PRS_MAX_RATE_HZ). Prints the problem and returns false. */
+bool cli_parse_rate(const char *s, double *out);
+/* Parses a duration in seconds (0 < d <= PRS_MAX_DURATION_S; "10", "2.5", "30s", "5m"). */
+bool cli_parse_duration(const char *s, double *out);
+/* Parses a PID (a positive integer). */
+bool cli_parse_pid(const char *s, pid_t *out);
+/* Parses a positive number with an upper bound, for widths and the like. */
+bool cli_parse_number(const char *opt, const char *s, double min, double max, double *out);
+
+/*
+ * Makes sure dir exists and is writable (creating it and its parents). Returns 0 or -errno with a
+ * message printed. *created tells whether it made the last component (to remove it on failure).
+ */
+int cli_make_dir(const char *dir, bool *created);
+
+/* Writes path through a temporary file renamed into place at the end, so a reader never sees a
+ * half-written file. Returns a FILE* for writing, or NULL with a message printed. */
+struct cli_atomic {
+	char path[4096], tmp[4096];
+	void *f;
+};
+void *cli_atomic_open(struct cli_atomic *a, const char *path);
+/* Closes and renames (ok) or removes the temporary file (!ok). Returns 0 or -errno (message printed). */
+int cli_atomic_close(struct cli_atomic *a, bool ok);
+
+/* Subcommands. Each returns the process exit code. */
+int cmd_run(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_flamegraph(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+
+#endif

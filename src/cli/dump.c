@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/* `pyrsprof dump PID`: every thread's stack now, with its state, like `py-spy dump`. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "pyrsprof/profile.h"
+#include "pyrsprof/sampler.h"
+#include "pyrsprof/symbol.h"
+#include "pyrsprof/task.h"
+#include "pyrsprof/util.h"
+#include "util/banned.h"
+
+static const char *thread_name(const struct prs_profile *p, int32_t tid)
+{
+	const char *name = NULL;
+
+	/* The last entry for a tid is its newest name. */
+	for (uint32_t i = 0; i < p->nthreads; i++)
+		if (p->threads[i].tid == tid)
+			name = p->strings[p->threads[i].name];
+	return name;
+}
+
+static void print_state(const struct prs_sample *s)
+{
+	const char *sc = s->syscall >= 0 ? prs_syscall_name(s->syscall) : NULL;
+
+	switch (s->state) {
+	case PRS_STATE_RUNNING:
+		printf("running");
+		break;
+	case PRS_STATE_BLOCKED:
+		if (sc)
+			printf("blocked in %s", sc);
+		else if (s->syscall >= 0)
+			printf("blocked in syscall %d", s->syscall);
+		else
+			printf("blocked");
+		break;
+	case PRS_STATE_DISK:
+		printf("uninterruptible (disk) wait%s%s", sc ? " in " : "", sc ? sc : "");
+		break;
+	case PRS_STATE_STOPPED:
+		printf("stopped (job control)");
+		break;
+	default:
+		printf("unknown state");
+	}
+}
+
+static void print_frame(const struct prs_profile *p, uint32_t id)
+{
+	const struct prs_frame *f = &p->frames[id];
+	char label[PRS_MAX_NAME + 64];
+
+	prs_profile_frame_label(p, id, label, sizeof(label));
+	printf("    %s", label);
+	if (!f->raw && f->file && f->line)
+		printf(" (%s:%u)", p->strings[f->file], f->line);
+	else if (!f->raw && f->file)
+		printf(" (%s)", p->strings[f->file]);
+	putchar('\n');
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	struct prs_sampler_opts so = { 0 };
+	struct prs_symbolize_stats st;
+	struct prs_sampler *s = NULL;
+	struct prs_err err = { 0 };
+	struct prs_profile *p;
+	uint32_t *ids;
+	char command[1024];
+	sigset_t set, old;
+	pid_t pid;
+	int rc;
+
+	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+		puts("usage: pyrsprof dump PID\n  Prints every thread's stack once, with its state, and detaches.");
+		return EXIT_OK;
+	}
+	if (argc != 2) {
+		cli_msg("dump: give one PID (usage: pyrsprof dump PID)");
+		return EXIT_USAGE;
+	}
+	if (!cli_parse_pid(argv[1], &pid))
+		return EXIT_USAGE;
+	if (!prs_proc_exists(pid)) {
+		cli_msg("no process with pid %d", (int)pid);
+		return EXIT_FAIL;
+	}
+	p = prs_profile_new();
+	ids = malloc(PRS_MAX_STACK_FRAMES * sizeof(*ids));
+	if (!p || !ids) {
+		cli_msg("out of memory");
+		prs_profile_free(p);
+		free(ids);
+		return EXIT_FAIL;
+	}
+	so.rate_hz = 1000;
+	so.max_ticks = 1;
+	so.stack_bytes = 256 * 1024;
+	so.profile = p;
+	so.quiet = true;
+	prs_sampler_sigset(&set);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	rc = prs_sampler_attach(pid, &so, NULL, &s, &err);
+	if (rc) {
+		cli_err(&err, "dump");
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		prs_profile_free(p);
+		free(ids);
+		return EXIT_FAIL;
+	}
+	prs_sampler_run(s, &err);
+	prs_sampler_free(s);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	memset(&st, 0, sizeof(st));
+	if (prs_symbolize_profile(p, NULL, &st, &err) < 0)
+		cli_msg("warning: symbolization failed: %s", err.msg);
+
+	if (prs_proc_cmdline(pid, command, sizeof(command)) != 0)
+		command[0] = '\0';
+	printf("Process %d: %s\n", (int)pid, command);
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct prs_sample *smp = &p->samples[i];
+		const char *name = thread_name(p, smp->tid);
+		size_t n = prs_profile_stack_frames(p, smp->stack, ids, PRS_MAX_STACK_FRAMES);
+
+		printf("\nThread %d", smp->tid);
+		if (name && name[0])
+			printf(" \"%s\"", name);
+		printf(" (");
+		print_state(smp);
+		printf(")\n");
+		if (n == 0)
+			printf("    (no stack)\n");
+		while (n-- > 0)
+			print_frame(p, ids[n]);
+	}
+	prs_profile_free(p);
+	free(ids);
+	return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+}

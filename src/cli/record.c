@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `pyrsprof run` and `pyrsprof attach`: record a profile into a folder (profile.pyrs, cpu.svg,
+ * wall.svg, stats.json), print a summary, and for `run` exit with the program's own status.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/render.h"
+#include "pyrsprof/profile.h"
+#include "pyrsprof/sampler.h"
+#include "pyrsprof/symbol.h"
+#include "pyrsprof/task.h"
+#include "util/banned.h"
+
+struct rec_opts {
+	double rate_hz, duration_s;
+	const char *outdir;
+	size_t stack_bytes;
+	bool print_stats;
+};
+
+static const char run_usage[] =
+	"usage: pyrsprof run [-r HZ] [-d SEC] [-o DIR] [--stats] -- CMD ARGS...\n"
+	"  Launches CMD and samples every thread until it exits (or -d elapses, then CMD runs on).\n"
+	"  -r, --rate HZ        samples per second per thread (default 100)\n"
+	"  -d, --duration SEC   stop sampling after SEC seconds\n"
+	"  -o, --output DIR     output folder (default ./pyrsprof-<prog>-<time>/)\n"
+	"      --stack-bytes N  stack bytes copied per sample (default 65536)\n"
+	"      --stats          print the sampler's own costs\n"
+	"  CMD's input, output, signals and exit status pass through; Ctrl-C reaches CMD, a second\n"
+	"  Ctrl-C stops sampling.\n";
+
+static const char attach_usage[] =
+	"usage: pyrsprof attach PID [-r HZ] [-d SEC] [-o DIR] [--stats]\n"
+	"  Samples every thread of a live process until Ctrl-C, -d, or its exit; then detaches and\n"
+	"  leaves it running.\n"
+	"  -r, --rate HZ        samples per second per thread (default 100)\n"
+	"  -d, --duration SEC   stop after SEC seconds\n"
+	"  -o, --output DIR     output folder (default ./pyrsprof-<prog>-<time>/)\n"
+	"      --stack-bytes N  stack bytes copied per sample (default 65536)\n"
+	"      --stats          print the sampler's own costs\n";
+
+/* Parses the options shared by run and attach. Returns -1 to continue, else an exit code. */
+static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "rate", required_argument, NULL, 'r' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "stack-bytes", required_argument, NULL, 'S' },
+		{ "stats", no_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	double v;
+
+	o->rate_hz = 100;
+	o->duration_s = 0;
+	o->outdir = NULL;
+	o->stack_bytes = 64 * 1024;
+	o->print_stats = false;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, run ? "+r:d:o:h" : "r:d:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			if (!cli_parse_rate(optarg, &o->rate_hz))
+				return EXIT_USAGE;
+			break;
+		case 'd':
+			if (!cli_parse_duration(optarg, &o->duration_s))
+				return EXIT_USAGE;
+			break;
+		case 'o':
+			o->outdir = optarg;
+			break;
+		case 'S':
+			if (!cli_parse_number("--stack-bytes", optarg, 4096, 8 << 20, &v))
+				return EXIT_USAGE;
+			o->stack_bytes = (size_t)v;
+			break;
+		case 's':
+			o->print_stats = true;
+			break;
+		case 'h':
+			fputs(run ? run_usage : attach_usage, stdout);
+			return EXIT_OK;
+		case '?':
+			if (optopt)
+				cli_msg("option -%c: %s", optopt,
+					strchr("rdo", optopt) ? "needs a value" : "unknown option");
+			else
+				cli_msg("unknown option '%s' (see pyrsprof %s --help)", argv[optind - 1],
+					run ? "run" : "attach");
+			return EXIT_USAGE;
+		case ':':
+			cli_msg("option -%c needs a value", optopt);
+			return EXIT_USAGE;
+		}
+	}
+	return -1;
+}
+
+/* "pyrsprof-<prog>-<YYYYmmdd-HHMMSS>" with prog reduced to safe characters. */
+static void default_dir(const char *prog, char *buf, size_t size)
+{
+	char safe[64];
+	const char *base = strrchr(prog, '/');
+	size_t n = 0;
+	time_t now = time(NULL);
+	struct tm tm;
+	char stamp[32];
+
+	base = base ? base + 1 : prog;
+	for (; *base && n < sizeof(safe) - 1; base++)
+		if ((*base >= 'a' && *base <= 'z') || (*base >= 'A' && *base <= 'Z') ||
+		    (*base >= '0' && *base <= '9') || *base == '.' || *base == '_' || *base == '-')
+			safe[n++] = *base;
+	safe[n] = '\0';
+	if (n == 0)
+		snprintf(safe, sizeof(safe), "prog");
+	localtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+	snprintf(buf, size, "pyrsprof-%s-%s", safe, stamp);
+}
+
+static json_t *dist_json(const struct prs_dist *d)
+{
+	return json_pack("{s:f, s:f, s:f, s:f, s:I}", "median", d->median / 1000.0, "p10",
+			 d->p10 / 1000.0, "p90", d->p90 / 1000.0, "max", d->max / 1000.0, "n",
+			 (json_int_t)d->n);
+}
+
+static int write_stats(const char *dir, const struct prs_sampler_stats *st, double rate_hz,
+		       const struct prs_symbolize_stats *sym)
+{
+	char path[4096];
+	struct cli_atomic a;
+	FILE *f;
+	json_t *j;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/stats.json", dir);
+	j = json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I}}",
+		      "samples", (json_int_t)st->ticks, "thread_samples", (json_int_t)st->thread_samples,
+		      "threads", (json_int_t)st->threads_seen, "missed_ticks",
+		      (json_int_t)st->missed_ticks, "duration_s", st->duration_s, "rate_hz", rate_hz,
+		      "sample_cost_us", dist_json(&st->sample_cost), "stop_us", dist_json(&st->stop),
+		      "unwind_us", dist_json(&st->unwind), "errors", "unwind",
+		      (json_int_t)st->unwind_errors, "unwind_truncated", (json_int_t)st->unwind_truncated,
+		      "read", (json_int_t)st->read_errors, "not_stopped", (json_int_t)st->not_stopped,
+		      "signals_forwarded", (json_int_t)st->signals_forwarded);
+	if (!j)
+		return -ENOMEM;
+	if (sym)
+		json_object_set_new(j, "symbols",
+				    json_pack("{s:I, s:I, s:I, s:I, s:I}", "frames", (json_int_t)sym->frames,
+					      "symbolized", (json_int_t)sym->symbolized, "with_lines",
+					      (json_int_t)sym->with_line, "inlined",
+					      (json_int_t)sym->inlined, "build_id_mismatches",
+					      (json_int_t)sym->build_id_mismatches));
+	f = cli_atomic_open(&a, path);
+	if (!f) {
+		json_decref(j);
+		return -EIO;
+	}
+	rc = json_dumpf(j, f, JSON_INDENT(2) | JSON_SORT_KEYS) == 0 ? 0 : -EIO;
+	fputc('\n', f);
+	json_decref(j);
+	return cli_atomic_close(&a, rc == 0);
+}
+
+static void add_meta_num(struct prs_profile *p, const char *key, double v)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%g", v);
+	prs_profile_meta(p, key, buf);
+}
+
+/* Symbolizes, closes the profile, renders the graphs and the stats. Returns an exit code. */
+static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *dir,
+		  const struct rec_opts *o)
+{
+	struct prs_sampler_stats st;
+	struct prs_symbolize_stats sym;
+	struct prs_profile *p = prs_recorder_profile(rec), *done = NULL;
+	struct prs_err err = { 0 };
+	int rc = EXIT_OK;
+	size_t nthreads;
+
+	prs_sampler_get_stats(s, &st);
+	add_meta_num(p, "duration_s", st.duration_s);
+	memset(&sym, 0, sizeof(sym));
+	if (prs_symbolize_profile(p, NULL, &sym, &err) < 0)
+		cli_msg("warning: symbolization failed: %s", err.msg);
+	nthreads = (size_t)st.threads_seen;
+	if (prs_recorder_close(rec, &done, &err) < 0) {
+		cli_err(&err, "write profile");
+		prs_profile_free(done);
+		return EXIT_FAIL;
+	}
+	if (cli_render_recording(done, dir) != 0)
+		rc = EXIT_FAIL;
+	if (write_stats(dir, &st, o->rate_hz, &sym) != 0)
+		rc = EXIT_FAIL;
+	if (o->print_stats)
+		fprintf(stderr,
+			"pyrsprof: per thread-sample: cost median %.1f us (p10 %.1f, p90 %.1f); stop %.1f us; "
+			"unwind %.1f us; %llu missed ticks\n",
+			st.sample_cost.median / 1000, st.sample_cost.p10 / 1000, st.sample_cost.p90 / 1000,
+			st.stop.median / 1000, st.unwind.median / 1000, (unsigned long long)st.missed_ticks);
+	cli_msg("%llu samples of %zu thread%s in %.1f s (%g Hz); wrote %s/{profile.pyrs,cpu.svg,wall.svg}",
+		(unsigned long long)st.thread_samples, nthreads, nthreads == 1 ? "" : "s", st.duration_s,
+		o->rate_hz, dir);
+	prs_profile_free(done);
+	return rc;
+}
+
+/* Opens DIR/profile.pyrs. Returns 0, or an exit code after printing why. */
+static int open_recording(const struct rec_opts *o, const char *prog, char *dir, size_t dsize,
+			  bool *created, struct prs_recorder **rec)
+{
+	char path[4096];
+	struct prs_err err = { 0 };
+
+	if (o->outdir)
+		snprintf(dir, dsize, "%s", o->outdir);
+	else
+		default_dir(prog, dir, dsize);
+	if (cli_make_dir(dir, created) != 0)
+		return EXIT_FAIL;
+	snprintf(path, sizeof(path), "%s/profile.pyrs", dir);
+	if (prs_recorder_open(path, rec, &err) != 0) {
+		cli_err(&err, path);
+		if (*created)
+			rmdir(dir);
+		return EXIT_FAIL;
+	}
+	return 0;
+}
+
+static void discard_recording(struct prs_recorder *rec, const char *dir, bool created)
+{
+	char path[4096];
+
+	prs_recorder_close(rec, NULL, NULL);
+	snprintf(path, sizeof(path), "%s/profile.pyrs", dir);
+	unlink(path);
+	if (created)
+		rmdir(dir);
+}
+
+static void block_signals(sigset_t *old)
+{
+	sigset_t set;
+
+	prs_sampler_sigset(&set);
+	sigprocmask(SIG_BLOCK, &set, old);
+}
+
+static void set_common_meta(struct prs_profile *p, const struct rec_opts *o, const char *mode,
+			    const char *command, pid_t pid)
+{
+	char buf[64];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	prs_profile_meta(p, "command", command);
+	prs_profile_meta(p, "mode", mode);
+	add_meta_num(p, "rate_hz", o->rate_hz);
+	add_meta_num(p, "pid", pid);
+	gmtime_r(&now, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	prs_profile_meta(p, "start_time", buf);
+	prs_profile_meta(p, "pyrsprof_version", "0.1.0");
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct rec_opts o;
+	struct prs_sampler_opts so = { 0 };
+	struct prs_sampler *s = NULL;
+	struct prs_recorder *rec = NULL;
+	struct prs_err err = { 0 };
+	char dir[4096], command[4096];
+	size_t clen = 0;
+	bool created;
+	sigset_t old;
+	int rc, code;
+
+	rc = parse_opts(argc, argv, true, &o);
+	if (rc >= 0)
+		return rc;
+	if (optind >= argc) {
+		cli_msg("run: no command given (usage: pyrsprof run [options] -- CMD ARGS...)");
+		return EXIT_USAGE;
+	}
+	char **cmd = argv + optind;
+
+	command[0] = '\0';
+	for (int i = 0; cmd[i] && clen + 2 < sizeof(command); i++)
+		clen += (size_t)snprintf(command + clen, sizeof(command) - clen, "%s%s", i ? " " : "",
+					 cmd[i]);
+	if (clen >= sizeof(command))
+		clen = sizeof(command) - 1;
+	rc = open_recording(&o, cmd[0], dir, sizeof(dir), &created, &rec);
+	if (rc)
+		return rc;
+	so.rate_hz = o.rate_hz;
+	so.duration_s = o.duration_s;
+	so.stack_bytes = o.stack_bytes;
+	block_signals(&old);
+	rc = prs_sampler_launch(cmd, &so, rec, &s, &err);
+	if (rc) {
+		cli_err(&err, "run");
+		discard_recording(rec, dir, created);
+		return rc == -ENOENT || rc == -EACCES || rc == -ENOEXEC || rc == -ENOTDIR ? EXIT_NOCMD
+											  : EXIT_FAIL;
+	}
+	set_common_meta(prs_recorder_profile(rec), &o, "run", command, prs_sampler_pid(s));
+	prs_sampler_run(s, &err);
+	rc = finish(rec, s, dir, &o);
+	if (!prs_sampler_target_exited(s))
+		cli_msg("sampling stopped; %s (pid %d) runs on: waiting for it to exit", cmd[0],
+			(int)prs_sampler_pid(s));
+	code = prs_sampler_wait_child(s);
+	prs_sampler_free(s);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (code < 0)
+		return rc ? rc : EXIT_FAIL;
+	return code;
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	struct rec_opts o;
+	struct prs_sampler_opts so = { 0 };
+	struct prs_sampler *s = NULL;
+	struct prs_recorder *rec = NULL;
+	struct prs_err err = { 0 };
+	char dir[4096], comm[64], command[4096];
+	bool created;
+	sigset_t old;
+	pid_t pid;
+	int rc;
+
+	rc = parse_opts(argc, argv, false, &o);
+	if (rc >= 0)
+		return rc;
+	if (optind >= argc) {
+		cli_msg("attach: no PID given (usage: pyrsprof attach PID [options])");
+		return EXIT_USAGE;
+	}
+	if (optind + 1 < argc) {
+		cli_msg("attach: unexpected argument '%s'", argv[optind + 1]);
+		return EXIT_USAGE;
+	}
+	if (!cli_parse_pid(argv[optind], &pid))
+		return EXIT_USAGE;
+	if (!prs_proc_exists(pid)) {
+		cli_msg("no process with pid %d", (int)pid);
+		return EXIT_FAIL;
+	}
+	if (prs_task_comm(pid, pid, comm, sizeof(comm)) != 0)
+		snprintf(comm, sizeof(comm), "pid%d", (int)pid);
+	if (prs_proc_cmdline(pid, command, sizeof(command)) != 0 || !command[0])
+		snprintf(command, sizeof(command), "%s", comm);
+	rc = open_recording(&o, comm, dir, sizeof(dir), &created, &rec);
+	if (rc)
+		return rc;
+	so.rate_hz = o.rate_hz;
+	so.duration_s = o.duration_s;
+	so.stack_bytes = o.stack_bytes;
+	block_signals(&old);
+	rc = prs_sampler_attach(pid, &so, rec, &s, &err);
+	if (rc) {
+		cli_err(&err, "attach");
+		discard_recording(rec, dir, created);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return EXIT_FAIL;
+	}
+	set_common_meta(prs_recorder_profile(rec), &o, "attach", command, pid);
+	if (!isatty(STDERR_FILENO) || o.duration_s == 0)
+		cli_msg("sampling pid %d (%s) at %g Hz; Ctrl-C to stop", (int)pid, comm, o.rate_hz);
+	prs_sampler_run(s, &err);
+	rc = finish(rec, s, dir, &o);
+	prs_sampler_free(s);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/* Rendering a profile's flame graphs into files; loading any profile input. */
+#include "cli/render.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "util/banned.h"
+
+int cli_render_svg(const struct prs_profile *p, const char *path, const struct cli_graph_opts *o)
+{
+	struct prs_err err = { 0 };
+	struct prs_fg_opts fo = o->fg;
+	struct cli_atomic a;
+	struct prs_fg *fg;
+	char subtitle[1024];
+	FILE *f;
+	int rc;
+
+	fg = prs_fg_new();
+	if (!fg) {
+		cli_msg("out of memory");
+		return -1;
+	}
+	rc = prs_fg_from_profile(fg, p, o->view, o->per_thread, &err);
+	if (rc) {
+		cli_err(&err, "flame graph");
+		prs_fg_free(fg);
+		return -1;
+	}
+	if (!fo.title)
+		fo.title = o->view == PRS_VIEW_CPU ? "On-CPU flame graph" : "Wall-clock flame graph";
+	if (!fo.subtitle)
+		fo.subtitle = prs_fg_describe_profile(p, o->view, subtitle, sizeof(subtitle));
+	f = cli_atomic_open(&a, path);
+	if (!f) {
+		prs_fg_free(fg);
+		return -1;
+	}
+	rc = prs_fg_write_svg(fg, f, &fo, &err);
+	prs_fg_free(fg);
+	if (rc) {
+		cli_err(&err, path);
+		cli_atomic_close(&a, false);
+		return -1;
+	}
+	return cli_atomic_close(&a, true) == 0 ? 0 : -1;
+}
+
+int cli_render_recording(const struct prs_profile *p, const char *dir)
+{
+	static const struct {
+		const char *file;
+		enum prs_view view;
+	} graphs[] = { { "cpu.svg", PRS_VIEW_CPU }, { "wall.svg", PRS_VIEW_WALL } };
+	int rc = 0;
+
+	for (size_t i = 0; i < 2; i++) {
+		struct cli_graph_opts o;
+		char path[4096];
+
+		memset(&o, 0, sizeof(o));
+		prs_fg_opts_init(&o.fg);
+		o.view = graphs[i].view;
+		snprintf(path, sizeof(path), "%s/%s", dir, graphs[i].file);
+		if (cli_render_svg(p, path, &o) != 0)
+			rc = -1;
+	}
+	return rc;
+}
+
+struct prs_profile *cli_load_profile(const char *path)
+{
+	struct prs_profile *p = NULL;
+	struct prs_err err = { 0 };
+	char warning[512] = "";
+	struct stat st;
+	FILE *f;
+
+	if (stat(path, &st) != 0) {
+		cli_msg("cannot read '%s': %s", path, strerror(errno));
+		return NULL;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		cli_msg("'%s' is a folder; give the profile.pyrs inside it", path);
+		return NULL;
+	}
+	if (prs_pyrs_sniff(path)) {
+		if (prs_pyrs_read(path, &p, warning, sizeof(warning), &err) != 0) {
+			cli_err(&err, path);
+			return NULL;
+		}
+		if (warning[0])
+			cli_msg("warning: %s", warning);
+		return p;
+	}
+	f = fopen(path, "re");
+	if (!f) {
+		cli_msg("cannot read '%s': %s", path, strerror(errno));
+		return NULL;
+	}
+	if (prs_folded_read(f, path, &p, &err) != 0) {
+		fclose(f);
+		if (err.msg[0])
+			cli_msg("%s (expected a .pyrs profile or folded stacks like 'main;work 12')", err.msg);
+		else
+			cli_msg("%s: not a .pyrs profile or folded stacks", path);
+		return NULL;
+	}
+	fclose(f);
+	return p;
+}

@@ -1,0 +1,962 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sampling loop. Per tick: PTRACE_INTERRUPT every running thread, and as each one stops read
+ * its registers and one stack snapshot and resume it at once (the stop window is only that); then,
+ * with every thread running again, unwind the snapshots and record the samples. Between ticks the
+ * loop sleeps in sigtimedwait() until the next absolute deadline, handling ptrace events (new
+ * threads, signal-delivery stops to re-inject, exits, execs) and the user's signals as they come.
+ *
+ * Nothing on the per-tick path allocates once every thread has its snapshot buffer and the
+ * profile's interning tables are warm.
+ */
+#include "pyrsprof/sampler.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pyrsprof/maps.h"
+#include "pyrsprof/ptrace.h"
+#include "pyrsprof/symbol.h"
+#include "pyrsprof/task.h"
+#include "pyrsprof/unwind.h"
+#include "pyrsprof/util.h"
+#include "util/banned.h"
+
+#define MAX_THREADS 4096
+#define DIST_CAP 65536           /* durations kept per statistic (reservoir beyond) */
+#define STOP_WAIT_MAX_NS 20000000ull /* a thread that has not stopped 20 ms after INTERRUPT is read from /proc */
+#define DETACH_WAIT_NS 2000000000ull
+#define MAPS_REFRESH_MIN_NS 100000000ull
+#define COMM_REFRESH_NS 1000000000ull
+
+struct thr {
+	pid_t tid;
+	bool stopped;           /* in a ptrace-stop we have not resumed yet */
+	bool group_stopped;     /* job-control stopped (resumed with LISTEN) */
+	bool interrupt_pending; /* we sent INTERRUPT and have not seen the stop */
+	bool initial_stop;      /* a new thread's first stop has not arrived yet */
+	bool sampled;           /* has a snapshot waiting to be unwound this tick */
+	uint32_t name_sid;      /* last recorded name (string id), 0 = none */
+	uint64_t t_interrupt, t_cont;
+	enum prs_state state;
+	int syscall;
+	struct prs_regs regs;
+	uint8_t *stack;
+	size_t stack_len;
+};
+
+struct dist {
+	uint32_t *v;
+	size_t n, seen;
+};
+
+struct prs_sampler {
+	enum prs_sampler_mode mode;
+	struct prs_sampler_opts opts;
+	pid_t pid;
+	struct prs_recorder *rec;
+	struct prs_profile *prof;
+	struct thr *thr;
+	size_t nthr;
+	struct prs_unwinder *uw;
+	bool maps_dirty;
+	uint64_t last_maps_refresh;
+	/* profile mapping id for each index of the unwinder's maps (PRS_NO_MAPPING = not yet) */
+	uint32_t *map_ids;
+	size_t nmap_ids;
+	uint64_t maps_gen; /* unwinder maps generation map_ids was built for (0 = none) */
+	uint64_t *pcs;
+	uint32_t *frame_ids;
+	uint64_t t0, last_flush, last_comm;
+	bool exited, stop_requested, attached, exec_failed;
+	int exit_status; /* raw wait status of the leader */
+	int sigints;
+	unsigned rng;
+	struct prs_sampler_stats st;
+	struct dist d_cost, d_stop, d_unwind;
+};
+
+int prs_sampler_sigset(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGCHLD);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGQUIT);
+	return 0;
+}
+
+/* ---- statistics ---- */
+
+static void dist_add(struct prs_sampler *s, struct dist *d, uint64_t ns)
+{
+	uint32_t v = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+
+	d->seen++;
+	if (d->n < DIST_CAP) {
+		d->v[d->n++] = v;
+		return;
+	}
+	/* Reservoir sampling keeps a uniform sample of every duration seen. */
+	s->rng = s->rng * 1103515245u + 12345u;
+	size_t j = (size_t)((s->rng >> 1) % d->seen);
+	if (j < DIST_CAP)
+		d->v[j] = v;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void dist_summary(const struct dist *d, struct prs_dist *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (d->n == 0)
+		return;
+	uint32_t *tmp = malloc(d->n * sizeof(*tmp));
+	if (!tmp)
+		return;
+	memcpy(tmp, d->v, d->n * sizeof(*tmp));
+	qsort(tmp, d->n, sizeof(*tmp), cmp_u32);
+	out->n = d->seen;
+	out->median = tmp[d->n / 2];
+	out->p10 = tmp[d->n / 10];
+	out->p90 = tmp[(d->n * 9) / 10];
+	out->max = tmp[d->n - 1];
+	free(tmp);
+}
+
+/* ---- threads ---- */
+
+static struct thr *thr_find(struct prs_sampler *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->nthr; i++)
+		if (s->thr[i].tid == tid)
+			return &s->thr[i];
+	return NULL;
+}
+
+static struct thr *thr_add(struct prs_sampler *s, pid_t tid)
+{
+	struct thr *t = thr_find(s, tid);
+
+	if (t)
+		return t;
+	if (s->nthr >= MAX_THREADS)
+		return NULL;
+	t = &s->thr[s->nthr];
+	memset(t, 0, sizeof(*t));
+	t->stack = malloc(s->opts.stack_bytes);
+	if (!t->stack)
+		return NULL;
+	t->tid = tid;
+	s->nthr++;
+	s->st.threads_seen++;
+	return t;
+}
+
+static void thr_remove(struct prs_sampler *s, struct thr *t)
+{
+	free(t->stack);
+	*t = s->thr[--s->nthr];
+}
+
+/* Records the thread's name when it is new or changed (threads often name themselves after start). */
+static void thr_record_name(struct prs_sampler *s, struct thr *t)
+{
+	char comm[64];
+	uint32_t sid;
+
+	if (prs_task_comm(s->pid, t->tid, comm, sizeof(comm)) != 0)
+		return;
+	sid = prs_profile_string(s->prof, comm, strlen(comm));
+	if (sid == UINT32_MAX || sid == t->name_sid)
+		return;
+	t->name_sid = sid;
+	prs_profile_thread(s->prof, t->tid, sid);
+}
+
+/* ---- ptrace events ---- */
+
+/* Resumes a stopped thread, delivering sig. A thread that vanished meanwhile is left to its exit event. */
+static void resume(struct prs_sampler *s, struct thr *t, int sig)
+{
+	(void)s;
+	prs_ptrace_cont(t->tid, sig);
+	t->stopped = false;
+}
+
+/* Takes the sample of a thread in our interrupt stop: registers, state, snapshot; then resumes it. */
+static void take_sample(struct prs_sampler *s, struct thr *t)
+{
+	t->interrupt_pending = false;
+	t->sampled = false;
+	if (prs_ptrace_getregs(t->tid, &t->regs) == 0) {
+		ssize_t n;
+
+		t->state = prs_state_from_regs(&t->regs, &t->syscall);
+		n = prs_read_stack(s->pid, t->regs.r[PRS_REG_RSP], t->stack, s->opts.stack_bytes);
+		if (n < 0) {
+			s->st.read_errors++;
+			n = 0;
+		}
+		t->stack_len = (size_t)n;
+		t->sampled = true;
+	}
+	resume(s, t, 0);
+	t->t_cont = prs_now_ns();
+}
+
+/* Handles one waitpid() result. During a tick, interrupt stops of pending threads are sampled. */
+static void handle_event(struct prs_sampler *s, pid_t tid, int status, bool in_tick)
+{
+	struct prs_event ev;
+	struct thr *t = thr_find(s, tid);
+
+	prs_ptrace_decode(tid, status, &ev);
+	if (!t) {
+		if (ev.kind == PRS_EV_EXITED || ev.kind == PRS_EV_KILLED)
+			goto exited;
+		/* A new thread's first stop can arrive before its parent's clone event. */
+		t = thr_add(s, tid);
+		if (!t) {
+			prs_ptrace_cont(tid, 0);
+			return;
+		}
+		t->initial_stop = true;
+	}
+	if (ev.kind != PRS_EV_EXITED && ev.kind != PRS_EV_KILLED)
+		t->stopped = true;
+
+	if (t->initial_stop && ev.kind != PRS_EV_EXITED && ev.kind != PRS_EV_KILLED) {
+		/* Auto-attached threads start in a ptrace-stop (reported as PTRACE_EVENT_STOP, whatever its
+		 * signal): always just resume it, never LISTEN. */
+		t->initial_stop = false;
+		if (ev.kind == PRS_EV_SIGNAL)
+			resume(s, t, ev.sig);
+		else
+			resume(s, t, 0);
+		return;
+	}
+
+	switch (ev.kind) {
+	case PRS_EV_INTERRUPT:
+		if (t->group_stopped) {
+			/* After LISTEN, a SIGCONT is reported as this trap: the job-control stop is over. */
+			t->group_stopped = false;
+			resume(s, t, 0);
+		} else if (t->interrupt_pending && in_tick) {
+			take_sample(s, t);
+		} else {
+			t->interrupt_pending = false;
+			resume(s, t, 0);
+		}
+		break;
+	case PRS_EV_SIGNAL:
+		/* The interrupt (if any) is still pending: re-inject the signal and keep waiting. */
+		resume(s, t, ev.sig);
+		break;
+	case PRS_EV_GROUP_STOP:
+		t->group_stopped = true;
+		t->interrupt_pending = false;
+		prs_ptrace_listen(t->tid);
+		t->stopped = false;
+		break;
+	case PRS_EV_CLONE: {
+		struct thr *n = ev.new_tid > 0 ? thr_find(s, ev.new_tid) : NULL;
+
+		if (ev.new_tid > 0 && !n) {
+			n = thr_add(s, ev.new_tid);
+			if (n)
+				n->initial_stop = true;
+		}
+		t = thr_find(s, tid); /* thr_add may not move entries, but be safe */
+		if (t)
+			resume(s, t, 0);
+		break;
+	}
+	case PRS_EV_EXEC:
+		/* Every other thread is gone; the leader carries on in a new image. */
+		for (size_t i = 0; i < s->nthr;) {
+			if (s->thr[i].tid != s->pid)
+				thr_remove(s, &s->thr[i]);
+			else
+				i++;
+		}
+		s->maps_dirty = true;
+		t = thr_find(s, s->pid);
+		if (t) {
+			t->interrupt_pending = false;
+			t->name_sid = 0;
+			resume(s, t, 0);
+		}
+		break;
+	case PRS_EV_FORK:
+	case PRS_EV_OTHER:
+		resume(s, t, 0);
+		break;
+	case PRS_EV_EXITED:
+	case PRS_EV_KILLED:
+		thr_remove(s, t);
+		goto exited;
+	}
+	return;
+exited:
+	if (tid == s->pid) {
+		s->exited = true;
+		s->exit_status = status;
+		/* Threads we had not seen exit are gone with the process. */
+		while (s->nthr > 0)
+			thr_remove(s, &s->thr[0]);
+	}
+}
+
+/* Drains every pending waitpid() result. Returns how many were handled. */
+static int drain_events(struct prs_sampler *s, bool in_tick)
+{
+	int n = 0, status;
+	pid_t tid;
+
+	while ((tid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) {
+		handle_event(s, tid, status, in_tick);
+		n++;
+	}
+	return n;
+}
+
+/* Acts on a user signal taken by sigtimedwait. */
+static void handle_user_signal(struct prs_sampler *s, const siginfo_t *si)
+{
+	int sig = si->si_signo;
+	bool from_kill = si->si_code == SI_USER || si->si_code == SI_QUEUE;
+
+	if (s->mode == PRS_SAMPLE_ATTACH) {
+		s->stop_requested = true;
+		return;
+	}
+	/* Launch mode. A Ctrl-C from the terminal reached the child through the process group; a
+	 * signal sent to pyrsprof alone with kill() is forwarded, as if pyrsprof were the program. */
+	if (from_kill && si->si_pid != s->pid && !s->exited) {
+		kill(s->pid, sig);
+		s->st.signals_forwarded++;
+	}
+	if (sig == SIGINT && ++s->sigints >= 2)
+		s->stop_requested = true;
+}
+
+/* Waits for signals until deadline (CLOCK_MONOTONIC ns), handling ptrace events and user signals. */
+static void wait_until(struct prs_sampler *s, uint64_t deadline, bool in_tick)
+{
+	sigset_t set;
+
+	prs_sampler_sigset(&set);
+	for (;;) {
+		uint64_t now;
+		struct timespec ts;
+		siginfo_t si;
+		int sig;
+
+		drain_events(s, in_tick);
+		now = prs_now_ns();
+		if (now >= deadline || s->exited)
+			return;
+		if (in_tick) {
+			bool pending = false;
+
+			for (size_t i = 0; i < s->nthr; i++)
+				if (s->thr[i].interrupt_pending)
+					pending = true;
+			if (!pending)
+				return;
+		}
+		ts.tv_sec = (time_t)((deadline - now) / 1000000000ull);
+		ts.tv_nsec = (long)((deadline - now) % 1000000000ull);
+		sig = sigtimedwait(&set, &si, &ts);
+		if (sig > 0 && sig != SIGCHLD)
+			handle_user_signal(s, &si);
+		if (s->stop_requested && !in_tick)
+			return;
+	}
+}
+
+/* ---- recording ---- */
+
+/* The profile mapping id of the unwinder's map containing pc, or PRS_NO_MAPPING. */
+static uint32_t mapping_id(struct prs_sampler *s, uint64_t pc)
+{
+	const struct prs_maps *maps = prs_unwinder_maps(s->uw);
+	const struct prs_map *m;
+	size_t idx;
+
+	if (!maps)
+		return PRS_NO_MAPPING;
+	if (prs_unwinder_generation(s->uw) != s->maps_gen || s->nmap_ids != maps->n) {
+		uint32_t *ids = realloc(s->map_ids, (maps->n ? maps->n : 1) * sizeof(*ids));
+
+		if (!ids)
+			return PRS_NO_MAPPING;
+		s->map_ids = ids;
+		s->nmap_ids = maps->n;
+		for (size_t i = 0; i < maps->n; i++)
+			ids[i] = PRS_NO_MAPPING;
+		s->maps_gen = prs_unwinder_generation(s->uw);
+	}
+	m = prs_maps_find(maps, pc);
+	if (!m) {
+		s->maps_dirty = true;
+		return PRS_NO_MAPPING;
+	}
+	idx = (size_t)(m - maps->v);
+	if (s->map_ids[idx] == PRS_NO_MAPPING && m->path[0] != '\0') {
+		struct prs_mapping pm;
+		size_t len = 0;
+
+		memset(&pm, 0, sizeof(pm));
+		pm.start = m->start;
+		pm.end = m->end;
+		pm.offset = m->offset;
+		pm.path = prs_profile_string(s->prof, m->path, strlen(m->path));
+		if (m->path[0] == '/' &&
+		    prs_elf_build_id(m->path, pm.build_id, sizeof(pm.build_id), &len) == 0)
+			pm.build_id_len = (uint8_t)len;
+		s->map_ids[idx] = prs_profile_mapping(s->prof, &pm);
+	}
+	return s->map_ids[idx];
+}
+
+static void record_thread_sample(struct prs_sampler *s, struct thr *t, uint64_t tick_ns)
+{
+	struct prs_sample smp;
+	uint32_t stack = 0;
+	int n = 0;
+
+	memset(&smp, 0, sizeof(smp));
+	if (t->sampled && s->uw) {
+		struct prs_snapshot snap = { .base = t->regs.r[PRS_REG_RSP], .len = t->stack_len,
+					     .data = t->stack };
+		struct prs_unwind_info info;
+		uint64_t u0 = prs_now_ns(), u1;
+
+		memset(&info, 0, sizeof(info));
+		n = prs_unwind(s->uw, &t->regs, &snap, s->pcs, PRS_MAX_NATIVE_FRAMES, &info);
+		u1 = prs_now_ns();
+		if (n < 0) {
+			s->st.unwind_errors++;
+			n = 0;
+		}
+		if (info.flags & PRS_UNWIND_TRUNCATED)
+			s->st.unwind_truncated++;
+		dist_add(s, &s->d_unwind, u1 - u0);
+		dist_add(s, &s->d_stop, t->t_cont - t->t_interrupt);
+		dist_add(s, &s->d_cost, (t->t_cont - t->t_interrupt) + (u1 - u0));
+		for (int i = 0; i < n; i++)
+			s->frame_ids[i] = prs_profile_raw_frame(s->prof, mapping_id(s, s->pcs[i]), s->pcs[i],
+								i == 0);
+		for (int i = n - 1; i >= 0; i--)
+			stack = prs_profile_stack(s->prof, stack, s->frame_ids[i]);
+	}
+	smp.time_ns = tick_ns - s->t0;
+	smp.tid = t->tid;
+	smp.state = (uint8_t)t->state;
+	smp.syscall = (int16_t)t->syscall;
+	smp.stack = stack;
+	smp.weight = 1;
+	prs_profile_sample(s->prof, &smp);
+	s->st.thread_samples++;
+	t->sampled = false;
+}
+
+/* One tick: stop, snapshot and resume every thread, then unwind and record. */
+static void tick(struct prs_sampler *s)
+{
+	uint64_t tick_ns = prs_now_ns();
+	size_t pending = 0;
+
+	if (s->maps_dirty && tick_ns - s->last_maps_refresh > MAPS_REFRESH_MIN_NS) {
+		prs_unwinder_refresh(s->uw, NULL);
+		s->maps_dirty = false;
+		s->last_maps_refresh = tick_ns;
+	}
+	for (size_t i = 0; i < s->nthr; i++) {
+		struct thr *t = &s->thr[i];
+
+		t->sampled = false;
+		if (t->stopped || t->group_stopped || t->initial_stop || t->interrupt_pending)
+			continue;
+		t->t_interrupt = prs_now_ns();
+		if (prs_ptrace_interrupt(t->tid) == 0) {
+			t->interrupt_pending = true;
+			pending++;
+		}
+	}
+	if (pending)
+		wait_until(s, tick_ns + STOP_WAIT_MAX_NS, true);
+	s->st.ticks++;
+	for (size_t i = 0; i < s->nthr; i++) {
+		struct thr *t = &s->thr[i];
+
+		if (t->sampled) {
+			record_thread_sample(s, t, tick_ns);
+		} else if (t->interrupt_pending) {
+			/* Did not stop in time: most likely in uninterruptible sleep. Ask /proc. */
+			char c = prs_task_state(s->pid, t->tid);
+
+			s->st.not_stopped++;
+			t->state = c == 'D' ? PRS_STATE_DISK : c == 'R' ? PRS_STATE_RUNNING : PRS_STATE_BLOCKED;
+			t->syscall = prs_task_syscall(s->pid, t->tid);
+			if (t->syscall < -1)
+				t->syscall = -1;
+			record_thread_sample(s, t, tick_ns);
+		} else if (t->group_stopped) {
+			t->state = PRS_STATE_STOPPED;
+			t->syscall = -1;
+			record_thread_sample(s, t, tick_ns);
+		}
+	}
+}
+
+static void periodic(struct prs_sampler *s, uint64_t now)
+{
+	if (now - s->last_comm >= COMM_REFRESH_NS) {
+		for (size_t i = 0; i < s->nthr; i++)
+			thr_record_name(s, &s->thr[i]);
+		s->last_comm = now;
+	}
+	if (now - s->last_flush >= 1000000000ull) {
+		if (s->rec)
+			prs_recorder_flush(s->rec, NULL);
+		s->last_flush = now;
+	}
+}
+
+/* ---- set-up and tear-down ---- */
+
+static int sampler_new(enum prs_sampler_mode mode, const struct prs_sampler_opts *opts,
+		       struct prs_recorder *rec, struct prs_sampler **out, struct prs_err *err)
+{
+	struct prs_sampler *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return prs_err_set(err, -ENOMEM, "out of memory");
+	s->mode = mode;
+	s->opts = *opts;
+	if (s->opts.stack_bytes == 0)
+		s->opts.stack_bytes = 64 * 1024;
+	s->rec = rec;
+	s->prof = rec ? prs_recorder_profile(rec) : opts->profile;
+	if (!s->prof) {
+		free(s);
+		return prs_err_set(err, -EINVAL, "sampler: no profile to record into");
+	}
+	s->thr = calloc(MAX_THREADS, sizeof(*s->thr));
+	s->pcs = calloc(PRS_MAX_NATIVE_FRAMES, sizeof(*s->pcs));
+	s->frame_ids = calloc(PRS_MAX_NATIVE_FRAMES, sizeof(*s->frame_ids));
+	s->d_cost.v = calloc(DIST_CAP, sizeof(uint32_t));
+	s->d_stop.v = calloc(DIST_CAP, sizeof(uint32_t));
+	s->d_unwind.v = calloc(DIST_CAP, sizeof(uint32_t));
+	s->rng = 12345;
+	s->exit_status = -1;
+	if (!s->thr || !s->pcs || !s->frame_ids || !s->d_cost.v || !s->d_stop.v || !s->d_unwind.v) {
+		prs_sampler_free(s);
+		return prs_err_set(err, -ENOMEM, "out of memory");
+	}
+	*out = s;
+	return 0;
+}
+
+int prs_sampler_launch(char *const argv[], const struct prs_sampler_opts *opts,
+		       struct prs_recorder *rec, struct prs_sampler **out, struct prs_err *err)
+{
+	struct prs_sampler *s;
+	int gate[2] = { -1, -1 }, status_pipe[2] = { -1, -1 };
+	sigset_t none;
+	pid_t pid;
+	int rc, child_errno = 0;
+	ssize_t n;
+
+	rc = sampler_new(PRS_SAMPLE_LAUNCH, opts, rec, &s, err);
+	if (rc)
+		return rc;
+	if (pipe2(gate, O_CLOEXEC) != 0 || pipe2(status_pipe, O_CLOEXEC) != 0) {
+		rc = prs_err_set(err, -errno, "pipe: %s", strerror(errno));
+		goto fail;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = prs_err_set(err, -errno, "fork: %s", strerror(errno));
+		goto fail;
+	}
+	if (pid == 0) {
+		char c;
+		int e;
+
+		/* The child: wait until the parent has seized us, then exec with the signal mask the
+		 * user's shell gave pyrsprof (the parent blocks signals it waits for). */
+		close(gate[1]);
+		close(status_pipe[0]);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		while (read(gate[0], &c, 1) < 0 && errno == EINTR)
+			;
+		execvp(argv[0], argv);
+		e = errno;
+		if (write(status_pipe[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(gate[0]);
+	gate[0] = -1;
+	close(status_pipe[1]);
+	status_pipe[1] = -1;
+	s->pid = pid;
+	rc = prs_ptrace_seize(pid, err);
+	if (rc) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		goto fail;
+	}
+	s->attached = true;
+	if (!thr_add(s, pid)) {
+		rc = prs_err_set(err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	/* Release the child. */
+	if (write(gate[1], "x", 1) != 1) {
+		rc = prs_err_set(err, -errno, "start child: %s", strerror(errno));
+		goto fail;
+	}
+	close(gate[1]);
+	gate[1] = -1;
+	/* The status pipe closes at a successful exec (O_CLOEXEC) or carries exec's errno. */
+	while ((n = read(status_pipe[0], &child_errno, sizeof(child_errno))) < 0 && errno == EINTR)
+		;
+	close(status_pipe[0]);
+	status_pipe[0] = -1;
+	if (n == (ssize_t)sizeof(child_errno)) {
+		s->exec_failed = true;
+		/* Let the child exit (it is traced: reap its events until it is gone). */
+		while (!s->exited) {
+			int st;
+			pid_t t = waitpid(-1, &st, __WALL);
+
+			if (t < 0)
+				break;
+			handle_event(s, t, st, false);
+		}
+		rc = prs_err_set(err, -child_errno, "cannot run '%s': %s", argv[0], strerror(child_errno));
+		prs_sampler_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (gate[i] >= 0)
+			close(gate[i]);
+		if (status_pipe[i] >= 0)
+			close(status_pipe[i]);
+	}
+	prs_sampler_free(s);
+	return rc;
+}
+
+int prs_sampler_attach(pid_t pid, const struct prs_sampler_opts *opts, struct prs_recorder *rec,
+		       struct prs_sampler **out, struct prs_err *err)
+{
+	struct prs_sampler *s;
+	pid_t *tids = NULL;
+	int rc, n;
+	bool added;
+
+	if (pid <= 0 || !prs_proc_exists(pid))
+		return prs_err_set(err, -ESRCH, "no process with pid %d", (int)pid);
+	rc = sampler_new(PRS_SAMPLE_ATTACH, opts, rec, &s, err);
+	if (rc)
+		return rc;
+	s->pid = pid;
+	tids = malloc(MAX_THREADS * sizeof(*tids));
+	if (!tids) {
+		rc = prs_err_set(err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	/* Seize every thread; threads created by a not-yet-seized thread meanwhile show up in the
+	 * next listing, so list again until nothing new appears. */
+	do {
+		added = false;
+		n = prs_task_list(pid, tids, MAX_THREADS);
+		if (n < 0) {
+			rc = prs_err_set(err, -ESRCH, "no process with pid %d", (int)pid);
+			goto fail;
+		}
+		for (int i = 0; i < n && i < MAX_THREADS; i++) {
+			struct thr *t;
+
+			if (thr_find(s, tids[i]))
+				continue;
+			rc = prs_ptrace_seize(tids[i], err);
+			if (rc == -ESRCH)
+				continue; /* exited meanwhile */
+			if (rc == -EPERM) {
+				char why[512];
+
+				prs_err_set(err, -EPERM, "%s", prs_explain_eperm(pid, why, sizeof(why)));
+				goto fail;
+			}
+			if (rc)
+				goto fail;
+			s->attached = true;
+			t = thr_add(s, tids[i]);
+			if (!t) {
+				rc = prs_err_set(err, -ENOMEM, "too many threads in pid %d", (int)pid);
+				goto fail;
+			}
+			added = true;
+		}
+	} while (added);
+	if (s->nthr == 0) {
+		rc = prs_err_set(err, -ESRCH, "no process with pid %d", (int)pid);
+		goto fail;
+	}
+	rc = prs_unwinder_new(pid, &s->uw, err);
+	if (rc)
+		goto fail;
+	free(tids);
+	*out = s;
+	return 0;
+fail:
+	free(tids);
+	prs_sampler_free(s);
+	return rc;
+}
+
+/* Stops every thread and detaches, re-injecting any signal caught on the way. */
+static void detach_all(struct prs_sampler *s)
+{
+	uint64_t deadline = prs_now_ns() + DETACH_WAIT_NS;
+	sigset_t set;
+
+	if (!s->attached)
+		return;
+	prs_sampler_sigset(&set);
+	for (size_t i = 0; i < s->nthr; i++) {
+		struct thr *t = &s->thr[i];
+
+		if (!t->stopped && !t->interrupt_pending && prs_ptrace_interrupt(t->tid) == 0)
+			t->interrupt_pending = true;
+	}
+	while (s->nthr > 0 && !s->exited) {
+		int status;
+		pid_t tid;
+
+		/* Detach whatever is stopped now. */
+		for (size_t i = 0; i < s->nthr;) {
+			struct thr *t = &s->thr[i];
+
+			if (t->stopped || t->group_stopped) {
+				/* A group-stopped thread stays job-control stopped after DETACH, as it should. */
+				prs_ptrace_detach(t->tid, 0);
+				thr_remove(s, t);
+			} else {
+				i++;
+			}
+		}
+		if (s->nthr == 0 || prs_now_ns() >= deadline)
+			break;
+		tid = waitpid(-1, &status, __WALL | WNOHANG);
+		if (tid > 0) {
+			struct prs_event ev;
+			struct thr *t = thr_find(s, tid);
+
+			prs_ptrace_decode(tid, status, &ev);
+			if (!t) {
+				if (ev.kind != PRS_EV_EXITED && ev.kind != PRS_EV_KILLED)
+					prs_ptrace_detach(tid, ev.kind == PRS_EV_SIGNAL ? ev.sig : 0);
+				if (tid == s->pid && (ev.kind == PRS_EV_EXITED || ev.kind == PRS_EV_KILLED)) {
+					s->exited = true;
+					s->exit_status = status;
+				}
+				continue;
+			}
+			switch (ev.kind) {
+			case PRS_EV_EXITED:
+			case PRS_EV_KILLED:
+				if (tid == s->pid) {
+					s->exited = true;
+					s->exit_status = status;
+				}
+				thr_remove(s, t);
+				break;
+			case PRS_EV_SIGNAL:
+				prs_ptrace_detach(tid, ev.sig);
+				thr_remove(s, t);
+				break;
+			case PRS_EV_CLONE:
+				if (ev.new_tid > 0 && !thr_find(s, ev.new_tid)) {
+					struct thr *n = thr_add(s, ev.new_tid);
+
+					if (n)
+						n->interrupt_pending = true;
+				}
+				t = thr_find(s, tid);
+				if (t) {
+					prs_ptrace_detach(tid, 0);
+					thr_remove(s, t);
+				}
+				break;
+			default:
+				prs_ptrace_detach(tid, 0);
+				thr_remove(s, t);
+				break;
+			}
+			continue;
+		}
+		struct timespec ts = { 0, 2000000 };
+		siginfo_t si;
+		int sig = sigtimedwait(&set, &si, &ts);
+
+		if (sig > 0 && sig != SIGCHLD && s->mode == PRS_SAMPLE_LAUNCH)
+			handle_user_signal(s, &si);
+	}
+	s->attached = false;
+}
+
+int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)
+{
+	uint64_t period = (uint64_t)(1e9 / s->opts.rate_hz);
+	uint64_t next, end = 0;
+
+	if (period == 0)
+		period = 1;
+	s->t0 = prs_now_ns();
+	s->last_flush = s->last_comm = s->t0;
+	if (s->opts.duration_s > 0)
+		end = s->t0 + (uint64_t)(s->opts.duration_s * 1e9);
+	for (size_t i = 0; i < s->nthr; i++)
+		thr_record_name(s, &s->thr[i]);
+	next = s->t0;
+	while (!s->exited && !s->stop_requested) {
+		uint64_t now = prs_now_ns();
+
+		if (end && now >= end)
+			break;
+		if (s->opts.max_ticks && s->st.ticks >= (uint64_t)s->opts.max_ticks)
+			break;
+		if (!s->uw && s->nthr > 0) {
+			/* Launch: the unwinder reads the maps of the exec'ed program, so create it once the
+			 * child runs its own image (the first tick after exec). */
+			if (prs_unwinder_new(s->pid, &s->uw, NULL) == 0)
+				s->last_maps_refresh = now;
+		}
+		tick(s);
+		periodic(s, prs_now_ns());
+		/* Absolute deadlines: a late tick does not shift later ones; ticks missed entirely are
+		 * skipped and counted. */
+		next += period;
+		now = prs_now_ns();
+		if (now > next + period) {
+			uint64_t behind = (now - next) / period;
+
+			s->st.missed_ticks += behind;
+			next += behind * period;
+		}
+		if (end && next > end)
+			next = end;
+		wait_until(s, next, false);
+	}
+	s->st.duration_s = (double)(prs_now_ns() - s->t0) / 1e9;
+	for (size_t i = 0; i < s->nthr; i++)
+		thr_record_name(s, &s->thr[i]);
+	detach_all(s);
+	(void)err;
+	return 0;
+}
+
+int prs_sampler_wait_child(struct prs_sampler *s)
+{
+	int status = s->exit_status;
+
+	if (s->mode == PRS_SAMPLE_LAUNCH && !s->exited) {
+		sigset_t set;
+
+		prs_sampler_sigset(&set);
+		for (;;) {
+			pid_t r = waitpid(s->pid, &status, WNOHANG);
+			struct timespec ts = { 0, 100000000 };
+			siginfo_t si;
+			int sig;
+
+			if (r == s->pid) {
+				s->exited = true;
+				s->exit_status = status;
+				break;
+			}
+			if (r < 0)
+				return -1;
+			sig = sigtimedwait(&set, &si, &ts);
+			if (sig > 0 && sig != SIGCHLD)
+				handle_user_signal(s, &si);
+		}
+	} else if (s->mode == PRS_SAMPLE_LAUNCH && s->exit_status >= 0) {
+		/* The leader's exit was reported to us as its tracer; reap the zombie too. */
+		waitpid(s->pid, NULL, WNOHANG);
+	}
+	if (s->mode == PRS_SAMPLE_ATTACH)
+		return 0;
+	if (status < 0)
+		return -1;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return -1;
+}
+
+pid_t prs_sampler_pid(const struct prs_sampler *s)
+{
+	return s->pid;
+}
+
+bool prs_sampler_target_exited(const struct prs_sampler *s)
+{
+	return s->exited;
+}
+
+void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats *stats)
+{
+	*stats = s->st;
+	dist_summary(&s->d_cost, &stats->sample_cost);
+	dist_summary(&s->d_stop, &stats->stop);
+	dist_summary(&s->d_unwind, &stats->unwind);
+}
+
+void prs_sampler_free(struct prs_sampler *s)
+{
+	if (!s)
+		return;
+	if (s->attached)
+		detach_all(s);
+	while (s->thr && s->nthr > 0)
+		thr_remove(s, &s->thr[0]);
+	prs_unwinder_free(s->uw);
+	free(s->thr);
+	free(s->map_ids);
+	free(s->pcs);
+	free(s->frame_ids);
+	free(s->d_cost.v);
+	free(s->d_stop.v);
+	free(s->d_unwind.v);
+	free(s);
+}
