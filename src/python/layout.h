@@ -42,6 +42,22 @@ struct prs_py_layout {
 	int32_t str_kind_shift, str_compact_bit, str_ascii_bit;
 };
 
+/* Byte positions of fields inside a version's _Py_DebugOffsets (each holds a u64 offset/size). */
+struct prs_py_dbg_layout {
+	uint32_t version_hex;
+	int32_t struct_size, version, free_threaded, runtime_size, runtime_interp_head;
+	int32_t interp_next, interp_tstate_head, interp_gil_ptr, gil_runtime_state, gil_locked, gil_holder;
+	int32_t tstate_size, tstate_next, tstate_interp, tstate_current_frame, tstate_thread_id,
+		tstate_native_thread_id;
+	int32_t frame_size, frame_back, frame_code, frame_instr, frame_owner;
+	int32_t code_size, code_filename, code_name, code_qualname, code_linetable, code_firstlineno,
+		code_adaptive;
+	int32_t ob_type, tp_name, bytes_size, bytes_sval, str_state, str_length, str_ascii_size;
+};
+
+extern const struct prs_py_dbg_layout prs_py_dbg_layouts[];
+extern const unsigned prs_py_ndbg_layouts;
+
 /* The generated table (layouts.gen.c). */
 extern const struct prs_py_layout prs_py_layouts[];
 extern const unsigned prs_py_nlayouts;

@@ -422,3 +422,48 @@ const struct prs_py_layout prs_py_layouts[] = {
 };
 
 const unsigned prs_py_nlayouts = sizeof(prs_py_layouts) / sizeof(prs_py_layouts[0]);
+
+/* Where each field sits inside _Py_DebugOffsets (its own layout changes between minor versions). */
+const struct prs_py_dbg_layout prs_py_dbg_layouts[] = {
+	{ /* _Py_DebugOffsets of CPython 3.13.0 */
+		.version_hex = 0x030d00f0,
+		.struct_size = 584,
+		.version = 8,
+		.free_threaded = 16,
+		.runtime_size = 24,
+		.runtime_interp_head = 40,
+		.interp_next = 64,
+		.interp_tstate_head = 72,
+		.interp_gil_ptr = 112,
+		.gil_runtime_state = 120,
+		.gil_locked = 136,
+		.gil_holder = 144,
+		.tstate_size = 152,
+		.tstate_next = 168,
+		.tstate_interp = 176,
+		.tstate_current_frame = 184,
+		.tstate_thread_id = 192,
+		.tstate_native_thread_id = 200,
+		.frame_size = 224,
+		.frame_back = 232,
+		.frame_code = 240,
+		.frame_instr = 248,
+		.frame_owner = 264,
+		.code_size = 272,
+		.code_filename = 280,
+		.code_name = 288,
+		.code_qualname = 296,
+		.code_linetable = 304,
+		.code_firstlineno = 312,
+		.code_adaptive = 344,
+		.ob_type = 360,
+		.tp_name = 376,
+		.bytes_size = 520,
+		.bytes_sval = 528,
+		.str_state = 544,
+		.str_length = 552,
+		.str_ascii_size = 560,
+	},
+};
+
+const unsigned prs_py_ndbg_layouts = sizeof(prs_py_dbg_layouts) / sizeof(prs_py_dbg_layouts[0]);

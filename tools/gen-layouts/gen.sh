@@ -12,6 +12,7 @@ if [ $# -eq 0 ]; then
 	set -- $(ls -d "$root"/versions/3.* | sort -V)
 fi
 tmp=$(mktemp -d)
+: > "$tmp/dbg"
 trap 'rm -rf "$tmp"' EXIT
 cat <<HDR
 /* SPDX-License-Identifier: MIT */
@@ -33,10 +34,21 @@ for prefix in "$@"; do
 	case "$inc" in *python3.[0-5]|*python3.[0-5]m) continue ;; esac
 	cc -std=gnu11 -w -I"$inc" -I"$inc/internal" -o "$tmp/probe" "$here/probe.c" 2>"$tmp/err" ||
 		{ echo "gen.sh: probe failed for $prefix:" >&2; cat "$tmp/err" >&2; exit 1; }
-	"$tmp/probe"
+	"$tmp/probe" > "$tmp/row"
+	"$tmp/probe" dbg >> "$tmp/dbg"
+	cat "$tmp/row"
 done
 cat <<TAIL
 };
 
 const unsigned prs_py_nlayouts = sizeof(prs_py_layouts) / sizeof(prs_py_layouts[0]);
+
+/* Where each field sits inside _Py_DebugOffsets (its own layout changes between minor versions). */
+const struct prs_py_dbg_layout prs_py_dbg_layouts[] = {
+TAIL
+cat "$tmp/dbg"
+cat <<TAIL
+};
+
+const unsigned prs_py_ndbg_layouts = sizeof(prs_py_dbg_layouts) / sizeof(prs_py_dbg_layouts[0]);
 TAIL

@@ -40,8 +40,58 @@ static unsigned lowbit(unsigned v)
 	return 99;
 }
 
-int main(void)
+/* Positions of the _Py_DebugOffsets fields the reader uses, inside that struct (3.13+). */
+static int dbg_main(void)
 {
+#if PY_VERSION_HEX >= 0x030d0000
+#define D(name, member) printf("\t\t." #name " = %ld,\n", (long)offsetof(_Py_DebugOffsets, member))
+	printf("\t{ /* _Py_DebugOffsets of CPython %s */\n", PY_VERSION);
+	printf("\t\t.version_hex = 0x%08lx,\n", (unsigned long)PY_VERSION_HEX);
+	P(struct_size, sizeof(_Py_DebugOffsets));
+	D(version, version);
+	D(free_threaded, free_threaded);
+	D(runtime_size, runtime_state.size);
+	D(runtime_interp_head, runtime_state.interpreters_head);
+	D(interp_next, interpreter_state.next);
+	D(interp_tstate_head, interpreter_state.threads_head);
+	D(interp_gil_ptr, interpreter_state.ceval_gil);
+	D(gil_runtime_state, interpreter_state.gil_runtime_state);
+	D(gil_locked, interpreter_state.gil_runtime_state_locked);
+	D(gil_holder, interpreter_state.gil_runtime_state_holder);
+	D(tstate_size, thread_state.size);
+	D(tstate_next, thread_state.next);
+	D(tstate_interp, thread_state.interp);
+	D(tstate_current_frame, thread_state.current_frame);
+	D(tstate_thread_id, thread_state.thread_id);
+	D(tstate_native_thread_id, thread_state.native_thread_id);
+	D(frame_size, interpreter_frame.size);
+	D(frame_back, interpreter_frame.previous);
+	D(frame_code, interpreter_frame.executable);
+	D(frame_instr, interpreter_frame.instr_ptr);
+	D(frame_owner, interpreter_frame.owner);
+	D(code_size, code_object.size);
+	D(code_filename, code_object.filename);
+	D(code_name, code_object.name);
+	D(code_qualname, code_object.qualname);
+	D(code_linetable, code_object.linetable);
+	D(code_firstlineno, code_object.firstlineno);
+	D(code_adaptive, code_object.co_code_adaptive);
+	D(ob_type, pyobject.ob_type);
+	D(tp_name, type_object.tp_name);
+	D(bytes_size, bytes_object.ob_size);
+	D(bytes_sval, bytes_object.ob_sval);
+	D(str_state, unicode_object.state);
+	D(str_length, unicode_object.length);
+	D(str_ascii_size, unicode_object.asciiobject_size);
+	printf("\t},\n");
+#endif
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "dbg"))
+		return dbg_main();
 	printf("\t{ /* CPython %s, from its headers */\n", PY_VERSION);
 	printf("\t\t.version_hex = 0x%08lx,\n", (unsigned long)PY_VERSION_HEX);
 

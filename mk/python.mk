@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: MIT
+# src/python: the developer tool tools/pystacks (every thread's Python stack of a PID, by memory
+# reads only), the Rust cdylib called through ctypes by tests/targets/py/ffi_rust.py, and the
+# command that regenerates the committed layout table.
+
+PY_TOOLS := $(BUILD)/tools/pystacks
+PY_TARGETS := build/targets/py/libpyrs_ffi.so
+
+$(BUILD)/tools/pystacks: tools/pystacks.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+build/targets/py/libpyrs_ffi.so: tests/targets/py/pyrs_ffi.rs
+	@mkdir -p $(dir $@)
+	$(call say,RUSTC,$@)rustc -C opt-level=1 -g --edition 2021 --crate-type cdylib --crate-name pyrs_ffi -o $@ $<
+
+.PHONY: python-tools python-layouts
+python-tools: $(PY_TOOLS) $(PY_TARGETS)
+targets: $(PY_TARGETS)
+
+# Regenerates src/python/layouts.gen.c from the installed CPythons' headers (commit the result).
+python-layouts:
+	sh tools/gen-layouts/gen.sh > src/python/layouts.gen.c

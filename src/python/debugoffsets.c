@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * 3.13+: builds a layout row from the target's own _Py_DebugOffsets (the first member of
+ * _PyRuntime, cookie "xdebugpy"), so a new CPython needs no new table row. The position of each
+ * field inside _Py_DebugOffsets is itself per minor version (generated from the headers, see
+ * layouts.gen.c); a newer version than the newest known one is parsed with the newest known
+ * positions and must then pass the same validation as any other target (prs_py_open).
+ * What the debug offsets do not carry (_co_firsttraceable, the owner enum, the str state bits,
+ * sizeof(PyCompactUnicodeObject)) comes from the base row, as offsets relative to fields they do carry.
+ */
+#include "python/python-internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "util/banned.h"
+
+static bool get(const uint8_t *dbg, size_t len, int32_t pos, uint64_t bound, int32_t *out)
+{
+	uint64_t v;
+
+	if (pos < 0 || (size_t)pos + 8 > len)
+		return false;
+	memcpy(&v, dbg + pos, 8);
+	if (v >= bound)
+		return false;
+	*out = (int32_t)v;
+	return true;
+}
+
+int prs_py_layout_from_debug_offsets(const uint8_t *dbg, size_t len, const struct prs_py_layout *base,
+				     struct prs_py_layout *L)
+{
+	const struct prs_py_dbg_layout *D = NULL;
+	uint64_t version, ft;
+	int32_t gil_state = 0, locked = 0, holder = 0;
+	unsigned i;
+	bool ok = true;
+	const uint64_t BIG = 1u << 24, OBJ = 4096;
+
+	if (len < 24 || memcmp(dbg, "xdebugpy", 8))
+		return -ENOTSUP;
+	memcpy(&version, dbg + 8, 8);
+	memcpy(&ft, dbg + 16, 8);
+	if (version >> 24 != 3 || ft != 0) /* free-threaded builds: TODO(#3) object header of 32 bytes */
+		return -ENOTSUP;
+	for (i = 0; i < prs_py_ndbg_layouts; i++) {
+		const struct prs_py_dbg_layout *c = &prs_py_dbg_layouts[i];
+
+		/* the row of this minor version, else the newest older one */
+		if ((c->version_hex >> 16) <= (version >> 16) && (!D || c->version_hex > D->version_hex))
+			D = c;
+	}
+	if (!D || (size_t)D->struct_size > len)
+		return -ENOTSUP;
+	*L = *base;
+	L->version_hex = (uint32_t)version;
+	ok &= get(dbg, len, D->runtime_size, BIG, &L->runtime_size);
+	ok &= get(dbg, len, D->runtime_interp_head, BIG, &L->runtime_interp_head);
+	L->runtime_interp_main = -1;
+	L->runtime_gil = L->runtime_tstate_current = -1;
+	ok &= get(dbg, len, D->interp_next, BIG, &L->interp_next);
+	ok &= get(dbg, len, D->interp_tstate_head, BIG, &L->interp_tstate_head);
+	ok &= get(dbg, len, D->interp_gil_ptr, BIG, &L->interp_gil_ptr);
+	ok &= get(dbg, len, D->gil_runtime_state, BIG, &gil_state);
+	ok &= get(dbg, len, D->gil_locked, BIG, &locked);
+	ok &= get(dbg, len, D->gil_holder, BIG, &holder);
+	ok &= get(dbg, len, D->tstate_size, OBJ, &L->tstate_size);
+	ok &= get(dbg, len, D->tstate_next, OBJ, &L->tstate_next);
+	ok &= get(dbg, len, D->tstate_interp, OBJ, &L->tstate_interp);
+	ok &= get(dbg, len, D->tstate_current_frame, OBJ, &L->tstate_current_frame);
+	ok &= get(dbg, len, D->tstate_thread_id, OBJ, &L->tstate_thread_id);
+	ok &= get(dbg, len, D->tstate_native_thread_id, OBJ, &L->tstate_native_thread_id);
+	L->tstate_frame = L->tstate_cframe = L->cframe_current_frame = -1;
+	ok &= get(dbg, len, D->frame_size, OBJ, &L->frame_size);
+	ok &= get(dbg, len, D->frame_back, OBJ, &L->frame_back);
+	ok &= get(dbg, len, D->frame_code, OBJ, &L->frame_code);
+	ok &= get(dbg, len, D->frame_instr, OBJ, &L->frame_instr);
+	ok &= get(dbg, len, D->frame_owner, OBJ, &L->frame_owner);
+	L->frame_is_entry = L->frame_lasti = -1;
+	ok &= get(dbg, len, D->code_size, OBJ, &L->code_size);
+	ok &= get(dbg, len, D->code_filename, OBJ, &L->code_filename);
+	ok &= get(dbg, len, D->code_name, OBJ, &L->code_name);
+	ok &= get(dbg, len, D->code_qualname, OBJ, &L->code_qualname);
+	ok &= get(dbg, len, D->code_linetable, OBJ, &L->code_linetable);
+	ok &= get(dbg, len, D->code_firstlineno, OBJ, &L->code_firstlineno);
+	ok &= get(dbg, len, D->code_adaptive, OBJ, &L->code_adaptive);
+	/* _co_firsttraceable is not in the debug offsets: keep its distance to co_code_adaptive */
+	if (base->code_firsttraceable >= 0 && base->code_adaptive >= 0)
+		L->code_firsttraceable = L->code_adaptive - (base->code_adaptive - base->code_firsttraceable);
+	ok &= get(dbg, len, D->ob_type, OBJ, &L->ob_type);
+	ok &= get(dbg, len, D->tp_name, OBJ, &L->tp_name);
+	ok &= get(dbg, len, D->bytes_size, OBJ, &L->ob_size);
+	ok &= get(dbg, len, D->bytes_sval, OBJ, &L->bytes_sval);
+	ok &= get(dbg, len, D->str_state, OBJ, &L->str_state);
+	ok &= get(dbg, len, D->str_length, OBJ, &L->str_length);
+	ok &= get(dbg, len, D->str_ascii_size, OBJ, &L->str_ascii_size);
+	if (!ok || locked < gil_state || holder < gil_state || L->code_adaptive < L->code_firstlineno)
+		return -ENOTSUP;
+	L->str_compact_size = L->str_ascii_size + (base->str_compact_size - base->str_ascii_size);
+	L->gil_locked = locked - gil_state;
+	L->gil_last_holder = holder - gil_state;
+	return 0;
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals of the CPython reader shared by its .c files and its unit tests: the handle, the
+ * per-sample page cache over a memreader, the code-object cache, line-table decoders and string
+ * decoding. Not a public API.
+ */
+#ifndef PYRSPROF_PYTHON_INTERNAL_H
+#define PYRSPROF_PYTHON_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pyrsprof/python.h"
+#include "python/layout.h"
+
+/* ---- line tables (pure functions over bytes copied from the target; never read past len) ---- */
+
+/* ≤3.9 co_lnotab: (addr_delta u8, line_delta) pairs; line_delta is int8 from 3.6. addr = byte
+ * offset of the last instruction started (f_lasti). Returns the line. */
+int prs_py_line_lnotab(const uint8_t *tab, size_t len, int firstline, uint32_t addr);
+/* 3.10 co_linetable: (sdelta u8 bytes, ldelta i8; -128 = no line). addr in bytes (2*f_lasti).
+ * Returns the line, or -1 when the range has no line or addr is past the table. */
+int prs_py_line_310(const uint8_t *tab, size_t len, int firstline, uint32_t addr);
+/* 3.11+ location table; unit = code-unit index. Returns the line, or -1 (no location / past the end). */
+int prs_py_line_loc(const uint8_t *tab, size_t len, int firstline, uint32_t unit);
+
+/* ---- page cache: every read of one sample goes through it ---- */
+
+#define PRS_PY_PAGE 4096u
+#define PRS_PY_NPAGES 128u /* 512 KiB; a sample of 1024 frames of ≤3.10 touches fewer pages */
+
+struct prs_py_pagecache {
+	uint64_t tag[PRS_PY_NPAGES];   /* page address | 1 when valid, 0 empty */
+	int8_t bad[PRS_PY_NPAGES];     /* the page could not be read in this generation */
+	uint8_t (*data)[PRS_PY_PAGE];  /* PRS_PY_NPAGES pages, allocated once */
+	struct prs_memreader mr;
+	uint64_t *syscalls;            /* counter to bump */
+};
+
+/* Empties the cache (called at the start of each sample, so data are at most one sample old). */
+void prs_py_pc_reset(struct prs_py_pagecache *pc);
+/* Reads len bytes at addr through the cache; 0, -EFAULT, -ESRCH. */
+int prs_py_pc_read(struct prs_py_pagecache *pc, uint64_t addr, void *buf, size_t len);
+/* Loads, in one readv, the pages holding [addrs[i], addrs[i]+len) that are not cached yet. */
+void prs_py_pc_prefetch(struct prs_py_pagecache *pc, const uint64_t *addrs, size_t n, size_t len);
+
+/* ---- code-object cache ---- */
+
+#define PRS_PY_CODE_HDR 256 /* bytes of a code object's head copied for validation (≥ every code_size we read) */
+
+struct prs_py_code {
+	uint64_t addr;       /* 0 = empty slot */
+	/* the fields that identify the object; a hit is valid only if all still match */
+	uint64_t type, name_ptr, file_ptr, qual_ptr, table_ptr, code_ptr;
+	int32_t firstline;
+	uint32_t ncode_bytes; /* bytecode size in bytes (≤3.10 len(co_code), 3.11+ 2*Py_SIZE) */
+	uint32_t name, file;  /* string ids in the profile `owner` */
+	uint8_t *table;       /* the line table bytes (owned) */
+	uint32_t table_len;
+	uint32_t memo_off, memo_frame; /* last instruction offset -> frame id */
+	bool memo_valid;
+};
+
+/* The handle (python.h's struct prs_py). */
+struct prs_py {
+	pid_t pid;
+	struct prs_memreader mr;
+	struct prs_py_layout L;
+	const char *layout_source;
+	char version[32];
+	uint32_t version_hex;
+	char binary[512];
+	/* anchors (absolute target addresses; 0 = none) */
+	uint64_t runtime;          /* _PyRuntime (3.7+) */
+	uint64_t interp_head_var;  /* &interp_head (3.6) */
+	uint64_t tstate_current_var; /* &_PyThreadState_Current (3.6) */
+	uint64_t code_type;        /* &PyCode_Type */
+	uint64_t str_type, bytes_type; /* &PyUnicode_Type, &PyBytes_Type (0 = unknown: not checked) */
+	/* eval loop and interpreter module text ranges */
+	uint64_t eval_lo[4], eval_hi[4];
+	unsigned neval;
+	uint64_t interp_lo[8], interp_hi[8];
+	unsigned ninterp;
+	/* ≤3.10: offset of the kernel tid inside glibc's struct pthread (-1 = unknown) */
+	int tid_off;
+	struct prs_py_pagecache pc;
+	/* open-addressing code cache */
+	struct prs_py_code *codes;
+	size_t ncodes_cap, ncodes_used;
+	const struct prs_profile *owner; /* the profile the cached string ids belong to */
+	struct prs_py_stats st;
+	/* per-walk scratch (preallocated) */
+	uint64_t walk_code[PRS_MAX_PY_FRAMES];
+	uint64_t walk_frame[PRS_MAX_PY_FRAMES];
+	int64_t walk_off[PRS_MAX_PY_FRAMES]; /* instruction offset (bytes ≤3.10, units 3.11+), -1 = not started */
+	uint8_t walk_flags[PRS_MAX_PY_FRAMES];
+};
+
+/*
+ * Builds a handle over an arbitrary memreader with a known layout and anchors (the caller fills
+ * runtime / interp_head_var / tstate_current_var / code_type afterwards). For unit tests on memory
+ * images. Returns 0 or -ENOMEM.
+ */
+int prs_py_new_raw(const struct prs_py_layout *L, const struct prs_memreader *mr, uint32_t version_hex,
+		   struct prs_py **out);
+
+/* Fills L from the 584+ bytes of a 3.13+ _Py_DebugOffsets (dbg, len bytes) and a base row `base`
+ * for what the debug offsets do not carry. Returns 0, or -ENOTSUP (bad cookie, unknown layout). */
+int prs_py_layout_from_debug_offsets(const uint8_t *dbg, size_t len, const struct prs_py_layout *base,
+				     struct prs_py_layout *L);
+
+/* Decodes a str object (≤ PRS_MAX_NAME bytes of UTF-8 into out, NUL-terminated) at addr. Returns
+ * the length, or a negative errno (-EINVAL: not a plausible string). */
+int prs_py_read_str(struct prs_py *py, uint64_t addr, char *out, size_t outsz);
+
+#endif
