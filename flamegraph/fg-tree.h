@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The frame tree behind struct prs_fg (private to flamegraph/): fg.c builds it, svg.c draws it.
+ * Node 0 is the root ("all"); node ids, string ids and line ids are dense uint32 indexes.
+ */
+#ifndef PYRSPROF_FG_TREE_H
+#define PYRSPROF_FG_TREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct fg_str {
+	uint32_t off, len, hash; /* bytes at arena + off, NUL-terminated */
+};
+
+struct fg_node {
+	uint32_t parent, first_child, next_sibling; /* 0 = none (node 0 is nobody's child) */
+	uint32_t name, file;                         /* string ids */
+	uint32_t first_line;                         /* line id + 1, 0 = none */
+	uint8_t kind;                                /* enum prs_kind */
+	uint64_t total[2];                           /* [0] after (the main count), [1] before */
+};
+
+struct fg_line {
+	uint32_t node, line, next; /* next: line id + 1 of the node's next line, 0 = none */
+	uint64_t count;
+};
+
+/* One box to draw, in pre-order. A merged box (merged > 0) stands for `merged` narrow siblings. */
+struct fg_draw {
+	uint32_t node;   /* the node, or the parent of the merged siblings */
+	uint32_t depth;  /* 0 = root */
+	uint32_t merged; /* 0 for a real node */
+	uint64_t x;      /* offset in samples from the left edge */
+	uint64_t count[2];
+	uint64_t self;   /* after-samples in this node and in none of its children */
+};
+
+struct prs_fg {
+	char *arena;
+	size_t arena_len, arena_cap;
+	struct fg_str *strs;
+	uint32_t nstrs;
+	size_t strs_cap;
+	uint32_t *str_slots; /* string id + 1, 0 = empty */
+	size_t str_nslots;
+
+	struct fg_node *nodes;
+	uint32_t nnodes;
+	size_t nodes_cap;
+	uint32_t *node_slots; /* node id, 0 = empty */
+	size_t node_nslots;
+
+	struct fg_line *lines;
+	uint32_t nlines;
+	size_t lines_cap;
+	uint32_t *line_slots; /* line id + 1, 0 = empty */
+	size_t line_nslots;
+
+	uint32_t *path; /* scratch for prs_fg_add: PRS_MAX_STACK_FRAMES + 1 node ids */
+
+	/* the writer's scratch, kept between calls */
+	struct fg_draw *draw;
+	size_t ndraw, draw_cap;
+	uint32_t *scratch;
+	size_t scratch_cap;
+};
+
+/* FNV-1a of s[0..len): the stable per-name hash behind the colors. */
+uint32_t prs_fg_name_hash(const char *s, size_t len);
+
+#endif

@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The flame graph frame tree: interned strings, nodes keyed by (parent, name, file, kind) in one
+ * open-addressing hash table (no per-child scans, so 200k distinct stacks stay cheap), per-node
+ * line counts for the hover details, and the "before" counts of differential graphs.
+ * The SVG writer is in svg.c.
+ */
+#include "pyrsprof/flamegraph.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fg-tree.h"
+
+#include "util/banned.h"
+
+#define MAX_TOTAL ((uint64_t)INT64_MAX)
+
+static uint32_t hash_bytes(const char *s, size_t len)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+uint32_t prs_fg_name_hash(const char *s, size_t len)
+{
+	return hash_bytes(s, len);
+}
+
+static uint32_t mix32(uint32_t h)
+{
+	h ^= h >> 16;
+	h *= 0x7feb352du;
+	h ^= h >> 15;
+	h *= 0x846ca68bu;
+	h ^= h >> 16;
+	return h;
+}
+
+/* ---- strings ---- */
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap = *cap ? *cap : 16;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2 / elem)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	np = realloc(*p, ncap * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+static int strtab_rehash(struct prs_fg *fg, size_t nslots)
+{
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t id = 0; id < fg->nstrs; id++) {
+		size_t i = fg->strs[id].hash & (nslots - 1);
+
+		while (slots[i])
+			i = (i + 1) & (nslots - 1);
+		slots[i] = id + 1;
+	}
+	free(fg->str_slots);
+	fg->str_slots = slots;
+	fg->str_nslots = nslots;
+	return 0;
+}
+
+/* Returns the id of the string s[0..len), interning it; UINT32_MAX when out of memory. */
+static uint32_t intern(struct prs_fg *fg, const char *s, size_t len)
+{
+	uint32_t h = hash_bytes(s, len);
+	size_t i;
+
+	if (len > PRS_MAX_NAME)
+		len = PRS_MAX_NAME, h = hash_bytes(s, len);
+	if ((size_t)(fg->nstrs + 1) * 2 > fg->str_nslots &&
+	    strtab_rehash(fg, fg->str_nslots ? fg->str_nslots * 2 : 1024) < 0)
+		return UINT32_MAX;
+	for (i = h & (fg->str_nslots - 1); fg->str_slots[i]; i = (i + 1) & (fg->str_nslots - 1)) {
+		const struct fg_str *e = &fg->strs[fg->str_slots[i] - 1];
+
+		if (e->hash == h && e->len == len && memcmp(fg->arena + e->off, s, len) == 0)
+			return fg->str_slots[i] - 1;
+	}
+	if (fg->nstrs >= UINT32_MAX - 1 || fg->arena_len + len + 1 > UINT32_MAX)
+		return UINT32_MAX;
+	if (grow((void **)&fg->strs, &fg->strs_cap, fg->nstrs + 1, sizeof(*fg->strs)) < 0 ||
+	    grow((void **)&fg->arena, &fg->arena_cap, fg->arena_len + len + 1, 1) < 0)
+		return UINT32_MAX;
+	memcpy(fg->arena + fg->arena_len, s, len);
+	fg->arena[fg->arena_len + len] = '\0';
+	fg->strs[fg->nstrs] = (struct fg_str){ .off = (uint32_t)fg->arena_len, .len = (uint32_t)len,
+					       .hash = h };
+	fg->arena_len += len + 1;
+	fg->str_slots[i] = fg->nstrs + 1;
+	return fg->nstrs++;
+}
+
+/* ---- nodes ---- */
+
+static uint32_t node_hash(uint32_t parent, uint32_t name, uint32_t file, uint8_t kind)
+{
+	return mix32(parent * 0x9e3779b1u ^ mix32(name * 0x85ebca77u ^ file * 0xc2b2ae3du ^ kind));
+}
+
+static int nodetab_rehash(struct prs_fg *fg, size_t nslots)
+{
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t id = 1; id < fg->nnodes; id++) {
+		const struct fg_node *n = &fg->nodes[id];
+		size_t i = node_hash(n->parent, n->name, n->file, n->kind) & (nslots - 1);
+
+		while (slots[i])
+			i = (i + 1) & (nslots - 1);
+		slots[i] = id;
+	}
+	free(fg->node_slots);
+	fg->node_slots = slots;
+	fg->node_nslots = nslots;
+	return 0;
+}
+
+/* Finds or creates the child (name, file, kind) of parent. Returns its id, 0 when out of memory. */
+static uint32_t child(struct prs_fg *fg, uint32_t parent, uint32_t name, uint32_t file, uint8_t kind)
+{
+	size_t i;
+	struct fg_node *n;
+
+	if ((size_t)(fg->nnodes + 1) * 2 > fg->node_nslots &&
+	    nodetab_rehash(fg, fg->node_nslots ? fg->node_nslots * 2 : 4096) < 0)
+		return 0;
+	for (i = node_hash(parent, name, file, kind) & (fg->node_nslots - 1); fg->node_slots[i];
+	     i = (i + 1) & (fg->node_nslots - 1)) {
+		const struct fg_node *e = &fg->nodes[fg->node_slots[i]];
+
+		if (e->parent == parent && e->name == name && e->file == file && e->kind == kind)
+			return fg->node_slots[i];
+	}
+	if (fg->nnodes >= UINT32_MAX - 1 ||
+	    grow((void **)&fg->nodes, &fg->nodes_cap, fg->nnodes + 1, sizeof(*fg->nodes)) < 0)
+		return 0;
+	n = &fg->nodes[fg->nnodes];
+	*n = (struct fg_node){ .parent = parent, .name = name, .file = file, .kind = kind,
+			       .next_sibling = fg->nodes[parent].first_child };
+	fg->nodes[parent].first_child = fg->nnodes;
+	fg->node_slots[i] = fg->nnodes;
+	return fg->nnodes++;
+}
+
+/* ---- per-node line counts ---- */
+
+static int linetab_rehash(struct prs_fg *fg, size_t nslots)
+{
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t id = 0; id < fg->nlines; id++) {
+		const struct fg_line *l = &fg->lines[id];
+		size_t i = mix32(l->node * 0x9e3779b1u ^ l->line) & (nslots - 1);
+
+		while (slots[i])
+			i = (i + 1) & (nslots - 1);
+		slots[i] = id + 1;
+	}
+	free(fg->line_slots);
+	fg->line_slots = slots;
+	fg->line_nslots = nslots;
+	return 0;
+}
+
+static int line_add(struct prs_fg *fg, uint32_t node, uint32_t line, uint64_t count)
+{
+	size_t i;
+
+	if ((size_t)(fg->nlines + 1) * 2 > fg->line_nslots &&
+	    linetab_rehash(fg, fg->line_nslots ? fg->line_nslots * 2 : 1024) < 0)
+		return -ENOMEM;
+	for (i = mix32(node * 0x9e3779b1u ^ line) & (fg->line_nslots - 1); fg->line_slots[i];
+	     i = (i + 1) & (fg->line_nslots - 1)) {
+		struct fg_line *l = &fg->lines[fg->line_slots[i] - 1];
+
+		if (l->node == node && l->line == line) {
+			l->count += count;
+			return 0;
+		}
+	}
+	if (fg->nlines >= UINT32_MAX - 1 ||
+	    grow((void **)&fg->lines, &fg->lines_cap, fg->nlines + 1, sizeof(*fg->lines)) < 0)
+		return -ENOMEM;
+	fg->lines[fg->nlines] = (struct fg_line){ .node = node, .line = line, .count = count,
+						  .next = fg->nodes[node].first_line };
+	fg->nodes[node].first_line = fg->nlines + 1;
+	fg->line_slots[i] = fg->nlines + 1;
+	fg->nlines++;
+	return 0;
+}
+
+/* ---- public ---- */
+
+struct prs_fg *prs_fg_new(void)
+{
+	struct prs_fg *fg = calloc(1, sizeof(*fg));
+
+	if (!fg)
+		return NULL;
+	fg->path = malloc((PRS_MAX_STACK_FRAMES + 1) * sizeof(*fg->path));
+	if (!fg->path || intern(fg, "", 0) != 0 ||
+	    grow((void **)&fg->nodes, &fg->nodes_cap, 1, sizeof(*fg->nodes)) < 0) {
+		prs_fg_free(fg);
+		return NULL;
+	}
+	fg->nodes[0] = (struct fg_node){ .kind = PRS_KIND_PROCESS };
+	fg->nnodes = 1;
+	return fg;
+}
+
+void prs_fg_free(struct prs_fg *fg)
+{
+	if (!fg)
+		return;
+	free(fg->arena);
+	free(fg->strs);
+	free(fg->str_slots);
+	free(fg->nodes);
+	free(fg->node_slots);
+	free(fg->lines);
+	free(fg->line_slots);
+	free(fg->path);
+	free(fg->draw);
+	free(fg->scratch);
+	free(fg);
+}
+
+int prs_fg_add2(struct prs_fg *fg, const struct prs_fg_frame *frames, size_t n, uint64_t before,
+		uint64_t after)
+{
+	struct fg_node *root = &fg->nodes[0];
+	uint32_t cur = 0;
+
+	if (n == 0 || (before == 0 && after == 0))
+		return 0;
+	if (after > MAX_TOTAL - root->total[0] || before > MAX_TOTAL - root->total[1])
+		return -EOVERFLOW;
+	if (n > PRS_MAX_STACK_FRAMES)
+		n = PRS_MAX_STACK_FRAMES;
+	/* Create every node first, so that ENOMEM leaves the counts consistent. */
+	for (size_t i = 0; i < n; i++) {
+		const struct prs_fg_frame *f = &frames[i];
+		const char *name = f->name && f->name[0] ? f->name : "[unknown]";
+		uint32_t nid = intern(fg, name, strnlen(name, PRS_MAX_NAME));
+		uint32_t fid = f->file && f->file[0] ? intern(fg, f->file, strnlen(f->file, PRS_MAX_NAME))
+						     : 0;
+		uint8_t kind = (unsigned)f->kind < PRS_KIND__COUNT ? (uint8_t)f->kind : PRS_KIND_UNKNOWN;
+
+		if (nid == UINT32_MAX || fid == UINT32_MAX)
+			return -ENOMEM;
+		cur = child(fg, cur, nid, fid, kind);
+		if (!cur)
+			return -ENOMEM;
+		fg->path[i] = cur;
+	}
+	/* Line counts may fail alone (ENOMEM): they are details, the counts stay right. */
+	for (size_t i = 0; i < n; i++) {
+		if (frames[i].line && line_add(fg, fg->path[i], frames[i].line, after ? after : before) < 0)
+			break;
+	}
+	root = &fg->nodes[0];
+	root->total[0] += after;
+	root->total[1] += before;
+	for (size_t i = 0; i < n; i++) {
+		fg->nodes[fg->path[i]].total[0] += after;
+		fg->nodes[fg->path[i]].total[1] += before;
+	}
+	return 0;
+}
+
+int prs_fg_add(struct prs_fg *fg, const struct prs_fg_frame *frames, size_t n, uint64_t count)
+{
+	return prs_fg_add2(fg, frames, n, 0, count);
+}
+
+uint64_t prs_fg_total(const struct prs_fg *fg)
+{
+	return fg->nodes[0].total[0];
+}
+
+uint64_t prs_fg_total_before(const struct prs_fg *fg)
+{
+	return fg->nodes[0].total[1];
+}
+
+size_t prs_fg_drawn(const struct prs_fg *fg)
+{
+	return fg->ndraw;
+}
+
+void prs_fg_opts_init(struct prs_fg_opts *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->min_width = 0.1;
+}

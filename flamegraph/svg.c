@@ -1,0 +1,769 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The SVG writer of the flame graph: lays the tree out (children sorted by name, frames narrower
+ * than min_width merged per parent), colors each box by frame kind with a shade from a stable hash
+ * of its name (or by the change in share for differential graphs), and streams one self-contained
+ * SVG with the embedded JS and CSS (flamegraph/fg.js, fg.css). The per-frame data the script needs
+ * lives in the elements themselves, flamegraph.pl style:
+ *
+ *   <g class="f" data-x="OFFSET" data-c="COUNT" data-d="DEPTH"><title>NAME&#10;details…</title>
+ *     <rect x=… y=… width=… height=… fill=…/><text x=… y=…>clipped name</text></g>
+ *
+ * (offsets and counts in samples, so the script's zoom and search shares are exact). Every string
+ * from a target goes through xml_escape(), the one escaping function.
+ */
+#include "pyrsprof/flamegraph.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fg-internal.h"
+#include "fg-tree.h"
+
+#include "util/banned.h"
+
+#define XPAD 10.0
+#define FRAME_H 16.0
+#define FONT_SIZE 12.0
+#define CHAR_W (FONT_SIZE * 0.59) /* average advance of Verdana/DejaVu Sans at 12 px */
+#define LEGEND_CHAR_W (11 * 0.59)
+#define TOP_LINES 5
+
+/* ---- buffered writer ---- */
+
+struct wbuf {
+	FILE *f;
+	size_t n;
+	int err;
+	char buf[1 << 16];
+};
+
+static void wb_flush(struct wbuf *w)
+{
+	if (w->n && !w->err && fwrite(w->buf, 1, w->n, w->f) != w->n)
+		w->err = -EIO;
+	w->n = 0;
+}
+
+static void wb_put(struct wbuf *w, const char *s, size_t n)
+{
+	while (n) {
+		size_t k = sizeof(w->buf) - w->n;
+
+		if (k == 0) {
+			wb_flush(w);
+			continue;
+		}
+		if (k > n)
+			k = n;
+		memcpy(w->buf + w->n, s, k);
+		w->n += k;
+		s += k;
+		n -= k;
+	}
+}
+
+static void wb_puts(struct wbuf *w, const char *s)
+{
+	wb_put(w, s, strlen(s));
+}
+
+__attribute__((format(printf, 2, 3))) static void wb_printf(struct wbuf *w, const char *fmt, ...)
+{
+	char tmp[512];
+	va_list ap;
+	int k;
+
+	va_start(ap, fmt);
+	k = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		return;
+	wb_put(w, tmp, (size_t)k < sizeof(tmp) ? (size_t)k : sizeof(tmp) - 1);
+}
+
+/* ---- the one escaping function ---- */
+
+/*
+ * Decodes the UTF-8 sequence at s[i] (i < len). Returns its length; *cp is U+FFFD for a byte that
+ * does not start a valid, shortest-form sequence of a scalar value (then the length is 1).
+ */
+static size_t utf8_next(const unsigned char *s, size_t len, size_t i, uint32_t *cp)
+{
+	unsigned c = s[i];
+	size_t n;
+	uint32_t v, min;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, v = c & 0x1f, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, v = c & 0x0f, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, v = c & 0x07, min = 0x10000;
+	else
+		goto bad;
+	if (len - i < n)
+		goto bad;
+	for (size_t k = 1; k < n; k++) {
+		if ((s[i + k] & 0xc0) != 0x80)
+			goto bad;
+		v = (v << 6) | (s[i + k] & 0x3f);
+	}
+	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+		goto bad;
+	*cp = v;
+	return n;
+bad:
+	*cp = 0xfffd;
+	return 1;
+}
+
+/* What a code point becomes in XML: 0 = dropped (controls), else the code point to write. */
+static uint32_t xml_char(uint32_t cp)
+{
+	if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+		return 0;
+	if (cp == 0xfffe || cp == 0xffff)
+		return 0xfffd;
+	return cp;
+}
+
+static void put_cp(struct wbuf *w, uint32_t cp)
+{
+	char b[4];
+
+	switch (cp) {
+	case '&': wb_put(w, "&amp;", 5); return;
+	case '<': wb_put(w, "&lt;", 4); return;
+	case '>': wb_put(w, "&gt;", 4); return;
+	case '"': wb_put(w, "&quot;", 6); return;
+	case '\'': wb_put(w, "&#39;", 5); return;
+	}
+	if (cp < 0x80) {
+		b[0] = (char)cp;
+		wb_put(w, b, 1);
+	} else if (cp < 0x800) {
+		b[0] = (char)(0xc0 | (cp >> 6));
+		b[1] = (char)(0x80 | (cp & 0x3f));
+		wb_put(w, b, 2);
+	} else if (cp < 0x10000) {
+		b[0] = (char)(0xe0 | (cp >> 12));
+		b[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		b[2] = (char)(0x80 | (cp & 0x3f));
+		wb_put(w, b, 3);
+	} else {
+		b[0] = (char)(0xf0 | (cp >> 18));
+		b[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		b[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		b[3] = (char)(0x80 | (cp & 0x3f));
+		wb_put(w, b, 4);
+	}
+}
+
+/*
+ * Writes s[0..len) as XML character data that is also safe inside a quoted attribute: invalid
+ * UTF-8 becomes U+FFFD, control characters are dropped, & < > " ' become references. With
+ * max_chars >= 0, a text of more than max_chars characters is cut to max_chars - 2 and ".." is
+ * appended (nothing is written when max_chars < 3 and the text does not fit). Returns the number
+ * of characters written.
+ */
+static size_t xml_escape(struct wbuf *w, const char *str, size_t len, long max_chars)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t total = 0, limit, out = 0;
+	uint32_t cp;
+
+	if (max_chars >= 0) {
+		for (size_t i = 0; i < len;) {
+			i += utf8_next(s, len, i, &cp);
+			total += xml_char(cp) != 0;
+		}
+		if (total > (size_t)max_chars && max_chars < 3)
+			return 0;
+	}
+	limit = max_chars >= 0 && total > (size_t)max_chars ? (size_t)max_chars - 2 : SIZE_MAX;
+	for (size_t i = 0; i < len && out < limit;) {
+		i += utf8_next(s, len, i, &cp);
+		cp = xml_char(cp);
+		if (cp) {
+			put_cp(w, cp);
+			out++;
+		}
+	}
+	if (limit != SIZE_MAX) {
+		wb_put(w, "..", 2);
+		out += 2;
+	}
+	return out;
+}
+
+static void xml_escape_str(struct wbuf *w, const char *s)
+{
+	xml_escape(w, s, strlen(s), -1);
+}
+
+/* ---- colors ---- */
+
+struct rgb {
+	int r, g, b;
+};
+
+static struct rgb hsl(double h, double s, double l)
+{
+	double c = (1 - fabs(2 * l - 1)) * s, hp = fmod(h, 360.0) / 60.0;
+	double x = c * (1 - fabs(fmod(hp, 2.0) - 1)), m = l - c / 2, r = 0, g = 0, b = 0;
+
+	if (hp < 1)
+		r = c, g = x;
+	else if (hp < 2)
+		r = x, g = c;
+	else if (hp < 3)
+		g = c, b = x;
+	else if (hp < 4)
+		g = x, b = c;
+	else if (hp < 5)
+		r = x, b = c;
+	else
+		r = c, b = x;
+	return (struct rgb){ (int)lround((r + m) * 255), (int)lround((g + m) * 255),
+			     (int)lround((b + m) * 255) };
+}
+
+/* Hue range, saturation range and lightness range of each kind's family. */
+struct palette {
+	double h0, dh, s0, ds, l0, dl;
+	const char *label; /* for the legend */
+};
+
+static const struct palette palettes[PRS_KIND__COUNT] = {
+	[PRS_KIND_UNKNOWN] = { 0, 0, 0, 0, 0.66, 0.08, "unknown" },
+	[PRS_KIND_NATIVE] = { 2, 36, 0.78, 0.17, 0.56, 0.09, "native (C/C++)" },
+	[PRS_KIND_CPP] = { 2, 36, 0.78, 0.17, 0.56, 0.09, "native (C/C++)" },
+	[PRS_KIND_RUST] = { 24, 16, 0.34, 0.14, 0.50, 0.10, "Rust" },
+	[PRS_KIND_PYTHON] = { 158, 38, 0.42, 0.16, 0.56, 0.12, "Python" },
+	[PRS_KIND_KERNEL] = { 50, 10, 0.22, 0.16, 0.64, 0.08, "kernel" },
+	[PRS_KIND_OFF_IO] = { 204, 16, 0.62, 0.16, 0.64, 0.08, "off-CPU: IO" },
+	[PRS_KIND_OFF_LOCK] = { 262, 18, 0.42, 0.16, 0.68, 0.07, "off-CPU: lock" },
+	[PRS_KIND_OFF_GIL] = { 318, 16, 0.45, 0.15, 0.62, 0.07, "off-CPU: GIL" },
+	[PRS_KIND_OFF_SLEEP] = { 0, 0, 0, 0, 0.80, 0.06, "off-CPU: sleep" },
+	[PRS_KIND_OFF_OTHER] = { 196, 10, 0.12, 0.08, 0.66, 0.07, "off-CPU: other" },
+	[PRS_KIND_THREAD] = { 42, 8, 0.28, 0.10, 0.82, 0.05, "thread" },
+	[PRS_KIND_PROCESS] = { 42, 8, 0.20, 0.06, 0.78, 0.04, "all" },
+};
+
+/* Legend order: the kinds a reader looks for first come first. */
+static const uint8_t legend_order[] = {
+	PRS_KIND_PYTHON, PRS_KIND_NATIVE, PRS_KIND_RUST, PRS_KIND_KERNEL, PRS_KIND_OFF_IO,
+	PRS_KIND_OFF_LOCK, PRS_KIND_OFF_GIL, PRS_KIND_OFF_SLEEP, PRS_KIND_OFF_OTHER,
+	PRS_KIND_UNKNOWN, PRS_KIND_THREAD,
+};
+
+static struct rgb kind_color(uint8_t kind, uint32_t h)
+{
+	const struct palette *p = &palettes[kind < PRS_KIND__COUNT ? kind : PRS_KIND_UNKNOWN];
+	double v1 = (h & 0xff) / 255.0, v2 = ((h >> 8) & 0xff) / 255.0, v3 = ((h >> 16) & 0xff) / 255.0;
+
+	return hsl(p->h0 + p->dh * v1, p->s0 + p->ds * v2, p->l0 + p->dl * v3);
+}
+
+/* Red grew, blue shrank; t in [-1, 1] is the change in share relative to the largest change. */
+static struct rgb diff_color(double t)
+{
+	int k = (int)lround(195 * fabs(t));
+
+	if (fabs(t) < 0.02)
+		return (struct rgb){ 238, 238, 238 };
+	if (t > 0)
+		return (struct rgb){ 255, 240 - k, 240 - k };
+	return (struct rgb){ 240 - k, 240 - k, 255 };
+}
+
+/* ---- layout ---- */
+
+struct layout {
+	struct prs_fg *fg;
+	double scale;     /* px per sample */
+	double min_width; /* px; < 0: keep everything */
+	uint32_t maxdepth;
+	size_t nscratch;
+	int err;
+};
+
+static int push_draw(struct prs_fg *fg, const struct fg_draw *d)
+{
+	if (fg->ndraw == fg->draw_cap) {
+		size_t ncap = fg->draw_cap ? fg->draw_cap * 2 : 1024;
+		struct fg_draw *nd = realloc(fg->draw, ncap * sizeof(*nd));
+
+		if (!nd)
+			return -ENOMEM;
+		fg->draw = nd;
+		fg->draw_cap = ncap;
+	}
+	fg->draw[fg->ndraw++] = *d;
+	return 0;
+}
+
+static int cmp_nodes(const void *a, const void *b, void *arg)
+{
+	const struct prs_fg *fg = arg;
+	const struct fg_node *x = &fg->nodes[*(const uint32_t *)a], *y = &fg->nodes[*(const uint32_t *)b];
+	int c = strcmp(fg->arena + fg->strs[x->name].off, fg->arena + fg->strs[y->name].off);
+
+	if (c)
+		return c;
+	c = strcmp(fg->arena + fg->strs[x->file].off, fg->arena + fg->strs[y->file].off);
+	if (c)
+		return c;
+	return (int)x->kind - (int)y->kind;
+}
+
+static bool wide(const struct layout *L, uint64_t count)
+{
+	return count > 0 && (L->min_width < 0 || (double)count * L->scale >= L->min_width);
+}
+
+static void lay(struct layout *L, uint32_t node, uint32_t depth, uint64_t x)
+{
+	struct prs_fg *fg = L->fg;
+	const struct fg_node *n = &fg->nodes[node];
+	struct fg_draw d = { .node = node, .depth = depth, .x = x,
+			     .count = { n->total[0], n->total[1] } };
+	uint64_t sum = 0, narrow[2] = { 0, 0 };
+	uint32_t nnarrow = 0;
+	size_t base = L->nscratch, self_idx = fg->ndraw;
+
+	if (L->err || (L->err = push_draw(fg, &d)) < 0)
+		return;
+	if (depth > L->maxdepth)
+		L->maxdepth = depth;
+	for (uint32_t c = n->first_child; c; c = fg->nodes[c].next_sibling) {
+		const struct fg_node *cn = &fg->nodes[c];
+
+		sum += cn->total[0];
+		if (wide(L, cn->total[0])) {
+			if (L->nscratch == fg->scratch_cap) {
+				size_t ncap = fg->scratch_cap ? fg->scratch_cap * 2 : 1024;
+				uint32_t *ns = realloc(fg->scratch, ncap * sizeof(*ns));
+
+				if (!ns) {
+					L->err = -ENOMEM;
+					return;
+				}
+				fg->scratch = ns;
+				fg->scratch_cap = ncap;
+			}
+			fg->scratch[L->nscratch++] = c;
+		} else if (cn->total[0] > 0) {
+			narrow[0] += cn->total[0];
+			narrow[1] += cn->total[1];
+			nnarrow++;
+		}
+	}
+	fg->draw[self_idx].self = n->total[0] > sum ? n->total[0] - sum : 0;
+	qsort_r(fg->scratch + base, L->nscratch - base, sizeof(uint32_t), cmp_nodes, fg);
+	for (size_t k = base; k < L->nscratch && !L->err; k++) {
+		uint32_t c = fg->scratch[k];
+
+		lay(L, c, depth + 1, x);
+		x += fg->nodes[c].total[0];
+	}
+	L->nscratch = base;
+	if (!L->err && nnarrow && wide(L, narrow[0])) {
+		struct fg_draw m = { .node = node, .depth = depth + 1, .merged = nnarrow, .x = x,
+				     .count = { narrow[0], narrow[1] } };
+
+		L->err = push_draw(fg, &m);
+		if (depth + 1 > L->maxdepth)
+			L->maxdepth = depth + 1;
+	}
+}
+
+/* ---- writing ---- */
+
+/* How many characters of a label fit in a box wd px wide (>= 0). */
+static long fit_chars(double wd)
+{
+	double k = (wd - 6) / CHAR_W;
+
+	return k > 0 && k < 1e6 ? (long)k : 0;
+}
+
+static const char *str_of(const struct prs_fg *fg, uint32_t id, size_t *len)
+{
+	*len = fg->strs[id].len;
+	return fg->arena + fg->strs[id].off;
+}
+
+static void put_count(struct wbuf *w, uint64_t v)
+{
+	char digits[32], out[48];
+	int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v), o = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			out[o++] = ',';
+		out[o++] = digits[i];
+	}
+	wb_put(w, out, (size_t)o);
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/* The top lines of a node, most samples first. */
+static size_t top_lines(const struct prs_fg *fg, uint32_t node, const struct fg_line **top, size_t max,
+			size_t *nall)
+{
+	size_t n = 0;
+
+	*nall = 0;
+	for (uint32_t l = fg->nodes[node].first_line; l; l = fg->lines[l - 1].next) {
+		const struct fg_line *e = &fg->lines[l - 1];
+		size_t k;
+
+		(*nall)++;
+		if (n < max)
+			n++;
+		else if (e->count <= top[n - 1]->count)
+			continue;
+		for (k = n - 1; k > 0 && (top[k - 1]->count < e->count ||
+					  (top[k - 1]->count == e->count && top[k - 1]->line > e->line));
+		     k--)
+			top[k] = top[k - 1];
+		top[k] = e;
+	}
+	return n;
+}
+
+static void write_title(struct wbuf *w, const struct prs_fg *fg, const struct fg_draw *d,
+			const struct prs_fg_opts *o, uint64_t parent_count, const char *unit,
+			double min_width)
+{
+	const struct fg_node *n = &fg->nodes[d->node];
+	uint64_t total = fg->nodes[0].total[0], total_b = fg->nodes[0].total[1];
+	const struct fg_line *top[TOP_LINES];
+	size_t len, nall = 0, ntop = 0;
+	const char *s;
+
+	wb_puts(w, "<title>");
+	if (d->merged) {
+		wb_printf(w, "[%u small frames]\n%u frames narrower than %.2g px, merged, under ",
+			  d->merged, d->merged, min_width);
+		s = str_of(fg, n->name, &len);
+		xml_escape(w, d->node ? s : "all", d->node ? len : 3, -1);
+	} else if (d->node == 0) {
+		wb_puts(w, "all");
+	} else {
+		s = str_of(fg, n->name, &len);
+		xml_escape(w, s, len, -1);
+		ntop = top_lines(fg, d->node, top, TOP_LINES, &nall);
+		if (n->file) {
+			wb_puts(w, "\n");
+			s = str_of(fg, n->file, &len);
+			xml_escape(w, s, len, -1);
+			if (nall == 1)
+				wb_printf(w, ":%u", top[0]->line);
+		} else if (nall == 1) {
+			wb_printf(w, "\nline %u", top[0]->line);
+		}
+	}
+	wb_puts(w, "\n");
+	put_count(w, d->count[0]);
+	wb_puts(w, " ");
+	xml_escape_str(w, unit);
+	wb_printf(w, ", %.2f%% of total", pct(d->count[0], total));
+	if (d->depth > 0)
+		wb_printf(w, ", %.2f%% of parent", pct(d->count[0], parent_count));
+	if (!d->merged && d->self && d->node) {
+		wb_puts(w, "\nself: ");
+		put_count(w, d->self);
+		wb_printf(w, " (%.2f%% of total)", pct(d->self, total));
+	}
+	if (nall > 1) {
+		wb_puts(w, "\nlines:");
+		for (size_t i = 0; i < ntop; i++) {
+			wb_printf(w, "%s %u (", i ? "," : "", top[i]->line);
+			put_count(w, top[i]->count);
+			wb_puts(w, ")");
+		}
+		if (nall > ntop)
+			wb_printf(w, ", %zu more", nall - ntop);
+	}
+	if (o->diff) {
+		double b = pct(d->count[1], total_b), a = pct(d->count[0], total);
+
+		wb_puts(w, "\nbefore: ");
+		put_count(w, d->count[1]);
+		wb_printf(w, " (%.2f%%), after: ", b);
+		put_count(w, d->count[0]);
+		wb_printf(w, " (%.2f%%), change: %+.2f points", a, a - b);
+	}
+	if (d->node && !d->merged)
+		wb_printf(w, "\nkind: %s", prs_kind_name((enum prs_kind)n->kind));
+	wb_puts(w, "</title>");
+}
+
+struct geom {
+	double width, plotw, scale, ytop;
+	uint32_t maxdepth;
+	bool icicle;
+};
+
+static double frame_y(const struct geom *g, uint32_t depth)
+{
+	return g->icicle ? g->ytop + depth * FRAME_H : g->ytop + (g->maxdepth - depth) * FRAME_H;
+}
+
+static void write_frames(struct wbuf *w, struct prs_fg *fg, const struct prs_fg_opts *o,
+			 const struct geom *g, const char *unit, double min_width, uint32_t *kinds)
+{
+	/* parent counts along the current path, by depth (pre-order) */
+	static const uint64_t none = 0;
+	uint64_t *pc = calloc(g->maxdepth + 2, sizeof(*pc));
+	double maxdelta = 0;
+	uint64_t total = fg->nodes[0].total[0], total_b = fg->nodes[0].total[1];
+
+	if (o->diff) {
+		for (size_t i = 0; i < fg->ndraw; i++) {
+			const struct fg_draw *d = &fg->draw[i];
+			double delta = fabs(pct(d->count[0], total) - pct(d->count[1], total_b));
+
+			if (delta > maxdelta)
+				maxdelta = delta;
+		}
+	}
+	for (size_t i = 0; i < fg->ndraw; i++) {
+		const struct fg_draw *d = &fg->draw[i];
+		const struct fg_node *n = &fg->nodes[d->node];
+		double x = XPAD + (double)d->x * g->scale, wd = (double)d->count[0] * g->scale;
+		double y = frame_y(g, d->depth);
+		uint64_t parent = d->depth > 0 && pc ? pc[d->depth - 1] : none;
+		struct rgb c;
+		size_t len;
+		const char *name;
+
+		if (pc)
+			pc[d->depth] = d->count[0];
+		if (o->diff) {
+			double delta = pct(d->count[0], total) - pct(d->count[1], total_b);
+
+			c = diff_color(maxdelta > 0 ? delta / maxdelta : 0);
+		} else if (d->merged) {
+			c = (struct rgb){ 222, 222, 222 };
+		} else {
+			name = str_of(fg, n->name, &len);
+			c = kind_color(d->node ? n->kind : PRS_KIND_PROCESS, prs_fg_name_hash(name, len));
+			*kinds |= 1u << (d->node ? n->kind : PRS_KIND_PROCESS);
+		}
+		wb_printf(w, "<g class=\"f%s\" data-x=\"%llu\" data-c=\"%llu\" data-d=\"%u\"",
+			  d->merged ? " m" : "", (unsigned long long)d->x,
+			  (unsigned long long)d->count[0], d->depth);
+		if (o->diff)
+			wb_printf(w, " data-b=\"%llu\"", (unsigned long long)d->count[1]);
+		wb_puts(w, ">");
+		write_title(w, fg, d, o, parent, unit, min_width);
+		wb_printf(w, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" rx=\"2\" "
+			     "fill=\"rgb(%d,%d,%d)\"/><text x=\"%.2f\" y=\"%.1f\">",
+			  x, y, wd, FRAME_H - 1, c.r, c.g, c.b, x + 3, y + FRAME_H - 4.5);
+		if (d->merged) {
+			char label[48];
+			int k = snprintf(label, sizeof(label), "[%u small frames]", d->merged);
+
+			xml_escape(w, label, (size_t)k, fit_chars(wd));
+		} else if (d->node == 0) {
+			xml_escape(w, "all", 3, fit_chars(wd));
+		} else {
+			name = str_of(fg, n->name, &len);
+			xml_escape(w, name, len, fit_chars(wd));
+		}
+		wb_puts(w, "</text></g>\n");
+	}
+	free(pc);
+}
+
+/* Legend entries laid out in rows; returns the number of rows. */
+static int write_legend(struct wbuf *w, const struct prs_fg_opts *o, uint32_t kinds, double width,
+			double y, bool emit)
+{
+	double x = XPAD;
+	int rows = 1;
+
+	if (emit)
+		wb_puts(w, "<g id=\"legend\">\n");
+	if (o->diff) {
+		static const struct {
+			double t;
+			const char *label;
+		} e[] = { { 1, "grew (share of total)" }, { 0.4, "grew a little" }, { 0, "no change" },
+			  { -0.4, "shrank a little" }, { -1, "shrank" } };
+
+		for (size_t i = 0; i < sizeof(e) / sizeof(e[0]); i++) {
+			struct rgb c = diff_color(e[i].t);
+
+			if (emit)
+				wb_printf(w, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" rx=\"2\" "
+					     "fill=\"rgb(%d,%d,%d)\" stroke=\"#999\" stroke-width=\"0.5\"/>"
+					     "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
+					  x, y, c.r, c.g, c.b, x + 16, y + 10.5, e[i].label);
+			x += 16 + strlen(e[i].label) * LEGEND_CHAR_W + 18;
+		}
+		if (emit)
+			wb_printf(w, "<text x=\"%.1f\" y=\"%.1f\" class=\"note\">widths: after; colors: "
+				     "change in share of total samples</text>\n", x, y + 10.5);
+		if (emit)
+			wb_puts(w, "</g>\n");
+		return rows;
+	}
+	for (size_t i = 0; i < sizeof(legend_order); i++) {
+		uint8_t k = legend_order[i];
+		const struct palette *p = &palettes[k];
+		double adv = 16 + strlen(p->label) * LEGEND_CHAR_W + 18;
+		struct rgb c = hsl(p->h0 + p->dh / 2, p->s0 + p->ds / 2, p->l0 + p->dl / 2);
+
+		if (!(kinds & (1u << k)) && !(k == PRS_KIND_NATIVE && (kinds & (1u << PRS_KIND_CPP))))
+			continue;
+		if (x + adv > width - XPAD && x > XPAD) {
+			x = XPAD;
+			y += 18;
+			rows++;
+		}
+		if (emit)
+			wb_printf(w, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" rx=\"2\" "
+				     "fill=\"rgb(%d,%d,%d)\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
+				  x, y, c.r, c.g, c.b, x + 16, y + 10.5, p->label);
+		x += adv;
+	}
+	if (emit)
+		wb_puts(w, "</g>\n");
+	return rows;
+}
+
+static uint32_t kinds_drawn(const struct prs_fg *fg)
+{
+	uint32_t kinds = 0;
+
+	for (size_t i = 0; i < fg->ndraw; i++) {
+		const struct fg_draw *d = &fg->draw[i];
+
+		if (!d->merged && d->node)
+			kinds |= 1u << fg->nodes[d->node].kind;
+	}
+	return kinds;
+}
+
+int prs_fg_write_svg(struct prs_fg *fg, FILE *out, const struct prs_fg_opts *opts,
+		     struct prs_err *err)
+{
+	struct prs_fg_opts o;
+	struct layout L = { .fg = fg };
+	struct geom g = { 0 };
+	struct wbuf *w;
+	uint64_t total = fg->nodes[0].total[0];
+	const char *unit, *title;
+	double height, ydetails, ylegend, min_width;
+	uint32_t kinds = 0;
+	int rows, rc = 0;
+
+	if (opts)
+		o = *opts;
+	else
+		prs_fg_opts_init(&o);
+	unit = o.unit && o.unit[0] ? o.unit : "samples";
+	title = o.title && o.title[0] ? o.title
+		: o.diff ? "Differential Flame Graph"
+		: o.icicle ? "Icicle Graph" : "Flame Graph";
+	g.width = o.width > 0 && isfinite(o.width) ? o.width : 1200;
+	if (g.width < 200)
+		g.width = 200;
+	if (g.width > 100000)
+		g.width = 100000;
+	min_width = isnan(o.min_width) || o.min_width == 0 ? 0.1 : o.min_width;
+	g.plotw = g.width - 2 * XPAD;
+	g.scale = total ? g.plotw / (double)total : 0;
+	g.icicle = o.icicle;
+	g.ytop = o.subtitle && o.subtitle[0] ? 64 : 46;
+
+	fg->ndraw = 0;
+	if (total) {
+		L.scale = g.scale;
+		L.min_width = min_width;
+		lay(&L, 0, 0, 0);
+		if (L.err < 0) {
+			fg->ndraw = 0;
+			return prs_err_set(err, L.err, "flame graph layout: %s", strerror(-L.err));
+		}
+	}
+	g.maxdepth = L.maxdepth;
+	kinds = kinds_drawn(fg);
+	ydetails = g.ytop + (total ? (g.maxdepth + 1) * FRAME_H : 40) + 20;
+	ylegend = ydetails + 12;
+	rows = write_legend(NULL, &o, kinds, g.width, ylegend, false);
+	height = ylegend + rows * 18 + 8;
+
+	w = malloc(sizeof(*w));
+	if (!w)
+		return prs_err_set(err, -ENOMEM, "flame graph: out of memory");
+	w->f = out;
+	w->n = 0;
+	w->err = 0;
+
+	wb_puts(w, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n");
+	wb_printf(w, "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
+		     "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" class=\"prsfg%s%s\">\n",
+		  g.width, height, g.width, height, o.icicle ? " icicle" : "", o.diff ? " diff" : "");
+	wb_puts(w, "<style><![CDATA[\n");
+	wb_put(w, prs_fg_asset_css, prs_fg_asset_css_len);
+	wb_puts(w, "]]></style>\n");
+	wb_puts(w, "<defs><linearGradient id=\"bg\" x1=\"0\" x2=\"0\" y1=\"0\" y2=\"1\">"
+		   "<stop offset=\"5%\" stop-color=\"#f4f4f4\"/><stop offset=\"95%\" "
+		   "stop-color=\"#eeeed8\"/></linearGradient></defs>\n");
+	wb_puts(w, "<rect id=\"background\" x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" "
+		   "fill=\"url(#bg)\"/>\n");
+	wb_printf(w, "<text id=\"title\" x=\"%.1f\" y=\"26\">", g.width / 2);
+	xml_escape(w, title, strlen(title), (long)((g.width - 260) / (17 * 0.59)));
+	wb_puts(w, "</text>\n");
+	if (o.subtitle && o.subtitle[0]) {
+		wb_printf(w, "<text id=\"subtitle\" x=\"%.1f\" y=\"46\">", g.width / 2);
+		xml_escape(w, o.subtitle, strlen(o.subtitle), (long)((g.width - 40) / CHAR_W));
+		wb_puts(w, "</text>\n");
+	}
+	wb_printf(w, "<text id=\"unzoom\" class=\"btn hide\" x=\"%.1f\" y=\"26\">Reset Zoom</text>\n", XPAD);
+	wb_printf(w, "<text id=\"search\" class=\"btn\" x=\"%.1f\" y=\"26\">Search</text>\n",
+		  g.width - XPAD - 30);
+	wb_printf(w, "<text id=\"ignorecase\" class=\"btn\" x=\"%.1f\" y=\"26\">ic</text>\n",
+		  g.width - XPAD);
+	wb_printf(w, "<text id=\"details\" x=\"%.1f\" y=\"%.1f\"> </text>\n", XPAD, ydetails);
+	wb_printf(w, "<text id=\"matched\" x=\"%.1f\" y=\"%.1f\"> </text>\n", g.width - XPAD, ydetails);
+	wb_printf(w, "<g id=\"frames\" data-total=\"%llu\" data-before=\"%llu\" data-plotw=\"%.2f\" "
+		     "data-xpad=\"%.1f\" data-frameh=\"%.1f\" data-ytop=\"%.1f\" data-maxdepth=\"%u\" "
+		     "data-icicle=\"%d\" data-diff=\"%d\" data-unit=\"",
+		  (unsigned long long)total, (unsigned long long)fg->nodes[0].total[1], g.plotw, XPAD,
+		  FRAME_H, g.ytop, g.maxdepth, o.icicle ? 1 : 0, o.diff ? 1 : 0);
+	xml_escape_str(w, unit);
+	wb_puts(w, "\">\n");
+	if (total)
+		write_frames(w, fg, &o, &g, unit, min_width, &kinds);
+	else
+		wb_printf(w, "<text id=\"empty\" x=\"%.1f\" y=\"%.1f\">no samples</text>\n", g.width / 2,
+			  g.ytop + 24);
+	wb_puts(w, "</g>\n");
+	write_legend(w, &o, kinds, g.width, ylegend, true);
+	wb_puts(w, "<script type=\"text/ecmascript\"><![CDATA[\n");
+	wb_put(w, prs_fg_asset_js, prs_fg_asset_js_len);
+	wb_puts(w, "]]></script>\n</svg>\n");
+	wb_flush(w);
+	if (w->err || fflush(out) != 0 || ferror(out))
+		rc = prs_err_set(err, -EIO, "writing the flame graph: %s", strerror(errno ? errno : EIO));
+	free(w);
+	return rc;
+}

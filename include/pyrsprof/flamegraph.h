@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The flame graph renderer: a frame tree built from stacks (root first) with sample counts, and a
+ * writer of one self-contained interactive SVG (zoom, search, hover details, legend; its JS and
+ * CSS are embedded). It depends only on the profile model, so it builds and is tested without
+ * ptrace or libdw.
+ *
+ * Children of a node are keyed by (name, file, kind): a function is one box even if several of its
+ * lines were sampled; the box's hover details list its top lines with their counts. Frames are
+ * sorted by name among their siblings, so a graph is reproducible. Everything that came from a
+ * target (names, files, title) is escaped once, by the writer.
+ *
+ * Not thread-safe: one struct prs_fg is used by one thread at a time.
+ */
+#ifndef PYRSPROF_FLAMEGRAPH_H
+#define PYRSPROF_FLAMEGRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pyrsprof/err.h"
+#include "pyrsprof/profile.h"
+#include "pyrsprof/types.h"
+
+/* One frame of a stack given to prs_fg_add. Strings are borrowed for the call (copied inside). */
+struct prs_fg_frame {
+	const char *name; /* NULL or "" is shown as "[unknown]" */
+	const char *file; /* NULL or "" = unknown */
+	uint32_t line;    /* 0 = unknown */
+	enum prs_kind kind;
+};
+
+struct prs_fg;
+
+/* Returns a new, empty frame tree, or NULL when out of memory. Free with prs_fg_free(). */
+struct prs_fg *prs_fg_new(void);
+/* Frees fg and everything it owns. NULL is fine. */
+void prs_fg_free(struct prs_fg *fg);
+
+/*
+ * Adds count samples of the stack frames[0..n) (frames[0] is the root, frames[n-1] the leaf).
+ * Stacks deeper than PRS_MAX_STACK_FRAMES keep their PRS_MAX_STACK_FRAMES outermost frames; names
+ * and files longer than PRS_MAX_NAME bytes are cut. n == 0 or count == 0 adds nothing.
+ * Returns 0, -EOVERFLOW if a total would overflow 2^63, or -ENOMEM (fg is unchanged then but
+ * for the frames already created with a count of 0, which the writer does not show).
+ */
+int prs_fg_add(struct prs_fg *fg, const struct prs_fg_frame *frames, size_t n, uint64_t count);
+
+/*
+ * For differential graphs: adds `before` samples to the "before" profile and `after` samples to
+ * the "after" profile (the one prs_fg_add adds to) for the same stack. Same rules as prs_fg_add.
+ */
+int prs_fg_add2(struct prs_fg *fg, const struct prs_fg_frame *frames, size_t n, uint64_t before,
+		uint64_t after);
+
+/* Total samples added with prs_fg_add (the "after" profile), and those of the "before" profile. */
+uint64_t prs_fg_total(const struct prs_fg *fg);
+uint64_t prs_fg_total_before(const struct prs_fg *fg);
+
+/*
+ * Adds the samples of profile p in view `view` (CPU: running samples only; wall: every sample,
+ * off-CPU ones with a leaf "[<syscall>]" colored by its reason). With per_thread, each stack is
+ * put under a root frame "thread <tid>" or "thread <tid> (<name>)". Weights are honoured (folded
+ * input: one sample per line with the line's count). Calls may be repeated to merge profiles.
+ * Returns 0, or a negative errno with err set.
+ */
+int prs_fg_from_profile(struct prs_fg *fg, const struct prs_profile *p, enum prs_view view,
+			bool per_thread, struct prs_err *err);
+
+/*
+ * Differential: adds `before`'s samples as the before counts and `after`'s as the after counts
+ * (widths follow `after`; colors the change in share of total). Returns 0 or -errno with err set.
+ */
+int prs_fg_diff_from_profiles(struct prs_fg *fg, const struct prs_profile *before,
+			      const struct prs_profile *after, enum prs_view view, bool per_thread,
+			      struct prs_err *err);
+
+/*
+ * A subtitle for a profile's graph into buf, e.g.
+ * "./app --n 3 · 4.02 s · 803 samples · 200 Hz" (fields that the profile lacks are left out;
+ * the samples are those of `view`). Returns buf. The text is not escaped (the writer does it).
+ */
+const char *prs_fg_describe_profile(const struct prs_profile *p, enum prs_view view, char *buf,
+				    size_t size);
+
+struct prs_fg_opts {
+	const char *title;    /* NULL: "Flame Graph" ("Icicle Graph", "Differential Flame Graph") */
+	const char *subtitle; /* NULL: none */
+	const char *unit;     /* name of the count, NULL: "samples" */
+	double width;         /* picture width in px; 0: 1200; clamped to [200, 100000] */
+	double min_width;     /* px: narrower frames are merged; 0: 0.1 (default); < 0: draw every frame */
+	bool icicle;          /* root at the top, growing down */
+	bool diff;            /* color by the change between the before and after counts */
+};
+
+/* Fills opts with the defaults (every field 0/NULL, which means: the defaults above). */
+void prs_fg_opts_init(struct prs_fg_opts *opts);
+
+/*
+ * Writes the SVG of fg to out (buffered; out is not closed). Frames narrower than
+ * opts->min_width are not drawn: the narrow children of one parent are summed into one box
+ * "[N frames]" when that box is wide enough, so the size of the file follows the picture, not the
+ * number of stacks. An empty tree gives a valid SVG that says "no samples".
+ * opts may be NULL (defaults). Returns 0 or a negative errno (-EIO on a write error, -ENOMEM)
+ * with err set.
+ */
+int prs_fg_write_svg(struct prs_fg *fg, FILE *out, const struct prs_fg_opts *opts,
+		     struct prs_err *err);
+
+/* Number of frames (boxes) the last prs_fg_write_svg call drew; for tests and benchmarks. */
+size_t prs_fg_drawn(const struct prs_fg *fg);
+
+#endif
