@@ -21,3 +21,6 @@ targets: $(PY_TARGETS)
 # Regenerates src/python/layouts.gen.c from the installed CPythons' headers (commit the result).
 python-layouts:
 	sh tools/gen-layouts/gen.sh > src/python/layouts.gen.c
+
+# the unit tests read the line-table fixtures from here (or from $PRS_PY_FIXTURES)
+$(BUILD)/tests/unit/test_python_%.o: CFLAGS += -DPRS_PY_FIXTURES='"$(abspath tests/fixtures/python)"'
