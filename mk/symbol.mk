@@ -33,7 +33,8 @@ $(SYM_FIX)/bench-symbol: tests/fixtures/symbol/bench_symbol.c $(BUILD)/libpyrspr
 	$(call say,LD,$@)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libpyrsprof.a $(LDLIBS)
 
 $(BUILD)/tests/unit/test_symbol.o $(BUILD)/tests/unit/test_demangle.o: \
-	CFLAGS += -DPRS_SYMBOL_FIXTURES='"$(abspath $(SYM_FIX))"'
+	CFLAGS += -DPRS_SYMBOL_FIXTURES='"$(abspath $(SYM_FIX))"' \
+		-DPRS_SYMBOL_SRC='"$(abspath tests/fixtures/symbol)"'
 $(BUILD)/unit-tests: $(SYM_FIX_BINS)
 
 .PHONY: bench-symbol

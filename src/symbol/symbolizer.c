@@ -825,6 +825,25 @@ static const char *die_name(struct prs_symbolizer *s, Dwarf_Die *die, enum prs_k
 	return strtab_intern(&s->strings, buf, strlen(buf));
 }
 
+/* A source file name as DWARF gives it, joined to the CU's DW_AT_comp_dir when relative. */
+static const char *src_path(struct prs_symbolizer *s, Dwarf_Die *cu, const char *f)
+{
+	Dwarf_Attribute at;
+	const char *dir;
+	char buf[PATH_MAX_LEN];
+	int n;
+
+	if (!f || !f[0])
+		return NULL;
+	if (f[0] == '/' || !dwarf_attr(cu, DW_AT_comp_dir, &at) || !(dir = dwarf_formstring(&at)) ||
+	    !dir[0])
+		return strtab_intern(&s->strings, f, strlen(f));
+	n = snprintf(buf, sizeof(buf), "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", f);
+	if (n <= 0 || (size_t)n >= sizeof(buf))
+		return strtab_intern(&s->strings, f, strlen(f));
+	return strtab_intern(&s->strings, buf, (size_t)n);
+}
+
 static const char *call_file(struct prs_symbolizer *s, Dwarf_Die *cu, Dwarf_Die *inl)
 {
 	Dwarf_Attribute at;
@@ -838,7 +857,7 @@ static const char *call_file(struct prs_symbolizer *s, Dwarf_Die *cu, Dwarf_Die 
 	if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0 || idx >= nfiles)
 		return NULL;
 	f = dwarf_filesrc(files, idx, NULL, NULL);
-	return f ? strtab_intern(&s->strings, f, strlen(f)) : NULL;
+	return src_path(s, cu, f);
 }
 
 static uint32_t call_line(Dwarf_Die *inl)
@@ -893,22 +912,21 @@ static int inline_chain(Dwarf_Die *fn, uint64_t a, Dwarf_Die *chain, int max)
 	return n;
 }
 
-static void line_at(struct prs_symbolizer *s, Dwarf_Die *cu, uint64_t a, const char **file,
-		    uint32_t *line)
+/* The line table row for a (the last row at or below it, but not below min). */
+static void line_at(struct prs_symbolizer *s, Dwarf_Die *cu, uint64_t a, uint64_t min,
+		    const char **file, uint32_t *line)
 {
 	Dwarf_Line *l = dwarf_getsrc_die(cu, a);
+	Dwarf_Addr la = 0;
 	int ln = 0;
-	const char *f;
 
 	*file = NULL;
 	*line = 0;
-	if (!l)
+	if (!l || dwarf_lineaddr(l, &la) != 0 || la < min || la > a)
 		return;
-	f = dwarf_linesrc(l, NULL, NULL);
 	if (dwarf_lineno(l, &ln) == 0 && ln > 0)
 		*line = (uint32_t)ln;
-	if (f)
-		*file = strtab_intern(&s->strings, f, strlen(f));
+	*file = src_path(s, cu, dwarf_linesrc(l, NULL, NULL));
 }
 
 /* Resolves the dwfl address da into out (PRS_SYM_MAX_INLINE entries). Returns n >= 0 or -ENOMEM. */
@@ -941,7 +959,7 @@ static int resolve(struct prs_symbolizer *s, struct module *m, uint64_t da, stru
 				out[i].file = call_file(s, cu, &chain[i + 1]);
 				out[i].line = call_line(&chain[i + 1]);
 			} else {
-				line_at(s, cu, a, &out[i].file, &out[i].line);
+				line_at(s, cu, a, 0, &out[i].file, &out[i].line);
 			}
 		}
 		if (out[0].name)
@@ -966,9 +984,10 @@ static int resolve(struct prs_symbolizer *s, struct module *m, uint64_t da, stru
 		out[0].kind = kind;
 		out[0].file = NULL;
 		out[0].line = 0;
-		if (cu)
-			line_at(s, cu, a, &out[0].file, &out[0].line);
-		if (kind == PRS_KIND_NATIVE && cu)
+		/* only a row inside the symbol: the CU's nearest row below may belong to another function */
+		if (cu && sym->addr >= bias)
+			line_at(s, cu, a, sym->addr - bias, &out[0].file, &out[0].line);
+		if (kind == PRS_KIND_NATIVE && cu && out[0].file)
 			out[0].kind = lang_kind(cu);
 		return 1;
 	}

@@ -1,0 +1,634 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The symbolizer against programs built from source (tests/fixtures/symbol, built by
+ * mk/symbol.mk): each fixture prints the runtime addresses of known code locations and its own
+ * /proc/self/maps, so the inputs are exactly what the sampler records (absolute PC, mapping,
+ * build id), and the expected lines come from "LINE:<tag>" markers in the sources. For C, the
+ * whole of two functions is also compared with eu-addr2line -i. Also: build-id mismatch, missing
+ * files, separate debug info through .gnu_debuglink, hostile ELF files, and the profile pass.
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pyrsprof/profile.h"
+#include "pyrsprof/symbol.h"
+#include "util/banned.h"
+
+#ifndef PRS_SYMBOL_FIXTURES
+#define PRS_SYMBOL_FIXTURES "build/symbol"
+#endif
+#ifndef PRS_SYMBOL_SRC
+#define PRS_SYMBOL_SRC "tests/fixtures/symbol"
+#endif
+
+static const char *fixture(const char *name, char *buf, size_t size)
+{
+	const char *dir = getenv("PRS_SYMBOL_FIXTURES");
+
+	snprintf(buf, size, "%s/%s", dir && dir[0] ? dir : PRS_SYMBOL_FIXTURES, name);
+	return buf;
+}
+
+/* The 1-based line of the source file carrying "LINE:<tag>" (exact tag, then a space or EOL). */
+static uint32_t marker_line(const char *src, const char *tag)
+{
+	char path[512], line[1024], want[128];
+	uint32_t n = 0, found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", PRS_SYMBOL_SRC, src);
+	snprintf(want, sizeof(want), "LINE:%s", tag);
+	f = fopen(path, "r");
+	cr_assert(f, "open %s", path);
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, want);
+
+		n++;
+		if (p && (p[strlen(want)] == ' ' || p[strlen(want)] == '\n')) {
+			cr_assert_eq(found, 0, "marker %s twice in %s", tag, src);
+			found = n;
+		}
+	}
+	fclose(f);
+	cr_assert(found, "no marker %s in %s", tag, src);
+	return found;
+}
+
+struct run {
+	char names[16][64];
+	uint64_t addrs[16];
+	int naddrs;
+	char paths[128][512];
+	struct prs_symmap maps[128];
+	uint8_t ids[128][64];
+	int nmaps;
+};
+
+/* Runs a fixture and keeps what it printed. The build ids are read like the sampler does. */
+static void run_fixture(const char *name, struct run *r)
+{
+	char cmd[600], line[4096];
+	FILE *f;
+
+	memset(r, 0, sizeof(*r));
+	fixture(name, line, sizeof(line));
+	snprintf(cmd, sizeof(cmd), "'%s'", line);
+	f = popen(cmd, "r");
+	cr_assert(f, "run %s", cmd);
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t st, en, off;
+		char perm[8], path[512] = "";
+
+		if (strncmp(line, "addr ", 5) == 0 && r->naddrs < 16) {
+			cr_assert(sscanf(line, "addr %63s %" SCNx64, r->names[r->naddrs],
+					 &r->addrs[r->naddrs]) == 2);
+			r->naddrs++;
+		} else if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %511s", &st, &en,
+				  perm, &off, path) >= 4 && r->nmaps < 128) {
+			int i = r->nmaps++;
+			size_t len = 0;
+
+			snprintf(r->paths[i], sizeof(r->paths[i]), "%s", path);
+			r->maps[i] = (struct prs_symmap){ r->paths[i], NULL, 0, st, en, off };
+			if (path[0] == '/' && prs_elf_build_id(path, r->ids[i], 64, &len) == 0) {
+				r->maps[i].build_id = r->ids[i];
+				r->maps[i].build_id_len = len;
+			}
+		}
+	}
+	cr_assert_eq(pclose(f), 0, "%s failed", name);
+	cr_assert_gt(r->naddrs, 0);
+}
+
+static uint64_t addr_of(const struct run *r, const char *name)
+{
+	for (int i = 0; i < r->naddrs; i++)
+		if (strcmp(r->names[i], name) == 0)
+			return r->addrs[i];
+	cr_assert_fail("fixture printed no address for %s", name);
+	return 0;
+}
+
+static const struct prs_symmap *map_of(const struct run *r, uint64_t a)
+{
+	for (int i = 0; i < r->nmaps; i++)
+		if (a >= r->maps[i].start && a < r->maps[i].end)
+			return &r->maps[i];
+	cr_assert_fail("no mapping holds %#" PRIx64, a);
+	return NULL;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = s ? strlen(s) : 0, b = strlen(suffix);
+
+	return s && a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static void expect_frame(const struct prs_symframe *f, const char *name, const char *file_suffix,
+			 uint32_t line, enum prs_kind kind)
+{
+	cr_expect_str_eq(f->name, name);
+	cr_expect(f->file && f->file[0] == '/' && ends_with(f->file, file_suffix),
+		  "%s: file %s, want a full path ending in %s", name, f->file ? f->file : "(null)",
+		  file_suffix);
+	if (line)
+		cr_expect_eq(f->line, line, "%s: line %u, want %u", name, f->line, line);
+	cr_expect_eq(f->kind, kind, "%s: kind %d, want %d", name, f->kind, kind);
+}
+
+Test(symbol, c_inline_chain)
+{
+	struct prs_symbolizer *s = prs_symbolizer_new();
+	struct prs_symframe fr[8];
+	struct run r;
+	uint64_t ra;
+	int n;
+
+	run_fixture("symtest_c", &r);
+	ra = addr_of(&r, "probe_ra"); /* return address of the call in mix(), inlined into leaf() */
+	n = prs_symbolize(s, map_of(&r, ra), ra, false, fr, 8);
+	cr_assert_eq(n, 2, "chain of %d", n);
+	expect_frame(&fr[0], "leaf", "/tests/fixtures/symbol/symtest.c",
+		     marker_line("symtest.c", "c_leaf_call"), PRS_KIND_NATIVE);
+	expect_frame(&fr[1], "mix", "/tests/fixtures/symbol/symtest.c",
+		     marker_line("symtest.c", "c_mix_call"), PRS_KIND_NATIVE);
+	/* max = 1 keeps the innermost */
+	n = prs_symbolize(s, map_of(&r, ra), ra, false, fr, 1);
+	cr_expect_eq(n, 1);
+	cr_expect_str_eq(fr[0].name, "mix");
+	/* function entries */
+	n = prs_symbolize(s, map_of(&r, addr_of(&r, "hot_a")), addr_of(&r, "hot_a"), true, fr, 8);
+	cr_assert_eq(n, 1);
+	expect_frame(&fr[0], "hot_a", "/tests/fixtures/symbol/symtest.c", 0, PRS_KIND_NATIVE);
+	n = prs_symbolize(s, map_of(&r, addr_of(&r, "leaf")), addr_of(&r, "leaf"), true, fr, 8);
+	cr_assert_eq(n, 1);
+	cr_expect_str_eq(fr[0].name, "leaf");
+	prs_symbolizer_free(s);
+}
+
+/* Parses eu-addr2line -i -f output for one address into (name, file, line), innermost first. */
+static int addr2line(const char *bin, uint64_t vaddr, char names[][256], char files[][512],
+		     uint32_t *lines, int max)
+{
+	char cmd[1024], fn[1024], loc[1024];
+	FILE *f;
+	int n = 0;
+
+	snprintf(cmd, sizeof(cmd), "eu-addr2line -i -f -e '%s' %#" PRIx64, bin, vaddr);
+	f = popen(cmd, "r");
+	cr_assert(f);
+	while (n < max && fgets(fn, sizeof(fn), f) && fgets(loc, sizeof(loc), f)) {
+		char *p = strstr(fn, " inlined at ");
+		char *colon;
+
+		fn[strcspn(fn, "\n")] = '\0';
+		loc[strcspn(loc, "\n")] = '\0';
+		if (p)
+			*p = '\0';
+		snprintf(names[n], 256, "%s", fn);
+		/* FILE:LINE[:COL] */
+		lines[n] = 0;
+		colon = strrchr(loc, ':');
+		if (colon && strchr(loc, ':') != colon) { /* has a column */
+			*colon = '\0';
+			colon = strrchr(loc, ':');
+		}
+		if (colon) {
+			*colon = '\0';
+			lines[n] = (uint32_t)strtoul(colon + 1, NULL, 10);
+		}
+		snprintf(files[n], 512, "%s", loc);
+		n++;
+	}
+	pclose(f);
+	return n;
+}
+
+/* Every address of leaf() and hot_a() (inline chains included) against eu-addr2line -i. */
+Test(symbol, c_matches_eu_addr2line)
+{
+	struct prs_symbolizer *s = prs_symbolizer_new();
+	char bin[512], cmd[700], line[512];
+	uint64_t nm_leaf = 0, nm_hot = 0, sz_leaf = 0, sz_hot = 0, bias;
+	struct run r;
+	FILE *f;
+	int compared = 0, inlined = 0;
+
+	run_fixture("symtest_c", &r);
+	fixture("symtest_c", bin, sizeof(bin));
+	snprintf(cmd, sizeof(cmd), "nm -S '%s'", bin);
+	f = popen(cmd, "r");
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t a, sz;
+		char t[8], name[256];
+
+		if (sscanf(line, "%" SCNx64 " %" SCNx64 " %7s %255s", &a, &sz, t, name) != 4)
+			continue;
+		if (strcmp(name, "leaf") == 0)
+			nm_leaf = a, sz_leaf = sz;
+		if (strcmp(name, "hot_a") == 0)
+			nm_hot = a, sz_hot = sz;
+	}
+	pclose(f);
+	cr_assert(nm_leaf && nm_hot && sz_leaf && sz_hot);
+	/* the load bias as the process itself saw it: independent of our program-header mapping */
+	bias = addr_of(&r, "leaf") - nm_leaf;
+	cr_assert_eq(addr_of(&r, "hot_a") - nm_hot, bias);
+	for (int fnc = 0; fnc < 2; fnc++) {
+		uint64_t lo = fnc ? nm_hot : nm_leaf, sz = fnc ? sz_hot : sz_leaf;
+
+		for (uint64_t v = lo; v < lo + sz; v += 3) {
+			char names[8][256], files[8][512];
+			uint32_t lines[8];
+			struct prs_symframe fr[8];
+			int ne = addr2line(bin, v, names, files, lines, 8);
+			int n = prs_symbolize(s, map_of(&r, v + bias), v + bias, true, fr, 8);
+
+			cr_assert_eq(n, ne, "%#" PRIx64 ": %d frames, eu-addr2line %d", v, n, ne);
+			for (int i = 0; i < n; i++) {
+				const struct prs_symframe *g = &fr[n - 1 - i];
+
+				cr_expect_str_eq(g->name, names[i], "%#" PRIx64 " frame %d", v, i);
+				cr_expect_str_eq(g->file ? g->file : "??", files[i], "%#" PRIx64, v);
+				cr_expect_eq(g->line, lines[i], "%#" PRIx64 " %s: line %u, eu %u", v,
+					     names[i], g->line, lines[i]);
+			}
+			inlined += n > 1;
+			compared++;
+		}
+	}
+	cr_expect_gt(inlined, 0, "no inlined address compared");
+	cr_log_info("%d addresses compared with eu-addr2line, %d with inlines", compared, inlined);
+	prs_symbolizer_free(s);
+}
+
+/* "::h" followed by 16 hex digits at the end: a legacy Rust hash */
+static bool has_legacy_hash(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n < 19 || strncmp(name + n - 19, "::h", 3) != 0)
+		return false;
+	for (size_t i = n - 16; i < n; i++)
+		if (!strchr("0123456789abcdef", name[i]))
+			return false;
+	return true;
+}
+
+static void rust_chain(const char *bin)
+{
+	struct prs_symbolizer *s = prs_symbolizer_new();
+	struct prs_symframe fr[PRS_SYM_MAX_INLINE];
+	struct run r;
+	uint64_t pc, hot;
+	int n;
+
+	run_fixture(bin, &r);
+	/* pc = the address after `lea reg, [rip]` in mix(); pc - 1 is inside the asm! line */
+	pc = addr_of(&r, "mix_pc");
+	n = prs_symbolize(s, map_of(&r, pc), pc, false, fr, PRS_SYM_MAX_INLINE);
+	cr_assert_eq(n, 2, "%s: chain of %d", bin, n);
+	expect_frame(&fr[0], "symtest::leaf", "/tests/fixtures/symbol/symtest.rs",
+		     marker_line("symtest.rs", "rs_leaf_call"), PRS_KIND_RUST);
+	expect_frame(&fr[1], "symtest::mix", "/tests/fixtures/symbol/symtest.rs",
+		     marker_line("symtest.rs", "rs_mix_pc"), PRS_KIND_RUST);
+	hot = addr_of(&r, "hot_a");
+	n = prs_symbolize(s, map_of(&r, hot), hot, true, fr, PRS_SYM_MAX_INLINE);
+	cr_assert_geq(n, 1);
+	cr_expect_str_eq(fr[0].name, "symtest::cpu::hot_a");
+	cr_expect_eq(fr[0].kind, PRS_KIND_RUST);
+	for (int i = 0; i < n; i++)
+		cr_expect_not(has_legacy_hash(fr[i].name), "hash left in %s", fr[i].name);
+	prs_symbolizer_free(s);
+}
+
+Test(symbol, rust_inline_chain_legacy) { rust_chain("symtest_rs"); }
+Test(symbol, rust_inline_chain_v0) { rust_chain("symtest_rs_v0"); }
+
+Test(symbol, cpp_names)
+{
+	struct prs_symbolizer *s = prs_symbolizer_new();
+	struct prs_symframe fr[8];
+	struct run r;
+	uint64_t a;
+	int n;
+
+	run_fixture("symtest_cpp", &r);
+	a = addr_of(&r, "scale");
+	n = prs_symbolize(s, map_of(&r, a), a, true, fr, 8);
+	cr_assert_eq(n, 1);
+	expect_frame(&fr[0], "geo::detail::scale(long, int)", "/tests/fixtures/symbol/symtest.cpp", 0,
+		     PRS_KIND_CPP);
+	prs_symbolizer_free(s);
+}
+
+Test(symbol, build_id)
+{
+	char bin[512], cmd[700], line[512], hex[130] = "", want[130] = "";
+	uint8_t id[64];
+	size_t len = 0;
+	FILE *f;
+
+	fixture("symtest_c", bin, sizeof(bin));
+	cr_assert_eq(prs_elf_build_id(bin, id, sizeof(id), &len), 0);
+	for (size_t i = 0; i < len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	snprintf(cmd, sizeof(cmd), "eu-readelf -n '%s'", bin);
+	f = popen(cmd, "r");
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " Build ID: %129s", want) == 1)
+			break;
+	pclose(f);
+	cr_expect_str_eq(hex, want);
+	cr_expect_eq(prs_elf_build_id(bin, id, 4, &len), -ENOBUFS);
+	cr_expect_eq(prs_elf_build_id("/nonexistent/file", id, sizeof(id), &len), -ENOENT);
+	cr_expect_eq(prs_elf_build_id(PRS_SYMBOL_SRC "/symtest.c", id, sizeof(id), &len), -ENOEXEC);
+}
+
+Test(symbol, build_id_mismatch)
+{
+	struct prs_symbolizer *s = prs_symbolizer_new();
+	struct prs_symbolize_stats st;
+	struct prs_symframe fr[8];
+	struct prs_symmap m;
+	char other[512];
+	struct run r;
+	uint64_t ra;
+
+	run_fixture("symtest_c", &r);
+	ra = addr_of(&r, "probe_ra");
+	m = *map_of(&r, ra);
+	cr_assert(m.build_id_len > 0);
+	/* the file at the recorded path was rebuilt: another build id */
+	m.path = fixture("symtest_c2", other, sizeof(other));
+	for (int i = 0; i < 3; i++)
+		cr_expect_eq(prs_symbolize(s, &m, ra, false, fr, 8), 0);
+	prs_symbolizer_stats(s, &st);
+	cr_expect_eq(st.build_id_mismatches, 1, "mismatches %u", st.build_id_mismatches);
+	cr_expect_eq(st.files, 1);
+	cr_expect_eq(st.symbolized, 0);
+	cr_expect_eq(st.frames, 3);
+	/* without a recorded id the file is used (nothing to check against) */
+	m.build_id = NULL;
+	m.build_id_len = 0;
+	cr_expect_geq(prs_symbolize(s, &m, ra, false, fr, 8), 1);
+	prs_symbolizer_free(s);
+}
+
+Test(symbol, missing_and_pseudo_files)
+{
+	struct prs_symbolizer *s = prs_symbolizer_new();
+	struct prs_symbolize_stats st;
+	struct prs_symframe fr[8];
+	struct prs_symmap m = { "/nonexistent/libgone.so", NULL, 0, 0x7f0000000000, 0x7f0000100000, 0 };
+	struct prs_symmap v = { "[vdso]", NULL, 0, 0x7fff0000, 0x7fff2000, 0 };
+
+	cr_expect_eq(prs_symbolize(s, &m, 0x7f0000001234, true, fr, 8), 0);
+	cr_expect_eq(prs_symbolize(s, &m, 0x7f0000005678, false, fr, 8), 0);
+	cr_expect_eq(prs_symbolize(s, &v, 0x7fff0100, true, fr, 8), 0);
+	/* outside the mapping, and a return address at the very start of it */
+	cr_expect_eq(prs_symbolize(s, &m, 0x7f0000100000, true, fr, 8), 0);
+	cr_expect_eq(prs_symbolize(s, &m, 0x7f0000000000, false, fr, 8), 0);
+	cr_expect_eq(prs_symbolize(s, &m, 1, true, fr, 0), -EINVAL);
+	prs_symbolizer_stats(s, &st);
+	cr_expect_eq(st.files, 1);
+	cr_expect_eq(st.files_missing, 1);
+	prs_symbolizer_free(s);
+}
+
+static void sh(const char *cmd)
+{
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* A stripped copy: names from .symtab; with its debug file beside it (.gnu_debuglink): lines too. */
+Test(symbol, stripped_and_debuglink)
+{
+	struct prs_symbolizer *s = prs_symbolizer_new();
+	char dir[] = "/tmp/prs-symtest-XXXXXX", bin[512], path[600], cmd[1400];
+	struct prs_symframe fr[8];
+	struct prs_symmap m;
+	struct run r;
+	uint64_t ra;
+	int n;
+
+	cr_assert(mkdtemp(dir));
+	run_fixture("symtest_c", &r);
+	fixture("symtest_c", bin, sizeof(bin));
+	snprintf(cmd, sizeof(cmd), "cd %s && cp '%s' nodebug && strip -g nodebug", dir, bin);
+	sh(cmd);
+	snprintf(cmd, sizeof(cmd), "cd %s && cp '%s' linked && objcopy --only-keep-debug linked "
+		 "linked.debug && strip -g linked && objcopy --add-gnu-debuglink=linked.debug linked",
+		 dir, bin);
+	sh(cmd);
+	ra = addr_of(&r, "probe_ra");
+	m = *map_of(&r, ra);
+	m.path = path;
+	snprintf(path, sizeof(path), "%s/nodebug", dir);
+	n = prs_symbolize(s, &m, ra, false, fr, 8);
+	cr_assert_eq(n, 1);
+	cr_expect_str_eq(fr[0].name, "leaf");
+	cr_expect_null(fr[0].file);
+	cr_expect_eq(fr[0].line, 0);
+	snprintf(path, sizeof(path), "%s/linked", dir);
+	n = prs_symbolize(s, &m, ra, false, fr, 8);
+	cr_assert_eq(n, 2);
+	cr_expect_str_eq(fr[0].name, "leaf");
+	cr_expect_str_eq(fr[1].name, "mix");
+	cr_expect_eq(fr[1].line, marker_line("symtest.c", "c_mix_call"));
+	prs_symbolizer_free(s);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	sh(cmd);
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	cr_assert(f);
+	cr_assert_eq(fwrite(data, 1, len, f), len);
+	fclose(f);
+}
+
+/* Truncated, random and corrupted ELF files: clean errors, no crash. */
+Test(symbol, hostile_elf)
+{
+	char dir[] = "/tmp/prs-hostile-XXXXXX", bin[512], path[600];
+	unsigned seed = (unsigned)time(NULL);
+	const char *env = getenv("PRS_SEED");
+	struct prs_symbolizer *s = prs_symbolizer_new();
+	struct prs_symframe fr[8];
+	uint8_t *img, id[64];
+	size_t len, idlen;
+	long size;
+	FILE *f;
+
+	if (env)
+		seed = (unsigned)strtoul(env, NULL, 10);
+	cr_log_info("seed %u (PRS_SEED=%u to replay)", seed, seed);
+	srand(seed);
+	cr_assert(mkdtemp(dir));
+	f = fopen(fixture("symtest_c", bin, sizeof(bin)), "rb");
+	cr_assert(f);
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	rewind(f);
+	img = malloc((size_t)size);
+	cr_assert_eq(fread(img, 1, (size_t)size, f), (size_t)size);
+	fclose(f);
+	len = (size_t)size;
+	{
+		size_t cuts[] = { 0, 1, 4, 16, 63, 64, 100, 700, 1000, 4096, len / 3, len / 2, len - 1 };
+
+		for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+			struct prs_symmap m = { path, NULL, 0, 0x400000, 0x500000, 0 };
+			int rc;
+
+			snprintf(path, sizeof(path), "%s/cut%zu", dir, i);
+			write_file(path, img, cuts[i]);
+			rc = prs_elf_build_id(path, id, sizeof(id), &idlen);
+			cr_expect(rc == 0 || rc == -ENOEXEC || rc == -ENODATA, "cut %zu: %d", cuts[i], rc);
+			if (cuts[i] < 64) /* not even an ELF header */
+				cr_expect_eq(rc, -ENOEXEC, "cut %zu: %d", cuts[i], rc);
+			for (uint64_t a = 0x401000; a < 0x402000; a += 0x111)
+				cr_expect_geq(prs_symbolize(s, &m, a, true, fr, 8), 0);
+		}
+	}
+	/* random bytes behind a valid ELF header and program headers, and pure random files */
+	for (int it = 0; it < 40; it++) {
+		struct prs_symmap m = { path, NULL, 0, 0x400000, 0x500000, 0x1000 };
+		uint8_t *copy = malloc(len);
+		size_t keep = it < 20 ? 64 + (size_t)rand() % 1024 : 0;
+
+		memcpy(copy, img, len);
+		for (size_t i = keep; i < len; i++)
+			if (it >= 20 || rand() % 16 == 0)
+				copy[i] = (uint8_t)rand();
+		snprintf(path, sizeof(path), "%s/rand%d", dir, it);
+		write_file(path, copy, len);
+		prs_elf_build_id(path, id, sizeof(id), &idlen);
+		for (uint64_t a = 0x400000; a < 0x404000; a += 0x177)
+			cr_expect_geq(prs_symbolize(s, &m, a, it & 1, fr, 8), 0);
+		free(copy);
+	}
+	/* a build-id note whose descriptor size runs past its section */
+	{
+		uint8_t *copy = malloc(len);
+		int patched = 0;
+
+		memcpy(copy, img, len);
+		for (size_t i = 0; i + 16 < len && !patched; i++) {
+			/* namesz 4, descsz 20, type 3 (NT_GNU_BUILD_ID), "GNU\0" */
+			static const uint8_t note[] = { 4, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, 'G', 'N', 'U', 0 };
+
+			if (memcmp(copy + i, note, sizeof(note)) == 0) {
+				copy[i + 4] = 0xf0;
+				copy[i + 7] = 0x7f;
+				patched = 1;
+			}
+		}
+		cr_assert(patched);
+		snprintf(path, sizeof(path), "%s/badnote", dir);
+		write_file(path, copy, len);
+		cr_expect_lt(prs_elf_build_id(path, id, sizeof(id), &idlen), 0);
+		free(copy);
+	}
+	free(img);
+	prs_symbolizer_free(s);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	sh(path);
+}
+
+/* The profile pass: raw frames get expansions, unknown ones stay raw, stats add up. */
+Test(symbol, symbolize_profile)
+{
+	struct prs_profile *p = prs_profile_new();
+	struct prs_symbolize_stats st;
+	struct prs_err err = { 0 };
+	struct prs_mapping pm = { 0 }, gone = { 0 };
+	const struct prs_symmap *m;
+	uint32_t mid, gid, f_ra, f_hot, f_gone;
+	struct run r;
+	uint64_t ra;
+
+	cr_assert(p);
+	run_fixture("symtest_c", &r);
+	ra = addr_of(&r, "probe_ra");
+	m = map_of(&r, ra);
+	pm.start = m->start;
+	pm.end = m->end;
+	pm.offset = m->offset;
+	pm.path = prs_profile_string(p, m->path, strlen(m->path));
+	pm.build_id_len = (uint8_t)m->build_id_len;
+	memcpy(pm.build_id, m->build_id, m->build_id_len);
+	mid = prs_profile_mapping(p, &pm);
+	gone.start = 0x7f0000000000;
+	gone.end = 0x7f0000010000;
+	gone.path = prs_profile_string(p, "/nonexistent/libgone.so", 23);
+	gid = prs_profile_mapping(p, &gone);
+	f_ra = prs_profile_raw_frame(p, mid, ra, false);
+	f_hot = prs_profile_raw_frame(p, mid, addr_of(&r, "hot_a"), true);
+	f_gone = prs_profile_raw_frame(p, gid, 0x7f0000001000, true);
+	prs_profile_raw_frame(p, PRS_NO_MAPPING, 0x1234, true);
+	cr_assert_eq(prs_symbolize_profile(p, NULL, &st, &err), 0, "%s", err.msg);
+	cr_expect_eq(st.frames, 3);
+	cr_expect_eq(st.symbolized, 2);
+	cr_expect_eq(st.inlined, 1);
+	cr_expect_eq(st.with_line, 2);
+	cr_expect_eq(st.files_missing, 1);
+	cr_expect_eq(st.build_id_mismatches, 0);
+	cr_assert(p->expansions);
+	cr_assert_eq(p->expansions[f_ra].count, 2);
+	{
+		const struct prs_frame *a = &p->frames[p->expand_ids[p->expansions[f_ra].first]];
+		const struct prs_frame *b = &p->frames[p->expand_ids[p->expansions[f_ra].first + 1]];
+
+		cr_expect_str_eq(p->strings[a->name], "leaf");
+		cr_expect_eq(a->line, marker_line("symtest.c", "c_leaf_call"));
+		cr_expect_str_eq(p->strings[b->name], "mix");
+		cr_expect_eq(b->line, marker_line("symtest.c", "c_mix_call"));
+		cr_expect_eq(b->kind, PRS_KIND_NATIVE);
+		cr_expect(ends_with(p->strings[b->file], "/tests/fixtures/symbol/symtest.c"));
+	}
+	cr_expect_eq(p->expansions[f_hot].count, 1);
+	cr_expect_eq(p->expansions[f_gone].count, 0);
+	/* a second pass finds everything done */
+	cr_assert_eq(prs_symbolize_profile(p, "/", &st, &err), 0, "%s", err.msg);
+	cr_expect_eq(st.frames, 1, "only the unknown frame is retried");
+	prs_profile_free(p);
+}
+
+/* Answers are cached: the same strings come back, and the counters count every call. */
+Test(symbol, cache_and_root)
+{
+	struct prs_symbolizer *s = prs_symbolizer_new();
+	struct prs_symframe a[8], b[8];
+	struct prs_symbolize_stats st;
+	struct prs_symmap m;
+	struct run r;
+	uint64_t ra;
+
+	run_fixture("symtest_c", &r);
+	ra = addr_of(&r, "probe_ra");
+	m = *map_of(&r, ra);
+	cr_assert_eq(prs_symbolizer_set_root(s, "/proc/self/root/"), 0);
+	cr_assert_eq(prs_symbolize(s, &m, ra, false, a, 8), 2);
+	cr_assert_eq(prs_symbolize(s, &m, ra, false, b, 8), 2);
+	cr_expect_eq(a[1].name, b[1].name);
+	cr_expect_eq(a[1].file, b[1].file);
+	prs_symbolizer_stats(s, &st);
+	cr_expect_eq(st.frames, 2);
+	cr_expect_eq(st.files, 1);
+	cr_expect_eq(st.inlined, 2);
+	prs_symbolizer_free(s);
+}
