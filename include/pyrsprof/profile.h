@@ -5,7 +5,11 @@
  * folded stacks. The .pyrs format is documented in docs/pyrs-format.md.
  *
  * Ids are dense uint32 indexes into the arrays below. Id 0 of strings is "" and id 0 of stacks is
- * the empty stack (the root), so 0 is a valid "none" for both.
+ * the empty stack (the root), so 0 is a valid "none" for both. Entries are immutable once added
+ * (the recorder has written them): symbolization adds named frames and expansions, it never
+ * rewrites a raw frame. Every id stored in an entry is smaller than the count of its array and a
+ * stack's parent is smaller than the stack, so walks terminate (the .pyrs reader checks this).
+ * A profile is not thread-safe: one thread builds it.
  */
 #ifndef PYRSPROF_PROFILE_H
 #define PYRSPROF_PROFILE_H
@@ -110,20 +114,30 @@ struct prs_profile *prs_profile_new(void);
 /* Frees p and everything it owns. NULL is fine. */
 void prs_profile_free(struct prs_profile *p);
 
-/* Interning: each returns the id of an existing equal entry or appends a new one; UINT32_MAX on ENOMEM. */
+/*
+ * Interning: each returns the id of an existing equal entry or appends a new one; UINT32_MAX on
+ * ENOMEM or when an id argument is out of range. O(1) (one hash probe), no allocation once the
+ * arrays and tables are warm (amortised growth). Strings: len bytes, cut at an embedded NUL and
+ * at 1 MiB. Raw frames: mapping is a mapping id or PRS_NO_MAPPING. Stacks: parent is a stack id,
+ * frame a frame id.
+ */
 uint32_t prs_profile_string(struct prs_profile *p, const char *s, size_t len);
 uint32_t prs_profile_mapping(struct prs_profile *p, const struct prs_mapping *m);
 uint32_t prs_profile_raw_frame(struct prs_profile *p, uint32_t mapping, uint64_t addr, bool activation);
 uint32_t prs_profile_named_frame(struct prs_profile *p, enum prs_kind kind, uint32_t name,
 				 uint32_t file, uint32_t line);
 uint32_t prs_profile_stack(struct prs_profile *p, uint32_t parent, uint32_t frame);
-/* Appends (no interning). Returns 0 or -ENOMEM. */
+/* Appends (no interning). Returns 0, -EINVAL (stack or string id out of range) or -ENOMEM. */
 int prs_profile_sample(struct prs_profile *p, const struct prs_sample *s);
 int prs_profile_thread(struct prs_profile *p, int32_t tid, uint32_t name);
 int prs_profile_meta(struct prs_profile *p, const char *key, const char *value);
 /* Returns the value of the first meta entry with this key, or NULL. Borrowed. */
 const char *prs_profile_meta_get(const struct prs_profile *p, const char *key);
-/* Sets the inline expansion of raw frame `frame` to `n` named frame ids, outermost first. */
+/*
+ * Sets the inline expansion of frame `frame` (normally a raw frame) to `n` named frame ids,
+ * outermost first (n <= PRS_MAX_STACK_FRAMES; n == 0 removes it). The ids are copied. Returns 0,
+ * -EINVAL (an id out of range or a raw frame among ids) or -ENOMEM. Setting it again replaces it.
+ */
 int prs_profile_expand(struct prs_profile *p, uint32_t frame, const uint32_t *ids, uint32_t n);
 
 /*
@@ -134,10 +148,27 @@ int prs_profile_expand(struct prs_profile *p, uint32_t frame, const uint32_t *id
 size_t prs_profile_stack_frames(const struct prs_profile *p, uint32_t stack, uint32_t *out, size_t max);
 
 /*
- * The display name of a frame into buf: its name, or for an unsymbolized raw frame
- * "basename+0xOFF" / "[unknown]". Returns buf.
+ * The display name of a frame into buf (always NUL-terminated when size > 0, truncated to fit):
+ * its name ("[unknown]" for name 0), or for an unsymbolized raw frame "basename+0xOFF" (OFF is
+ * the file offset: addr - start + offset) / "[unknown]" outside any mapping. Returns buf.
+ * No escaping: the name may hold any bytes but NUL (see prs_export_folded for folded text).
  */
 const char *prs_profile_frame_label(const struct prs_profile *p, uint32_t frame, char *buf, size_t size);
+
+/*
+ * The off-CPU leaf of a sample for wall views. For a sample that is not running, writes its label
+ * into buf and its kind into *kind and returns 1; returns 0 (buf untouched) for a running sample.
+ * Labels: "[<syscall name>]" (e.g. "[clock_nanosleep]", "[read]"), "[syscall N]" for an unknown
+ * number, "[disk wait]" for D state without a syscall, "[blocked]" (blocked, no syscall known),
+ * "[stopped]", "[off-cpu]" (unknown state). Kind: prs_syscall_kind() of the syscall (OFF_IO for
+ * D state), else OFF_OTHER. The flame graph and the folded export use the same leaf.
+ */
+int prs_profile_offcpu_label(const struct prs_sample *s, char *buf, size_t size, enum prs_kind *kind);
+/*
+ * The same leaf as a named frame of p (interned: same label, same id). Returns the frame id, or
+ * UINT32_MAX for a running sample (no leaf) or on ENOMEM.
+ */
+uint32_t prs_profile_offcpu_frame(struct prs_profile *p, const struct prs_sample *s);
 
 /* ---- the recorder: builds a profile while sampling and streams it to a .pyrs file ---- */
 
@@ -189,7 +220,18 @@ enum prs_view {
 	PRS_VIEW_WALL, /* every sample; off-CPU samples get a leaf labelled with the syscall */
 };
 
-/* Writes folded stacks (sorted by stack text, one line per distinct stack). Returns 0 or -errno. */
-int prs_export_folded(const struct prs_profile *p, enum prs_view view, FILE *out, struct prs_err *err);
+#define PRS_FOLDED_LINES 1u      /* frame text "name (file:line)" where file and line are known */
+#define PRS_FOLDED_PER_THREAD 2u /* a root frame "thread <tid>" or "thread <tid> (<name>)" */
+
+/*
+ * Writes folded stacks: one line per distinct stack text, sorted bytewise (LC_ALL=C sort), counts
+ * (sample weights) summed, root first, e.g. "main;work;hot 12". PRS_VIEW_CPU keeps samples in
+ * state RUNNING; PRS_VIEW_WALL keeps all and appends prs_profile_offcpu_label()'s leaf to the
+ * others. Kernel frames get flamegraph.pl's "_[k]" suffix. So that every line parses back, ';',
+ * '\n' and '\r' in names are written as '_' and a frame with an empty text as "[unknown]".
+ * Samples with weight 0 still produce their line. Returns 0, -ENOMEM, or -EIO (write error).
+ */
+int prs_export_folded(const struct prs_profile *p, enum prs_view view, unsigned flags, FILE *out,
+		      struct prs_err *err);
 
 #endif

@@ -1,0 +1,510 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The in-memory profile: dense arrays of strings, mappings, frames, stack-trie nodes, samples,
+ * threads and meta, with O(1) interning through the tables in struct prs_profile_index. The
+ * sampler calls prs_profile_raw_frame / prs_profile_stack / prs_profile_sample for every sample,
+ * so those only probe a hash table and append to an amortised array: no allocation once warm.
+ *
+ * Invariants every reader of the arrays may rely on (the .pyrs reader enforces them on files):
+ * string 0 is "", stack 0 is the root; every id stored in an entry is smaller than the count of
+ * its array; a stack's parent id is smaller than its own id (the trie has no cycles) and its depth
+ * is its parent's plus one; expansions hold named (never raw) frame ids.
+ */
+#include "profile/profile-internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/banned.h"
+
+#define GROW(arr, capfield, need)                                                              \
+	prs_array_grow((void **)&(arr), &(capfield), (need), sizeof(*(arr)))
+
+struct prs_profile *prs_profile_new(void)
+{
+	struct prs_profile *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->index = calloc(1, sizeof(*p->index));
+	if (!p->index)
+		goto fail;
+	prs_strmap_init(&p->index->strings);
+	prs_idset_init(&p->index->mappings);
+	prs_idset_init(&p->index->frames);
+	prs_map64_init(&p->index->stacks);
+	if (prs_profile_string(p, "", 0) != 0)
+		goto fail;
+	if (GROW(p->stacks, p->index->cap_stacks, 1))
+		goto fail;
+	p->stacks[0] = (struct prs_stack){ 0, 0, 0 };
+	p->nstacks = 1;
+	return p;
+fail:
+	prs_profile_free(p);
+	return NULL;
+}
+
+void prs_profile_free(struct prs_profile *p)
+{
+	uint32_t i;
+
+	if (!p)
+		return;
+	for (i = 0; i < p->nstrings; i++)
+		free(p->strings[i]);
+	free(p->strings);
+	free(p->string_lens);
+	free(p->mappings);
+	free(p->frames);
+	free(p->stacks);
+	free(p->samples);
+	free(p->threads);
+	free(p->meta);
+	free(p->expansions);
+	free(p->expand_ids);
+	if (p->index) {
+		prs_strmap_release(&p->index->strings);
+		prs_idset_release(&p->index->mappings);
+		prs_idset_release(&p->index->frames);
+		prs_map64_release(&p->index->stacks);
+		free(p->index->expand_log);
+		free(p->index);
+	}
+	free(p);
+}
+
+/* ---- strings ---- */
+
+uint32_t prs_profile_string_append(struct prs_profile *p, const char *s, size_t len)
+{
+	struct prs_profile_index *ix = p->index;
+	size_t cap;
+	char *copy;
+	uint32_t id = p->nstrings;
+
+	if (id == UINT32_MAX - 1 || len > PRS_PROFILE_MAX_STRING)
+		return UINT32_MAX;
+	cap = ix->cap_strings;
+	if (GROW(p->strings, cap, (size_t)id + 1))
+		return UINT32_MAX;
+	if (GROW(p->string_lens, ix->cap_strings, (size_t)id + 1))
+		return UINT32_MAX;
+	copy = malloc(len + 1);
+	if (!copy)
+		return UINT32_MAX;
+	if (len)
+		memcpy(copy, s, len);
+	copy[len] = '\0';
+	if (prs_strmap_get(&ix->strings, copy, len) == PRS_MAP_NONE &&
+	    prs_strmap_put(&ix->strings, copy, len, id)) {
+		free(copy);
+		return UINT32_MAX;
+	}
+	p->strings[id] = copy;
+	p->string_lens[id] = (uint32_t)len;
+	p->nstrings = id + 1;
+	return id;
+}
+
+uint32_t prs_profile_string(struct prs_profile *p, const char *s, size_t len)
+{
+	const char *nul;
+	uint32_t id;
+
+	if (!s)
+		len = 0;
+	if (len > PRS_PROFILE_MAX_STRING)
+		len = PRS_PROFILE_MAX_STRING;
+	/* strings are C strings for their users: keep what precedes an embedded NUL */
+	nul = len ? memchr(s, '\0', len) : NULL;
+	if (nul)
+		len = (size_t)(nul - s);
+	id = prs_strmap_get(&p->index->strings, len ? s : "", len);
+	if (id != PRS_MAP_NONE)
+		return id;
+	return prs_profile_string_append(p, len ? s : "", len);
+}
+
+/* ---- mappings ---- */
+
+static uint32_t mapping_hash(const struct prs_mapping *m)
+{
+	uint64_t h = prs_hash64(m->start ^ prs_hash64(m->end ^ prs_hash64(m->offset + m->path)));
+
+	return (uint32_t)(h ^ prs_hash_bytes(m->build_id, m->build_id_len));
+}
+
+static bool mapping_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct prs_mapping *a = &((const struct prs_profile *)ctx)->mappings[id], *b = key;
+
+	return a->start == b->start && a->end == b->end && a->offset == b->offset &&
+	       a->path == b->path && a->build_id_len == b->build_id_len &&
+	       memcmp(a->build_id, b->build_id, a->build_id_len) == 0;
+}
+
+uint32_t prs_profile_mapping_append(struct prs_profile *p, const struct prs_mapping *m)
+{
+	struct prs_profile_index *ix = p->index;
+	struct prs_mapping c;
+	uint32_t id = p->nmappings, h;
+
+	if (id == UINT32_MAX - 1 || m->path >= p->nstrings || m->build_id_len > PRS_BUILD_ID_MAX)
+		return UINT32_MAX;
+	if (GROW(p->mappings, ix->cap_mappings, (size_t)id + 1))
+		return UINT32_MAX;
+	/* a canonical copy: unused build id bytes are zero so equal mappings compare equal */
+	memset(&c, 0, sizeof(c));
+	c.start = m->start;
+	c.end = m->end;
+	c.offset = m->offset;
+	c.path = m->path;
+	c.build_id_len = m->build_id_len;
+	memcpy(c.build_id, m->build_id, m->build_id_len);
+	h = mapping_hash(&c);
+	if (prs_idset_find(&ix->mappings, h, mapping_eq, p, &c) == PRS_MAP_NONE &&
+	    prs_idset_insert(&ix->mappings, h, id))
+		return UINT32_MAX;
+	p->mappings[id] = c;
+	p->nmappings = id + 1;
+	return id;
+}
+
+uint32_t prs_profile_mapping(struct prs_profile *p, const struct prs_mapping *m)
+{
+	uint32_t id;
+
+	if (m->build_id_len > PRS_BUILD_ID_MAX || m->path >= p->nstrings)
+		return UINT32_MAX;
+	id = prs_idset_find(&p->index->mappings, mapping_hash(m), mapping_eq, p, m);
+	return id != PRS_MAP_NONE ? id : prs_profile_mapping_append(p, m);
+}
+
+/* ---- frames ---- */
+
+static uint32_t frame_hash(const struct prs_frame *f)
+{
+	uint64_t h;
+
+	if (f->raw)
+		h = prs_hash64(f->addr ^ prs_hash64(((uint64_t)f->mapping << 1) | f->activation));
+	else
+		h = prs_hash64((((uint64_t)f->name << 32) | f->file) ^
+			       prs_hash64(((uint64_t)f->line << 8) | f->kind | (1ULL << 63)));
+	return (uint32_t)h;
+}
+
+static bool frame_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const struct prs_frame *a = &((const struct prs_profile *)ctx)->frames[id], *b = key;
+
+	if (a->raw != b->raw)
+		return false;
+	if (a->raw)
+		return a->addr == b->addr && a->mapping == b->mapping && a->activation == b->activation;
+	return a->name == b->name && a->file == b->file && a->line == b->line && a->kind == b->kind;
+}
+
+uint32_t prs_profile_frame_append(struct prs_profile *p, const struct prs_frame *f)
+{
+	struct prs_profile_index *ix = p->index;
+	uint32_t id = p->nframes, h;
+
+	if (id == UINT32_MAX - 1)
+		return UINT32_MAX;
+	if (GROW(p->frames, ix->cap_frames, (size_t)id + 1))
+		return UINT32_MAX;
+	if (p->expansions) {
+		if (GROW(p->expansions, ix->cap_expansions, (size_t)id + 1))
+			return UINT32_MAX;
+		p->expansions[id] = (struct prs_expansion){ 0, 0 };
+	}
+	h = frame_hash(f);
+	if (prs_idset_find(&ix->frames, h, frame_eq, p, f) == PRS_MAP_NONE &&
+	    prs_idset_insert(&ix->frames, h, id))
+		return UINT32_MAX;
+	p->frames[id] = *f;
+	p->nframes = id + 1;
+	return id;
+}
+
+static uint32_t frame_intern(struct prs_profile *p, const struct prs_frame *f)
+{
+	uint32_t id = prs_idset_find(&p->index->frames, frame_hash(f), frame_eq, p, f);
+
+	return id != PRS_MAP_NONE ? id : prs_profile_frame_append(p, f);
+}
+
+uint32_t prs_profile_raw_frame(struct prs_profile *p, uint32_t mapping, uint64_t addr, bool activation)
+{
+	struct prs_frame f;
+
+	if (mapping != PRS_NO_MAPPING && mapping >= p->nmappings)
+		return UINT32_MAX;
+	memset(&f, 0, sizeof(f));
+	f.kind = PRS_KIND_UNKNOWN;
+	f.raw = true;
+	f.activation = activation;
+	f.mapping = mapping;
+	f.addr = addr;
+	return frame_intern(p, &f);
+}
+
+uint32_t prs_profile_named_frame(struct prs_profile *p, enum prs_kind kind, uint32_t name,
+				 uint32_t file, uint32_t line)
+{
+	struct prs_frame f;
+
+	if (name >= p->nstrings || file >= p->nstrings || (unsigned)kind > UINT8_MAX)
+		return UINT32_MAX;
+	memset(&f, 0, sizeof(f));
+	f.kind = (uint8_t)kind;
+	f.mapping = PRS_NO_MAPPING;
+	f.name = name;
+	f.file = file;
+	f.line = line;
+	return frame_intern(p, &f);
+}
+
+/* ---- stacks ---- */
+
+uint32_t prs_profile_stack_append(struct prs_profile *p, uint32_t parent, uint32_t frame)
+{
+	struct prs_profile_index *ix = p->index;
+	uint32_t id = p->nstacks, old;
+
+	if (id == UINT32_MAX - 1 || parent >= id || frame >= p->nframes)
+		return UINT32_MAX;
+	if (GROW(p->stacks, ix->cap_stacks, (size_t)id + 1))
+		return UINT32_MAX;
+	if (prs_map64_intern(&ix->stacks, ((uint64_t)parent << 32) | frame, id, &old) < 0)
+		return UINT32_MAX;
+	p->stacks[id].parent = parent;
+	p->stacks[id].frame = frame;
+	p->stacks[id].depth = p->stacks[parent].depth + 1;
+	p->nstacks = id + 1;
+	return id;
+}
+
+uint32_t prs_profile_stack(struct prs_profile *p, uint32_t parent, uint32_t frame)
+{
+	struct prs_profile_index *ix = p->index;
+	uint32_t id = p->nstacks, got;
+	int rc;
+
+	if (id == UINT32_MAX - 1 || parent >= id || frame >= p->nframes)
+		return UINT32_MAX;
+	/* reserve the slot first so that a hit and a miss cost one probe */
+	if (id >= ix->cap_stacks && GROW(p->stacks, ix->cap_stacks, (size_t)id + 1))
+		return UINT32_MAX;
+	rc = prs_map64_intern(&ix->stacks, ((uint64_t)parent << 32) | frame, id, &got);
+	if (rc <= 0)
+		return rc < 0 ? UINT32_MAX : got;
+	p->stacks[id].parent = parent;
+	p->stacks[id].frame = frame;
+	p->stacks[id].depth = p->stacks[parent].depth + 1;
+	p->nstacks = id + 1;
+	return id;
+}
+
+/* ---- samples, threads, meta ---- */
+
+int prs_profile_sample(struct prs_profile *p, const struct prs_sample *s)
+{
+	if (s->stack >= p->nstacks)
+		return -EINVAL;
+	if (p->nsamples >= p->index->cap_samples &&
+	    GROW(p->samples, p->index->cap_samples, p->nsamples + 1))
+		return -ENOMEM;
+	p->samples[p->nsamples++] = *s;
+	return 0;
+}
+
+int prs_profile_thread(struct prs_profile *p, int32_t tid, uint32_t name)
+{
+	if (name >= p->nstrings || p->nthreads == UINT32_MAX - 1)
+		return -EINVAL;
+	if (GROW(p->threads, p->index->cap_threads, (size_t)p->nthreads + 1))
+		return -ENOMEM;
+	p->threads[p->nthreads].tid = tid;
+	p->threads[p->nthreads].name = name;
+	p->nthreads++;
+	return 0;
+}
+
+int prs_profile_meta_ids(struct prs_profile *p, uint32_t key, uint32_t value)
+{
+	if (key >= p->nstrings || value >= p->nstrings || p->nmeta == UINT32_MAX - 1)
+		return -EINVAL;
+	if (GROW(p->meta, p->index->cap_meta, (size_t)p->nmeta + 1))
+		return -ENOMEM;
+	p->meta[p->nmeta].key = key;
+	p->meta[p->nmeta].value = value;
+	p->nmeta++;
+	return 0;
+}
+
+int prs_profile_meta(struct prs_profile *p, const char *key, const char *value)
+{
+	uint32_t k = prs_profile_string(p, key, key ? strlen(key) : 0);
+	uint32_t v = prs_profile_string(p, value, value ? strlen(value) : 0);
+
+	if (k == UINT32_MAX || v == UINT32_MAX)
+		return -ENOMEM;
+	return prs_profile_meta_ids(p, k, v);
+}
+
+const char *prs_profile_meta_get(const struct prs_profile *p, const char *key)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->nmeta; i++)
+		if (strcmp(p->strings[p->meta[i].key], key) == 0)
+			return p->strings[p->meta[i].value];
+	return NULL;
+}
+
+/* ---- expansions ---- */
+
+int prs_profile_expand(struct prs_profile *p, uint32_t frame, const uint32_t *ids, uint32_t n)
+{
+	struct prs_profile_index *ix = p->index;
+	uint32_t i, first;
+
+	if (frame >= p->nframes || n > PRS_MAX_STACK_FRAMES)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (ids[i] >= p->nframes || p->frames[ids[i]].raw)
+			return -EINVAL;
+	if (n > UINT32_MAX - 1 - p->nexpand_ids)
+		return -ENOMEM;
+	if (!p->expansions) {
+		if (GROW(p->expansions, ix->cap_expansions, p->nframes))
+			return -ENOMEM;
+		memset(p->expansions, 0, ix->cap_expansions * sizeof(*p->expansions));
+	}
+	if (GROW(p->expand_ids, ix->cap_expand_ids, (size_t)p->nexpand_ids + n))
+		return -ENOMEM;
+	if (GROW(ix->expand_log, ix->cap_expand_log, ix->nexpand_log + 1))
+		return -ENOMEM;
+	first = p->nexpand_ids;
+	if (n)
+		memcpy(p->expand_ids + first, ids, n * sizeof(*ids));
+	p->nexpand_ids += n;
+	p->expansions[frame].first = first;
+	p->expansions[frame].count = n;
+	ix->expand_log[ix->nexpand_log++] = frame;
+	return 0;
+}
+
+/* ---- reading the model ---- */
+
+size_t prs_profile_stack_frames(const struct prs_profile *p, uint32_t stack, uint32_t *out, size_t max)
+{
+	size_t total = 0, pos;
+	uint32_t s;
+
+	if (stack >= p->nstacks)
+		return 0;
+	for (s = stack; s != 0; s = p->stacks[s].parent) {
+		uint32_t f = p->stacks[s].frame;
+
+		total += p->expansions && p->expansions[f].count ? p->expansions[f].count : 1;
+	}
+	/* fill from the leaf end; positions beyond max (the leaf side) are dropped */
+	pos = total;
+	for (s = stack; s != 0; s = p->stacks[s].parent) {
+		uint32_t f = p->stacks[s].frame;
+
+		if (p->expansions && p->expansions[f].count) {
+			const struct prs_expansion *e = &p->expansions[f];
+			uint32_t k;
+
+			for (k = e->count; k-- > 0;)
+				if (--pos < max)
+					out[pos] = p->expand_ids[e->first + k];
+		} else if (--pos < max) {
+			out[pos] = f;
+		}
+	}
+	return total < max ? total : max;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash && slash[1] ? slash + 1 : path;
+}
+
+const char *prs_profile_frame_label(const struct prs_profile *p, uint32_t frame, char *buf, size_t size)
+{
+	const struct prs_frame *f;
+
+	if (!size)
+		return buf;
+	if (frame >= p->nframes) {
+		snprintf(buf, size, "[bad frame %" PRIu32 "]", frame);
+		return buf;
+	}
+	f = &p->frames[frame];
+	if (!f->raw) {
+		snprintf(buf, size, "%s", f->name ? p->strings[f->name] : "[unknown]");
+	} else if (f->mapping != PRS_NO_MAPPING && f->mapping < p->nmappings) {
+		const struct prs_mapping *m = &p->mappings[f->mapping];
+		const char *path = p->strings[m->path];
+
+		snprintf(buf, size, "%s+0x%" PRIx64, path[0] ? base_name(path) : "[anon]",
+			 f->addr - m->start + m->offset);
+	} else {
+		snprintf(buf, size, "[unknown]");
+	}
+	return buf;
+}
+
+int prs_profile_offcpu_label(const struct prs_sample *s, char *buf, size_t size, enum prs_kind *kind)
+{
+	const char *name;
+
+	if (s->state == PRS_STATE_RUNNING)
+		return 0;
+	*kind = PRS_KIND_OFF_OTHER;
+	if (s->state == PRS_STATE_BLOCKED || s->state == PRS_STATE_DISK) {
+		if (s->syscall >= 0) {
+			name = prs_syscall_name(s->syscall);
+			if (name)
+				snprintf(buf, size, "[%s]", name);
+			else
+				snprintf(buf, size, "[syscall %d]", s->syscall);
+			*kind = s->state == PRS_STATE_DISK ? PRS_KIND_OFF_IO : prs_syscall_kind(s->syscall);
+		} else if (s->state == PRS_STATE_DISK) {
+			snprintf(buf, size, "[disk wait]");
+			*kind = PRS_KIND_OFF_IO;
+		} else {
+			snprintf(buf, size, "[blocked]");
+		}
+	} else if (s->state == PRS_STATE_STOPPED) {
+		snprintf(buf, size, "[stopped]");
+	} else {
+		snprintf(buf, size, "[off-cpu]");
+	}
+	return 1;
+}
+
+uint32_t prs_profile_offcpu_frame(struct prs_profile *p, const struct prs_sample *s)
+{
+	enum prs_kind kind;
+	char label[64];
+	uint32_t name;
+
+	if (!prs_profile_offcpu_label(s, label, sizeof(label), &kind))
+		return UINT32_MAX;
+	name = prs_profile_string(p, label, strlen(label));
+	if (name == UINT32_MAX)
+		return UINT32_MAX;
+	return prs_profile_named_frame(p, kind, name, 0, 0);
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to src/profile: the interning tables behind struct prs_profile and the capacities of
+ * its arrays, shared by the model, the .pyrs writer and the readers.
+ */
+#ifndef PYRSPROF_PROFILE_INTERNAL_H
+#define PYRSPROF_PROFILE_INTERNAL_H
+
+#include "pyrsprof/profile.h"
+#include "pyrsprof/util.h"
+
+struct prs_profile_index {
+	struct prs_strmap strings; /* keys borrowed from p->strings */
+	struct prs_idset mappings, frames;
+	struct prs_map64 stacks;   /* (parent << 32 | frame) -> stack id */
+	size_t cap_strings, cap_mappings, cap_frames, cap_stacks, cap_samples, cap_threads,
+		cap_meta, cap_expand_ids, cap_expansions;
+	/* frame ids in the order prs_profile_expand was called: what the writer emits as EXPAND */
+	uint32_t *expand_log;
+	size_t nexpand_log, cap_expand_log;
+};
+
+/* Maximum length of one string in a profile (bytes); longer input is truncated by the model. */
+#define PRS_PROFILE_MAX_STRING (1u << 20)
+
+/* Appends a string without interning (the reader: strings in a file are already unique, but a
+ * hostile file may repeat one; the first id wins in the interning table). UINT32_MAX on ENOMEM. */
+uint32_t prs_profile_string_append(struct prs_profile *p, const char *s, size_t len);
+/* Appends a frame or mapping exactly as given (ids already validated by the caller). */
+uint32_t prs_profile_frame_append(struct prs_profile *p, const struct prs_frame *f);
+uint32_t prs_profile_mapping_append(struct prs_profile *p, const struct prs_mapping *m);
+uint32_t prs_profile_stack_append(struct prs_profile *p, uint32_t parent, uint32_t frame);
+/* Appends a meta entry by string ids. 0 or -EINVAL / -ENOMEM. */
+int prs_profile_meta_ids(struct prs_profile *p, uint32_t key, uint32_t value);
+
+/* ---- profile.pyrs (docs/pyrs-format.md) ---- */
+
+#define PRS_PYRS_MAGIC "PYRSPROF"
+#define PRS_PYRS_MAGIC_LEN 8
+#define PRS_PYRS_HEADER_LEN 16 /* magic, u32 version, u32 flags (little-endian) */
+#define PRS_PYRS_VERSION 1u
+#define PRS_PYRS_MAX_PAYLOAD (PRS_PROFILE_MAX_STRING + 4096u) /* longest record payload accepted */
+
+enum prs_pyrs_record {
+	PRS_REC_STRING = 1,
+	PRS_REC_MAPPING = 2,
+	PRS_REC_FRAME = 3,
+	PRS_REC_STACK = 4,
+	PRS_REC_SAMPLE = 5,
+	PRS_REC_THREAD = 6,
+	PRS_REC_META = 7,
+	PRS_REC_EXPAND = 8,
+	PRS_REC_END = 9,
+};
+
+#define PRS_FRAME_F_RAW 1u
+#define PRS_FRAME_F_ACTIVATION 2u
+
+#endif
