@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for the CPython reader's walk, caches and merge on synthetic memory images: the test
+ * lays out a 3.12 runtime, interpreter, thread state, frames, code objects and strings in a buffer
+ * (with the generated 3.12 layout) and serves it through a memreader, so the truth is what the test
+ * wrote. Covers names/qualnames/files/lines, GIL holder, shim group boundaries, a frame loop, a
+ * non-code object, an unmapped pointer, a stack deeper than PRS_MAX_PY_FRAMES, a code object
+ * replaced at the same address (validation on hit), non-ASCII names, and the native/Python merge.
+ * Also parses a _Py_DebugOffsets image holding the values measured live on 3.13.0
+ * (notes/cpython.md §7.1) and checks it against the row generated from the 3.13 headers.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pyrsprof/profile.h"
+#include "python/python-internal.h"
+
+#include "util/banned.h"
+
+#define BASE 0x10000000ull
+#define SIZE (1u << 20)
+
+struct image {
+	uint8_t *mem;
+	uint64_t brk; /* next free target address */
+	unsigned reads;
+};
+
+static int img_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct image *im = ctx;
+
+	im->reads++;
+	if (addr < BASE || addr + len > BASE + SIZE || addr + len < addr)
+		return -EFAULT;
+	memcpy(buf, im->mem + (addr - BASE), len);
+	return 0;
+}
+
+static int img_readv(void *ctx, struct prs_memvec *v, size_t n)
+{
+	size_t i;
+	int ok = 0;
+
+	for (i = 0; i < n; i++) {
+		v[i].res = img_read(ctx, v[i].addr, v[i].buf, v[i].len);
+		ok += v[i].res == 0;
+	}
+	return ok;
+}
+
+static struct image im;
+static const struct prs_py_layout *L;
+static uint64_t t_code, t_str, t_bytes;
+
+static uint64_t alloc(size_t n)
+{
+	uint64_t a = (im.brk + 15) & ~15ull;
+
+	im.brk = a + n;
+	cr_assert(im.brk <= BASE + SIZE);
+	return a;
+}
+
+static void put64(uint64_t addr, uint64_t v) { memcpy(im.mem + (addr - BASE), &v, 8); }
+static void put32(uint64_t addr, uint32_t v) { memcpy(im.mem + (addr - BASE), &v, 4); }
+static void put8(uint64_t addr, uint8_t v) { im.mem[addr - BASE] = v; }
+
+/* A compact str of `kind` bytes per code point holding cps[0..n). */
+static uint64_t mkstr_cp(const uint32_t *cps, size_t n, unsigned kind, bool ascii)
+{
+	uint64_t hdr = ascii ? (uint64_t)L->str_ascii_size : (uint64_t)L->str_compact_size;
+	uint64_t a = alloc(hdr + (n + 1) * kind);
+	size_t i;
+
+	put64(a + L->ob_type, t_str);
+	put64(a + L->str_length, n);
+	put32(a + L->str_state, (kind << L->str_kind_shift) | (1u << L->str_compact_bit) |
+				   (ascii ? 1u << L->str_ascii_bit : 0));
+	for (i = 0; i < n; i++)
+		memcpy(im.mem + (a + hdr + i * kind - BASE), &cps[i], kind);
+	return a;
+}
+
+static uint64_t mkstr(const char *s)
+{
+	uint32_t cps[256];
+	size_t i, n = strlen(s);
+
+	for (i = 0; i < n; i++)
+		cps[i] = (uint8_t)s[i];
+	return mkstr_cp(cps, n, 1, true);
+}
+
+static uint64_t mkbytes(const uint8_t *b, size_t n)
+{
+	uint64_t a = alloc((size_t)L->bytes_sval + n + 1);
+
+	put64(a + L->ob_type, t_bytes);
+	put64(a + L->ob_size, n);
+	memcpy(im.mem + (a + L->bytes_sval - BASE), b, n);
+	return a;
+}
+
+/* Location table: units 0-7 on firstline+2, units 8-15 on firstline+3. */
+static uint64_t mkcode(uint64_t qual, uint64_t file, int firstline)
+{
+	static const uint8_t tab[] = { 0x80 | (13 << 3) | 7, 4, 0x80 | (11 << 3) | 7, 0, 0 };
+	uint64_t a = alloc((size_t)L->code_adaptive + 32);
+
+	put64(a + L->ob_type, t_code);
+	put64(a + L->ob_size, 16);
+	put64(a + L->code_name, qual);
+	put64(a + L->code_qualname, qual);
+	put64(a + L->code_filename, file);
+	put64(a + L->code_linetable, mkbytes(tab, sizeof(tab)));
+	put32(a + L->code_firstlineno, (uint32_t)firstline);
+	put32(a + L->code_firsttraceable, 0);
+	return a;
+}
+
+static uint64_t mkframe(uint64_t code, unsigned unit, uint64_t previous, uint8_t owner)
+{
+	uint64_t f = alloc((size_t)L->frame_size);
+
+	put64(f + L->frame_code, code);
+	put64(f + L->frame_back, previous);
+	put64(f + L->frame_instr, code + L->code_adaptive + 2 * unit);
+	put8(f + L->frame_owner, owner);
+	return f;
+}
+
+static uint64_t runtime, interp, tstate, cframe, gil;
+static struct prs_py *py;
+static struct prs_profile *prof;
+static struct prs_py_thread th[4];
+
+static void setup(void)
+{
+	struct prs_memreader mr = { img_read, img_readv, &im };
+	uint64_t tp;
+
+	L = prs_py_layout_find(3, 12);
+	cr_assert(L, "no generated 3.12 row");
+	im.mem = calloc(1, SIZE);
+	im.brk = BASE + 4096;
+	t_code = alloc(512);
+	t_str = alloc(512);
+	t_bytes = alloc(512);
+	tp = mkstr("code");
+	put64(t_code + L->tp_name, tp);
+	runtime = alloc((size_t)L->runtime_size < 4096 ? 4096 : 4096);
+	interp = alloc(4096);
+	tstate = alloc((size_t)L->tstate_size);
+	cframe = alloc(64);
+	gil = alloc(256);
+	put64(runtime + L->runtime_interp_head, interp);
+	put64(interp + L->interp_tstate_head, tstate);
+	put64(interp + L->interp_gil_ptr, gil);
+	put32(gil + L->gil_locked, 1);
+	put64(gil + L->gil_last_holder, tstate);
+	put64(tstate + L->tstate_interp, interp);
+	put64(tstate + L->tstate_thread_id, 0x7f0000001000ull);
+	put32(tstate + L->tstate_native_thread_id, 4242);
+	put64(tstate + L->tstate_cframe, cframe);
+	cr_assert_eq(prs_py_new_raw(L, &mr, 0x030c01f0, &py), 0);
+	py->runtime = runtime;
+	py->code_type = t_code;
+	py->str_type = t_str;
+	py->bytes_type = t_bytes;
+	prof = prs_profile_new();
+	cr_assert(prof);
+}
+
+static void teardown(void)
+{
+	prs_py_free(py);
+	prs_profile_free(prof);
+	free(im.mem);
+}
+
+static void set_top(uint64_t f) { put64(cframe + L->cframe_current_frame, f); }
+
+static const char *fname(uint32_t fid) { return prof->strings[prof->frames[fid].name]; }
+static const char *ffile(uint32_t fid) { return prof->strings[prof->frames[fid].file]; }
+static uint32_t fline(uint32_t fid) { return prof->frames[fid].line; }
+
+static int sample(void)
+{
+	struct prs_err err;
+	int n = -1;
+
+	cr_assert_eq(prs_py_sample(py, prof, th, 4, &n, &err), 0, "%s", err.msg);
+	return n;
+}
+
+TestSuite(python_walk, .init = setup, .fini = teardown);
+
+Test(python_walk, names_lines_gil_and_groups)
+{
+	uint64_t file = mkstr("/app/x.py");
+	uint64_t co = mkcode(mkstr("outer"), file, 10), cm = mkcode(mkstr("Klass.mid"), file, 20),
+		 ci = mkcode(mkstr("inner"), file, 30);
+	uint64_t shim = mkframe(co, 0, 0, 3);
+	uint64_t fo = mkframe(co, 3, shim, 0), fm = mkframe(cm, 9, fo, 0), fi = mkframe(ci, 15, fm, 0);
+
+	set_top(fi);
+	cr_assert_eq(sample(), 1);
+	cr_assert_eq(th[0].tid, 4242);
+	cr_assert(th[0].holds_gil);
+	cr_assert_eq(th[0].nframes, 3);
+	cr_assert_str_eq(fname(th[0].frames[0]), "inner");
+	cr_assert_eq(fline(th[0].frames[0]), 33);
+	cr_assert_str_eq(fname(th[0].frames[1]), "Klass.mid");
+	cr_assert_eq(fline(th[0].frames[1]), 23);
+	cr_assert_str_eq(fname(th[0].frames[2]), "outer");
+	cr_assert_eq(fline(th[0].frames[2]), 12);
+	cr_assert_str_eq(ffile(th[0].frames[2]), "/app/x.py");
+	/* one shim below "outer": one group, ending at outer */
+	cr_assert_eq(th[0].fflags[0] & PRS_PYF_GROUP_END, 0);
+	cr_assert_eq(th[0].fflags[1] & PRS_PYF_GROUP_END, 0);
+	cr_assert_neq(th[0].fflags[2] & PRS_PYF_GROUP_END, 0);
+	/* the GIL released: nobody holds it */
+	put32(gil + L->gil_locked, 0);
+	sample();
+	cr_assert(!th[0].holds_gil);
+	/* second sample hits the cache */
+	{
+		struct prs_py_stats st;
+
+		prs_py_get_stats(py, &st);
+		cr_assert_eq(st.code_misses, 3);
+		cr_assert_geq(st.code_hits, 3);
+	}
+}
+
+Test(python_walk, shim_between_groups)
+{
+	uint64_t file = mkstr("f.py");
+	uint64_t c1 = mkcode(mkstr("a"), file, 1), c2 = mkcode(mkstr("b"), file, 1);
+	uint64_t s0 = mkframe(c1, 0, 0, 3), f1 = mkframe(c1, 1, s0, 0);
+	uint64_t s1 = mkframe(c1, 0, f1, 3), f2 = mkframe(c2, 1, s1, 0);
+
+	set_top(f2);
+	sample();
+	cr_assert_eq(th[0].nframes, 2);
+	cr_assert_neq(th[0].fflags[0] & PRS_PYF_GROUP_END, 0);
+	cr_assert_neq(th[0].fflags[1] & PRS_PYF_GROUP_END, 0);
+}
+
+Test(python_walk, loop_is_cut)
+{
+	uint64_t file = mkstr("f.py");
+	uint64_t c = mkcode(mkstr("spin"), file, 1);
+	uint64_t f1 = mkframe(c, 1, 0, 0), f2 = mkframe(c, 2, f1, 0);
+	struct prs_py_stats st;
+
+	put64(f1 + L->frame_back, f2); /* f1 <-> f2 */
+	set_top(f2);
+	sample();
+	prs_py_get_stats(py, &st);
+	cr_assert_eq(th[0].nframes, 2);
+	cr_assert(th[0].truncated);
+	cr_assert_eq(st.cycles, 1);
+}
+
+Test(python_walk, garbage_and_unmapped)
+{
+	uint64_t file = mkstr("f.py");
+	uint64_t c = mkcode(mkstr("ok"), file, 1);
+	uint64_t notcode = mkstr("i am a str, not a code object");
+	uint64_t f0 = mkframe(c, 1, 0xdead0000ull, 0); /* previous: unmapped */
+	uint64_t f1 = mkframe(notcode, 1, f0, 0), f2 = mkframe(c, 9, f1, 0);
+	struct prs_py_stats st;
+
+	set_top(f2);
+	sample();
+	prs_py_get_stats(py, &st);
+	cr_assert_eq(th[0].nframes, 2); /* f2 and f0; f1 rejected */
+	cr_assert_str_eq(fname(th[0].frames[0]), "ok");
+	cr_assert_eq(fline(th[0].frames[0]), 4);
+	cr_assert_eq(fline(th[0].frames[1]), 3);
+	cr_assert_eq(st.bad_frames, 1);
+	cr_assert_geq(st.read_errors, 1);
+	cr_assert(th[0].truncated);
+	/* an instruction pointer outside the code: no line, counted */
+	put64(f2 + L->frame_instr, c + L->code_adaptive + 2 * 500);
+	sample();
+	prs_py_get_stats(py, &st);
+	cr_assert_eq(fline(th[0].frames[0]), 0);
+	cr_assert_eq(st.bad_lines, 1);
+}
+
+Test(python_walk, deeper_than_the_bound)
+{
+	uint64_t file = mkstr("deep.py");
+	uint64_t c = mkcode(mkstr("rec"), file, 1);
+	uint64_t prev = 0;
+	unsigned i;
+
+	for (i = 0; i < PRS_MAX_PY_FRAMES + 500; i++)
+		prev = mkframe(c, i % 16, prev, 0);
+	set_top(prev);
+	sample();
+	cr_assert_eq(th[0].nframes, PRS_MAX_PY_FRAMES);
+	cr_assert(th[0].truncated);
+}
+
+Test(python_walk, reused_code_address_is_revalidated)
+{
+	uint64_t file = mkstr("f.py");
+	uint64_t c = mkcode(mkstr("old_name"), file, 1);
+	uint64_t f = mkframe(c, 1, 0, 0);
+	struct prs_py_stats st;
+
+	set_top(f);
+	sample();
+	cr_assert_str_eq(fname(th[0].frames[0]), "old_name");
+	/* the code object dies and a new one is built at the same address */
+	put64(c + L->code_qualname, mkstr("new_name"));
+	put64(c + L->code_name, mkstr("new_name"));
+	sample();
+	prs_py_get_stats(py, &st);
+	cr_assert_str_eq(fname(th[0].frames[0]), "new_name");
+	cr_assert_eq(st.code_stale, 1);
+	/* and then something that is not a code object at all */
+	put64(c + L->ob_type, t_str);
+	sample();
+	cr_assert_eq(th[0].nframes, 0);
+}
+
+Test(python_walk, non_ascii_names)
+{
+	static const uint32_t lat[] = { 'h', 0xe9, 'l', 'l', 'o' };
+	static const uint32_t cjk[] = { 0x65e5, 0x672c };
+	static const uint32_t astral[] = { 'f', 0x20000 };
+	uint64_t file = mkstr_cp(cjk, 2, 2, false);
+	uint64_t c1 = mkcode(mkstr_cp(lat, 5, 1, false), file, 1), c2 = mkcode(mkstr_cp(astral, 2, 4, false), file, 1);
+	uint64_t f1 = mkframe(c1, 1, 0, 0), f2 = mkframe(c2, 1, f1, 0);
+
+	set_top(f2);
+	sample();
+	cr_assert_eq(th[0].nframes, 2);
+	cr_assert_str_eq(fname(th[0].frames[0]), "f\xf0\xa0\x80\x80");
+	cr_assert_str_eq(fname(th[0].frames[1]), "h\xc3\xa9llo");
+	cr_assert_str_eq(ffile(th[0].frames[1]), "\xe6\x97\xa5\xe6\x9c\xac");
+}
+
+Test(python_walk, process_gone_interp_missing)
+{
+	struct prs_err err;
+	int n;
+
+	put64(runtime + L->runtime_interp_head, 0);
+	cr_assert_eq(prs_py_sample(py, prof, th, 4, &n, &err), -EINVAL);
+	cr_assert_eq(n, 0);
+}
+
+/* ---- merge ---- */
+
+Test(python_walk, merge)
+{
+	struct prs_py_thread t = { 0 };
+	uint32_t out[32];
+	size_t n;
+	struct prs_py_stats st;
+	/* native ids 101..108 for: leaf (zlib), list_sort (libpython), eval, plumbing (libpython),
+	 * C extension, eval, Py_RunMain (libpython), __libc_start_main */
+	const uint64_t pcs[] = { 0xa000, 0x3000, 0x1100, 0x3100, 0xb000, 0x1200, 0x4000, 0xc000 };
+	const uint32_t ids[] = { 101, 102, 103, 104, 105, 106, 107, 108 };
+
+	py->eval_lo[0] = 0x1000;
+	py->eval_hi[0] = 0x2000;
+	py->neval = 1;
+	py->interp_lo[0] = 0x1000;
+	py->interp_hi[0] = 0x9000;
+	py->ninterp = 1;
+	t.nframes = 3; /* P1 P2 in one eval call (3.11+ inlined), P3 in another */
+	t.frames[0] = 1;
+	t.frames[1] = 2;
+	t.frames[2] = 3;
+	t.fflags[1] = PRS_PYF_GROUP_END;
+	t.fflags[2] = PRS_PYF_GROUP_END;
+
+	n = prs_py_merge(py, pcs, ids, 8, &t, 0, out, 32);
+	{
+		const uint32_t want[] = { 3, 105, 2, 1, 102, 101 };
+
+		cr_assert_eq(n, 6);
+		cr_assert_arr_eq(out, want, sizeof(want));
+	}
+	n = prs_py_merge(py, pcs, ids, 8, &t, PRS_PY_NATIVE_ALL, out, 32);
+	{
+		const uint32_t want[] = { 108, 107, 3, 105, 104, 2, 1, 102, 101 };
+
+		cr_assert_eq(n, 9);
+		cr_assert_arr_eq(out, want, sizeof(want));
+	}
+	prs_py_get_stats(py, &st);
+	cr_assert_eq(st.merge_mismatch, 0);
+	/* the native unwind stopped after the first eval frame: the rest is Python-only */
+	n = prs_py_merge(py, pcs, ids, 3, &t, 0, out, 32);
+	{
+		const uint32_t want[] = { 3, 2, 1, 102, 101 };
+
+		cr_assert_eq(n, 5);
+		cr_assert_arr_eq(out, want, sizeof(want));
+	}
+	prs_py_get_stats(py, &st);
+	cr_assert_eq(st.merge_mismatch, 1);
+	/* vm mode: no native frames */
+	n = prs_py_merge(py, NULL, NULL, 0, &t, 0, out, 32);
+	{
+		const uint32_t want[] = { 3, 2, 1 };
+
+		cr_assert_eq(n, 3);
+		cr_assert_arr_eq(out, want, sizeof(want));
+	}
+	/* out too small: the root side is kept */
+	n = prs_py_merge(py, pcs, ids, 8, &t, 0, out, 2);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(out[0], 3);
+	cr_assert_eq(out[1], 105);
+}
+
+/* ---- _Py_DebugOffsets ---- */
+
+Test(python_debug_offsets, measured_3_13_image)
+{
+	/* positions and values from notes/cpython.md §7.1 (read live from a 3.13.0 process) */
+	static const struct { unsigned pos; uint64_t val; } w[] = {
+		{ 8, 0x030d00f0 }, { 16, 0 }, { 24, 283320 }, { 32, 608 }, { 40, 632 },
+		{ 56, 7272 }, { 64, 7264 }, { 72, 7344 }, { 112, 16 }, { 120, 7752 }, { 128, 0 },
+		{ 136, 7768 }, { 144, 7760 }, { 152, 304 }, { 160, 0 }, { 168, 8 }, { 176, 16 },
+		{ 184, 72 }, { 192, 152 }, { 200, 160 }, { 208, 232 }, { 216, 32 }, { 224, 80 },
+		{ 232, 8 }, { 240, 0 }, { 248, 56 }, { 256, 72 }, { 264, 70 }, { 272, 208 }, { 280, 112 },
+		{ 288, 120 }, { 296, 128 }, { 304, 136 }, { 312, 68 }, { 320, 52 }, { 328, 96 },
+		{ 336, 104 }, { 344, 200 }, { 352, 16 }, { 360, 8 }, { 368, 416 }, { 376, 24 },
+		{ 512, 32 }, { 520, 16 }, { 528, 32 }, { 536, 64 }, { 544, 32 }, { 552, 16 }, { 560, 40 },
+	};
+	uint8_t dbg[1024] = "xdebugpy";
+	const struct prs_py_layout *row = prs_py_layout_find(3, 13);
+	struct prs_py_layout out;
+	unsigned i;
+
+	cr_assert(row);
+	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+		memcpy(dbg + w[i].pos, &w[i].val, 8);
+	cr_assert_eq(prs_py_layout_from_debug_offsets(dbg, sizeof(dbg), row, &out), 0);
+#define SAME(f) cr_expect_eq(out.f, row->f, #f ": debug offsets %d, headers %d", out.f, row->f)
+	SAME(runtime_interp_head); SAME(interp_next); SAME(interp_tstate_head); SAME(interp_gil_ptr);
+	SAME(gil_locked); SAME(gil_last_holder); SAME(tstate_next); SAME(tstate_interp);
+	SAME(tstate_current_frame); SAME(tstate_thread_id); SAME(tstate_native_thread_id);
+	SAME(frame_size); SAME(frame_back); SAME(frame_code); SAME(frame_instr); SAME(frame_owner);
+	SAME(code_name); SAME(code_filename); SAME(code_qualname); SAME(code_linetable);
+	SAME(code_firstlineno); SAME(code_adaptive); SAME(code_firsttraceable); SAME(ob_type);
+	SAME(tp_name); SAME(ob_size); SAME(bytes_sval); SAME(str_state); SAME(str_length);
+	SAME(str_ascii_size); SAME(str_compact_size);
+	/* a wrong cookie, a free-threaded build and an absurd offset are refused */
+	dbg[0] = 'X';
+	cr_assert_eq(prs_py_layout_from_debug_offsets(dbg, sizeof(dbg), row, &out), -ENOTSUP);
+	dbg[0] = 'x';
+	dbg[16] = 1;
+	cr_assert_eq(prs_py_layout_from_debug_offsets(dbg, sizeof(dbg), row, &out), -ENOTSUP);
+	dbg[16] = 0;
+	memset(dbg + 184, 0xff, 8);
+	cr_assert_eq(prs_py_layout_from_debug_offsets(dbg, sizeof(dbg), row, &out), -ENOTSUP);
+}
