@@ -1,0 +1,469 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The profile.pyrs reader. The file is hostile input: every length is bounded
+ * (PRS_PYRS_MAX_PAYLOAD per record, PRS_MAX_STACK_FRAMES per expansion), every id is checked
+ * against what has been read so far (so no id ever points forward and the stack trie cannot
+ * have cycles), and nothing is allocated from a size the file claims, only from data it actually
+ * contains. A file cut short (the recording crashed or is still running) is accepted with a
+ * warning; bad magic, a newer format version, zstd corruption or an invalid record fail with
+ * -EINVAL and a message naming the file. Format: docs/pyrs-format.md.
+ */
+#include "profile/profile-internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "util/banned.h"
+
+struct reader {
+	const char *name;
+	struct prs_profile *p;
+	ZSTD_DCtx *dctx;
+	uint8_t hdr[PRS_PYRS_HEADER_LEN];
+	size_t hdr_len;
+	struct prs_buf pending; /* decompressed bytes not yet parsed (at most one partial record) */
+	uint8_t *zout;
+	size_t zout_cap;
+	uint64_t records, stream_off; /* records parsed; offset of pending[0] in the stream */
+	uint64_t last_time_ns;
+	uint64_t nexpand;
+	bool ended;
+	struct prs_err *err;
+};
+
+/* A cursor over one record's payload. */
+struct cur {
+	const uint8_t *p;
+	size_t len, off;
+	bool bad;
+};
+
+static uint64_t get(struct cur *c)
+{
+	uint64_t v = 0;
+	size_t used;
+
+	if (c->bad || prs_uleb128_decode(c->p + c->off, c->len - c->off, &v, &used)) {
+		c->bad = true;
+		return 0;
+	}
+	c->off += used;
+	return v;
+}
+
+static int corrupt(struct reader *rd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int corrupt(struct reader *rd, const char *fmt, ...)
+{
+	char detail[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	return prs_err_set(rd->err, -EINVAL, "%s: corrupt profile (record %" PRIu64 ": %s)", rd->name,
+			   rd->records + 1, detail);
+}
+
+static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, size_t len)
+{
+	struct prs_profile *p = rd->p;
+	struct cur c = { data, len, 0, false };
+
+	switch (type) {
+	case PRS_REC_STRING:
+		if (memchr(data, '\0', len))
+			return corrupt(rd, "string %" PRIu64 " contains a NUL byte", (uint64_t)p->nstrings);
+		if (prs_profile_string_append(p, (const char *)data, len) == UINT32_MAX)
+			goto nomem;
+		return 0;
+	case PRS_REC_MAPPING: {
+		struct prs_mapping m;
+		uint64_t path, blen;
+
+		memset(&m, 0, sizeof(m));
+		m.start = get(&c);
+		m.end = get(&c);
+		m.offset = get(&c);
+		path = get(&c);
+		blen = get(&c);
+		if (c.bad || blen > PRS_BUILD_ID_MAX || blen > len - c.off)
+			return corrupt(rd, "bad mapping record");
+		if (path >= p->nstrings)
+			return corrupt(rd, "mapping path is string %" PRIu64 " of %" PRIu64, path, (uint64_t)p->nstrings);
+		m.path = (uint32_t)path;
+		m.build_id_len = (uint8_t)blen;
+		memcpy(m.build_id, data + c.off, blen);
+		if (prs_profile_mapping_append(p, &m) == UINT32_MAX)
+			goto nomem;
+		return 0;
+	}
+	case PRS_REC_FRAME: {
+		struct prs_frame f;
+		uint64_t flags = get(&c), kind = get(&c), map = get(&c), addr = get(&c);
+		uint64_t name = get(&c), file = get(&c), line = get(&c);
+
+		if (c.bad || kind > UINT8_MAX || line > UINT32_MAX)
+			return corrupt(rd, "bad frame record");
+		if (map > p->nmappings)
+			return corrupt(rd, "frame refers to mapping %" PRIu64 " of %" PRIu64, map - 1,
+				       (uint64_t)p->nmappings);
+		if (name >= p->nstrings || file >= p->nstrings)
+			return corrupt(rd, "frame name or file is string %" PRIu64 " of %" PRIu64,
+				       name > file ? name : file, (uint64_t)p->nstrings);
+		memset(&f, 0, sizeof(f));
+		f.raw = flags & PRS_FRAME_F_RAW;
+		f.activation = flags & PRS_FRAME_F_ACTIVATION;
+		f.kind = (uint8_t)kind;
+		f.mapping = map ? (uint32_t)(map - 1) : PRS_NO_MAPPING;
+		f.addr = addr;
+		f.name = (uint32_t)name;
+		f.file = (uint32_t)file;
+		f.line = (uint32_t)line;
+		if (prs_profile_frame_append(p, &f) == UINT32_MAX)
+			goto nomem;
+		return 0;
+	}
+	case PRS_REC_STACK: {
+		uint64_t parent = get(&c), frame = get(&c);
+
+		if (c.bad)
+			return corrupt(rd, "bad stack record");
+		if (parent >= p->nstacks)
+			return corrupt(rd, "stack parent %" PRIu64 " of %" PRIu64, parent, (uint64_t)p->nstacks);
+		if (frame >= p->nframes)
+			return corrupt(rd, "stack frame %" PRIu64 " of %" PRIu64, frame, (uint64_t)p->nframes);
+		if (prs_profile_stack_append(p, (uint32_t)parent, (uint32_t)frame) == UINT32_MAX)
+			goto nomem;
+		return 0;
+	}
+	case PRS_REC_SAMPLE: {
+		struct prs_sample s;
+		int64_t tid = prs_zigzag_decode(get(&c)), dt = prs_zigzag_decode(get(&c));
+		uint64_t state = get(&c), sc = get(&c), stack = get(&c), weight = get(&c);
+
+		if (c.bad || tid < INT32_MIN || tid > INT32_MAX || state > UINT8_MAX || sc > 32768 ||
+		    weight > UINT32_MAX)
+			return corrupt(rd, "bad sample record");
+		if (stack >= p->nstacks)
+			return corrupt(rd, "sample stack %" PRIu64 " of %" PRIu64, stack, (uint64_t)p->nstacks);
+		if ((dt < 0 && (uint64_t)-(dt + 1) >= rd->last_time_ns) ||
+		    (dt > 0 && (uint64_t)dt > INT64_MAX - rd->last_time_ns))
+			return corrupt(rd, "sample time out of range");
+		s.time_ns = rd->last_time_ns + (uint64_t)dt;
+		s.tid = (int32_t)tid;
+		s.state = (uint8_t)state;
+		s.syscall = (int16_t)((int64_t)sc - 1);
+		s.stack = (uint32_t)stack;
+		s.weight = (uint32_t)weight;
+		if (prs_profile_sample(p, &s))
+			goto nomem;
+		rd->last_time_ns = s.time_ns;
+		return 0;
+	}
+	case PRS_REC_THREAD: {
+		int64_t tid = prs_zigzag_decode(get(&c));
+		uint64_t name = get(&c);
+
+		if (c.bad || tid < INT32_MIN || tid > INT32_MAX)
+			return corrupt(rd, "bad thread record");
+		if (name >= p->nstrings)
+			return corrupt(rd, "thread name is string %" PRIu64 " of %" PRIu64, name, (uint64_t)p->nstrings);
+		if (prs_profile_thread(p, (int32_t)tid, (uint32_t)name))
+			goto nomem;
+		return 0;
+	}
+	case PRS_REC_META: {
+		uint64_t key = get(&c), value = get(&c);
+
+		if (c.bad || key >= p->nstrings || value >= p->nstrings)
+			return corrupt(rd, "meta refers to string %" PRIu64 " of %" PRIu64,
+				       key > value ? key : value, (uint64_t)p->nstrings);
+		if (prs_profile_meta_ids(p, (uint32_t)key, (uint32_t)value))
+			goto nomem;
+		return 0;
+	}
+	case PRS_REC_EXPAND: {
+		uint32_t ids[PRS_MAX_STACK_FRAMES];
+		uint64_t frame = get(&c), n = get(&c), i;
+		int rc;
+
+		if (c.bad || n > PRS_MAX_STACK_FRAMES)
+			return corrupt(rd, "bad expansion record");
+		if (frame >= p->nframes)
+			return corrupt(rd, "expansion of frame %" PRIu64 " of %" PRIu64, frame, (uint64_t)p->nframes);
+		for (i = 0; i < n; i++) {
+			uint64_t id = get(&c);
+
+			if (c.bad)
+				return corrupt(rd, "bad expansion record");
+			if (id >= p->nframes || p->frames[id].raw)
+				return corrupt(rd, "expansion holds frame %" PRIu64 " of %" PRIu64
+					       " (or a raw frame)", id, (uint64_t)p->nframes);
+			ids[i] = (uint32_t)id;
+		}
+		rc = prs_profile_expand(p, (uint32_t)frame, ids, (uint32_t)n);
+		if (rc == -ENOMEM)
+			goto nomem;
+		if (rc)
+			return corrupt(rd, "bad expansion of frame %" PRIu64, frame);
+		rd->nexpand++;
+		return 0;
+	}
+	case PRS_REC_END: {
+		uint64_t v[8];
+		int i;
+
+		for (i = 0; i < 8; i++)
+			v[i] = get(&c);
+		if (c.bad)
+			return corrupt(rd, "bad end record");
+		if (v[0] != p->nstrings || v[1] != p->nmappings || v[2] != p->nframes ||
+		    v[3] != p->nstacks || v[4] != p->nsamples || v[5] != p->nthreads ||
+		    v[6] != p->nmeta || v[7] != rd->nexpand)
+			return corrupt(rd, "the end record counts %" PRIu64 " samples, the file holds %" PRIu64,
+				       v[4], (uint64_t)p->nsamples);
+		rd->ended = true;
+		return 0;
+	}
+	case 0:
+		return corrupt(rd, "record type 0");
+	default:
+		/* a record type from a newer writer: skipped (forward compatibility) */
+		return 0;
+	}
+nomem:
+	return prs_err_set(rd->err, -ENOMEM, "%s: out of memory", rd->name);
+}
+
+/* Parses every complete record in rd->pending and keeps the partial tail. */
+static int parse_pending(struct reader *rd)
+{
+	const uint8_t *d = rd->pending.data;
+	size_t len = rd->pending.len, off = 0;
+	int rc = 0;
+
+	while (!rd->ended && off < len) {
+		uint64_t plen;
+		size_t used;
+		int lrc;
+
+		if (len - off < 2)
+			break;
+		lrc = prs_uleb128_decode(d + off + 1, len - off - 1, &plen, &used);
+		if (lrc == -ENODATA)
+			break;
+		if (lrc || plen > PRS_PYRS_MAX_PAYLOAD) {
+			rc = corrupt(rd, "record length %" PRIu64 " exceeds the limit %" PRIu64,
+				     lrc ? UINT64_MAX : plen, (uint64_t)PRS_PYRS_MAX_PAYLOAD);
+			break;
+		}
+		if (plen > len - off - 1 - used)
+			break;
+		rc = parse_record(rd, d[off], d + off + 1 + used, (size_t)plen);
+		if (rc)
+			break;
+		rd->records++;
+		off += 1 + used + (size_t)plen;
+	}
+	if (off) {
+		memmove(rd->pending.data, d + off, len - off);
+		rd->pending.len = len - off;
+		rd->stream_off += off;
+	}
+	return rc;
+}
+
+static int check_header(struct reader *rd)
+{
+	uint32_t version = 0;
+	int i;
+
+	if (memcmp(rd->hdr, PRS_PYRS_MAGIC, PRS_PYRS_MAGIC_LEN))
+		return prs_err_set(rd->err, -EINVAL, "%s: not a pyrsprof profile (bad magic)", rd->name);
+	for (i = 0; i < 4; i++)
+		version |= (uint32_t)rd->hdr[8 + i] << (8 * i);
+	if (version > PRS_PYRS_VERSION)
+		return prs_err_set(rd->err, -EINVAL,
+				   "%s: profile format version %u is newer than this pyrsprof reads (%u)",
+				   rd->name, version, PRS_PYRS_VERSION);
+	if (version == 0)
+		return prs_err_set(rd->err, -EINVAL, "%s: bad profile format version 0", rd->name);
+	/* flags (bytes 12..15): none defined in version 1; unknown flags are ignored */
+	return 0;
+}
+
+/* Feeds len bytes of the file. */
+static int feed(struct reader *rd, const uint8_t *data, size_t len)
+{
+	ZSTD_inBuffer in;
+	int rc;
+
+	if (rd->hdr_len < PRS_PYRS_HEADER_LEN) {
+		size_t n = PRS_PYRS_HEADER_LEN - rd->hdr_len;
+
+		if (n > len)
+			n = len;
+		memcpy(rd->hdr + rd->hdr_len, data, n);
+		rd->hdr_len += n;
+		data += n;
+		len -= n;
+		/* reject foreign files as soon as the magic is in */
+		if (rd->hdr_len >= PRS_PYRS_MAGIC_LEN &&
+		    memcmp(rd->hdr, PRS_PYRS_MAGIC, PRS_PYRS_MAGIC_LEN))
+			return prs_err_set(rd->err, -EINVAL, "%s: not a pyrsprof profile (bad magic)",
+					   rd->name);
+		if (rd->hdr_len < PRS_PYRS_HEADER_LEN)
+			return 0;
+		rc = check_header(rd);
+		if (rc)
+			return rc;
+	}
+	in = (ZSTD_inBuffer){ data, len, 0 };
+	while (!rd->ended && in.pos < in.size) {
+		ZSTD_outBuffer out = { rd->zout, rd->zout_cap, 0 };
+		size_t ret = ZSTD_decompressStream(rd->dctx, &out, &in);
+
+		if (ZSTD_isError(ret))
+			return prs_err_set(rd->err, -EINVAL,
+					   "%s: corrupt profile (zstd: %s, after %zu samples)", rd->name,
+					   ZSTD_getErrorName(ret), rd->p->nsamples);
+		if (out.pos) {
+			if (prs_buf_append(&rd->pending, rd->zout, out.pos))
+				return prs_err_set(rd->err, -ENOMEM, "%s: out of memory", rd->name);
+			rc = parse_pending(rd);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int finish(struct reader *rd, struct prs_profile **out, char *warning, size_t wsize)
+{
+	if (rd->hdr_len == 0)
+		return prs_err_set(rd->err, -EINVAL, "%s: empty file, not a pyrsprof profile", rd->name);
+	if (rd->hdr_len < PRS_PYRS_HEADER_LEN) {
+		if (memcmp(rd->hdr, PRS_PYRS_MAGIC, rd->hdr_len < 8 ? rd->hdr_len : 8))
+			return prs_err_set(rd->err, -EINVAL, "%s: not a pyrsprof profile (bad magic)",
+					   rd->name);
+		return prs_err_set(rd->err, -EINVAL,
+				   "%s: not a pyrsprof profile (file too short: %zu bytes)", rd->name,
+				   rd->hdr_len);
+	}
+	rd->p->complete = rd->ended;
+	if (!rd->ended && warning && wsize)
+		snprintf(warning, wsize,
+			 "%s: truncated after %zu samples (the recording did not finish); showing what was saved",
+			 rd->name, rd->p->nsamples);
+	*out = rd->p;
+	rd->p = NULL;
+	return 0;
+}
+
+static int reader_init(struct reader *rd, const char *name, struct prs_err *err)
+{
+	memset(rd, 0, sizeof(*rd));
+	rd->name = name;
+	rd->err = err;
+	prs_buf_init(&rd->pending);
+	rd->p = prs_profile_new();
+	rd->dctx = ZSTD_createDCtx();
+	rd->zout_cap = ZSTD_DStreamOutSize();
+	rd->zout = malloc(rd->zout_cap);
+	if (!rd->p || !rd->dctx || !rd->zout)
+		return prs_err_set(err, -ENOMEM, "%s: out of memory", name);
+	/* bound the decoder's window so a hostile frame header cannot make it allocate gigabytes */
+	ZSTD_DCtx_setParameter(rd->dctx, ZSTD_d_windowLogMax, 27);
+	return 0;
+}
+
+static void reader_release(struct reader *rd)
+{
+	prs_profile_free(rd->p);
+	ZSTD_freeDCtx(rd->dctx);
+	free(rd->zout);
+	prs_buf_release(&rd->pending);
+}
+
+int prs_pyrs_read_mem(const void *data, size_t len, struct prs_profile **out, char *warning,
+		      size_t wsize, struct prs_err *err)
+{
+	struct reader rd;
+	int rc;
+
+	*out = NULL;
+	if (warning && wsize)
+		warning[0] = '\0';
+	rc = reader_init(&rd, "profile", err);
+	if (!rc)
+		rc = feed(&rd, data, len);
+	if (!rc)
+		rc = finish(&rd, out, warning, wsize);
+	reader_release(&rd);
+	return rc;
+}
+
+int prs_pyrs_read(const char *path, struct prs_profile **out, char *warning, size_t wsize,
+		  struct prs_err *err)
+{
+	struct reader rd;
+	uint8_t *buf = NULL;
+	FILE *f = NULL;
+	int rc;
+
+	*out = NULL;
+	if (warning && wsize)
+		warning[0] = '\0';
+	rc = reader_init(&rd, path, err);
+	if (rc)
+		goto out;
+	buf = malloc(ZSTD_DStreamInSize());
+	f = fopen(path, "rbe");
+	if (!buf || !f) {
+		rc = -(buf ? errno : ENOMEM);
+		prs_err_set(err, rc, "%s: %s", path, strerror(-rc));
+		goto out;
+	}
+	while (!rd.ended) {
+		size_t n = fread(buf, 1, ZSTD_DStreamInSize(), f);
+
+		if (n == 0) {
+			if (ferror(f)) {
+				rc = -EIO;
+				prs_err_set(err, rc, "%s: read error", path);
+				goto out;
+			}
+			break;
+		}
+		rc = feed(&rd, buf, n);
+		if (rc)
+			goto out;
+	}
+	rc = finish(&rd, out, warning, wsize);
+out:
+	if (f)
+		fclose(f);
+	free(buf);
+	reader_release(&rd);
+	return rc;
+}
+
+bool prs_pyrs_sniff(const char *path)
+{
+	char magic[PRS_PYRS_MAGIC_LEN];
+	FILE *f = fopen(path, "rbe");
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fread(magic, 1, sizeof(magic), f) == sizeof(magic) &&
+	     memcmp(magic, PRS_PYRS_MAGIC, sizeof(magic)) == 0;
+	fclose(f);
+	return ok;
+}

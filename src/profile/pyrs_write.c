@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The recorder: owns the profile being sampled and streams it to profile.pyrs. The file is a
+ * 16-byte header then one zstd stream of records (docs/pyrs-format.md). Each flush encodes only
+ * the entries added since the previous flush (one "written up to" counter per array, no copy of
+ * the data) and ends with ZSTD_e_flush, so the file on disk decodes up to the last flush and a
+ * crash of the profiler loses at most the time since then.
+ */
+#include "profile/profile-internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "util/banned.h"
+
+#define ZSTD_LEVEL 3
+#define CHUNK_BYTES (256u * 1024u) /* records are handed to zstd in chunks of about this size */
+
+struct prs_recorder {
+	struct prs_profile *p;
+	int fd;
+	char *path;
+	ZSTD_CCtx *cctx;
+	struct prs_buf rec;     /* encoded records not yet compressed */
+	struct prs_buf payload; /* one record's payload */
+	uint8_t *zout;
+	size_t zout_cap;
+	int failed; /* sticky negative errno after a write error */
+	/* what has been written so far: index of the first entry not yet written */
+	uint32_t w_strings, w_mappings, w_frames, w_stacks, w_threads, w_meta;
+	size_t w_samples, w_expand;
+	uint64_t last_time_ns;
+};
+
+static int write_all(struct prs_recorder *r, const void *data, size_t len)
+{
+	const uint8_t *d = data;
+
+	while (len) {
+		ssize_t n = write(r->fd, d, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		d += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Feeds r->rec to zstd with mode, writing what comes out; empties r->rec. */
+static int compress_out(struct prs_recorder *r, ZSTD_EndDirective mode, struct prs_err *err)
+{
+	ZSTD_inBuffer in = { r->rec.data, r->rec.len, 0 };
+	size_t left;
+	int rc;
+
+	do {
+		ZSTD_outBuffer out = { r->zout, r->zout_cap, 0 };
+
+		left = ZSTD_compressStream2(r->cctx, &out, &in, mode);
+		if (ZSTD_isError(left))
+			return prs_err_set(err, -EIO, "%s: zstd: %s", r->path, ZSTD_getErrorName(left));
+		if (out.pos && (rc = write_all(r, r->zout, out.pos)) < 0) {
+			r->failed = rc;
+			return prs_err_set(err, rc, "%s: write: %s", r->path, strerror(-rc));
+		}
+	} while (mode == ZSTD_e_continue ? in.pos < in.size : left != 0);
+	prs_buf_reset(&r->rec);
+	return 0;
+}
+
+/* Appends the record (type, payload length, payload) from r->payload to r->rec. */
+static int end_record(struct prs_recorder *r, uint8_t type)
+{
+	int rc;
+
+	if ((rc = prs_buf_putc(&r->rec, type)) || (rc = prs_buf_put_uleb(&r->rec, r->payload.len)) ||
+	    (rc = prs_buf_append(&r->rec, r->payload.data, r->payload.len)))
+		return rc;
+	prs_buf_reset(&r->payload);
+	return 0;
+}
+
+static int put(struct prs_recorder *r, uint64_t v)
+{
+	return prs_buf_put_uleb(&r->payload, v);
+}
+
+static int chunk(struct prs_recorder *r, struct prs_err *err)
+{
+	return r->rec.len >= CHUNK_BYTES ? compress_out(r, ZSTD_e_continue, err) : 0;
+}
+
+static int encode_new(struct prs_recorder *r, struct prs_err *err)
+{
+	struct prs_profile *p = r->p;
+	int rc = 0;
+
+	for (; r->w_strings < p->nstrings; r->w_strings++) {
+		uint32_t i = r->w_strings;
+
+		if ((rc = prs_buf_append(&r->payload, p->strings[i], p->string_lens[i])) ||
+		    (rc = end_record(r, PRS_REC_STRING)) || (rc = chunk(r, err)))
+			goto out;
+	}
+	for (; r->w_mappings < p->nmappings; r->w_mappings++) {
+		const struct prs_mapping *m = &p->mappings[r->w_mappings];
+
+		if ((rc = put(r, m->start)) || (rc = put(r, m->end)) || (rc = put(r, m->offset)) ||
+		    (rc = put(r, m->path)) || (rc = put(r, m->build_id_len)) ||
+		    (rc = prs_buf_append(&r->payload, m->build_id, m->build_id_len)) ||
+		    (rc = end_record(r, PRS_REC_MAPPING)) || (rc = chunk(r, err)))
+			goto out;
+	}
+	for (; r->w_frames < p->nframes; r->w_frames++) {
+		const struct prs_frame *f = &p->frames[r->w_frames];
+		unsigned flags = (f->raw ? PRS_FRAME_F_RAW : 0) | (f->activation ? PRS_FRAME_F_ACTIVATION : 0);
+
+		if ((rc = put(r, flags)) || (rc = put(r, f->kind)) ||
+		    (rc = put(r, f->mapping == PRS_NO_MAPPING ? 0 : (uint64_t)f->mapping + 1)) ||
+		    (rc = put(r, f->addr)) || (rc = put(r, f->name)) || (rc = put(r, f->file)) ||
+		    (rc = put(r, f->line)) || (rc = end_record(r, PRS_REC_FRAME)) || (rc = chunk(r, err)))
+			goto out;
+	}
+	for (; r->w_stacks < p->nstacks; r->w_stacks++) {
+		const struct prs_stack *st = &p->stacks[r->w_stacks];
+
+		if ((rc = put(r, st->parent)) || (rc = put(r, st->frame)) ||
+		    (rc = end_record(r, PRS_REC_STACK)) || (rc = chunk(r, err)))
+			goto out;
+	}
+	for (; r->w_threads < p->nthreads; r->w_threads++) {
+		const struct prs_thread *t = &p->threads[r->w_threads];
+
+		if ((rc = prs_buf_put_sleb(&r->payload, t->tid)) || (rc = put(r, t->name)) ||
+		    (rc = end_record(r, PRS_REC_THREAD)))
+			goto out;
+	}
+	for (; r->w_meta < p->nmeta; r->w_meta++) {
+		const struct prs_meta *m = &p->meta[r->w_meta];
+
+		if ((rc = put(r, m->key)) || (rc = put(r, m->value)) || (rc = end_record(r, PRS_REC_META)))
+			goto out;
+	}
+	for (; r->w_samples < p->nsamples; r->w_samples++) {
+		const struct prs_sample *s = &p->samples[r->w_samples];
+
+		if ((rc = prs_buf_put_sleb(&r->payload, s->tid)) ||
+		    (rc = prs_buf_put_sleb(&r->payload, (int64_t)(s->time_ns - r->last_time_ns))) ||
+		    (rc = put(r, s->state)) || (rc = put(r, (uint64_t)((int64_t)s->syscall + 1))) ||
+		    (rc = put(r, s->stack)) || (rc = put(r, s->weight)) ||
+		    (rc = end_record(r, PRS_REC_SAMPLE)) || (rc = chunk(r, err)))
+			goto out;
+		r->last_time_ns = s->time_ns;
+	}
+	for (; r->w_expand < p->index->nexpand_log; r->w_expand++) {
+		uint32_t f = p->index->expand_log[r->w_expand], k;
+		const struct prs_expansion *e = &p->expansions[f];
+
+		/* the expansion as it is now: a later call for the same frame replaced it */
+		if ((rc = put(r, f)) || (rc = put(r, e->count)))
+			goto out;
+		for (k = 0; k < e->count; k++)
+			if ((rc = put(r, p->expand_ids[e->first + k])))
+				goto out;
+		if ((rc = end_record(r, PRS_REC_EXPAND)) || (rc = chunk(r, err)))
+			goto out;
+	}
+out:
+	if (rc == -ENOMEM)
+		prs_err_set(err, rc, "%s: out of memory", r->path);
+	/* a failed record is dropped whole, so that the next flush starts at a record boundary */
+	prs_buf_reset(&r->payload);
+	return rc;
+}
+
+int prs_recorder_open(const char *path, struct prs_recorder **out, struct prs_err *err)
+{
+	struct prs_recorder *r;
+	uint8_t hdr[PRS_PYRS_HEADER_LEN] = { 0 };
+	uint32_t version = PRS_PYRS_VERSION;
+	int rc, i;
+
+	*out = NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return prs_err_set(err, -ENOMEM, "%s: out of memory", path);
+	r->fd = -1;
+	prs_buf_init(&r->rec);
+	prs_buf_init(&r->payload);
+	r->path = strdup(path);
+	r->p = prs_profile_new();
+	r->cctx = ZSTD_createCCtx();
+	r->zout_cap = ZSTD_CStreamOutSize();
+	r->zout = malloc(r->zout_cap);
+	if (!r->path || !r->p || !r->cctx || !r->zout) {
+		rc = prs_err_set(err, -ENOMEM, "%s: out of memory", path);
+		goto fail;
+	}
+	ZSTD_CCtx_setParameter(r->cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL);
+	ZSTD_CCtx_setParameter(r->cctx, ZSTD_c_checksumFlag, 1);
+	r->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (r->fd < 0) {
+		rc = -errno;
+		prs_err_set(err, rc, "%s: %s", path, strerror(-rc));
+		goto fail;
+	}
+	memcpy(hdr, PRS_PYRS_MAGIC, PRS_PYRS_MAGIC_LEN);
+	for (i = 0; i < 4; i++)
+		hdr[8 + i] = (uint8_t)(version >> (8 * i));
+	rc = write_all(r, hdr, sizeof(hdr));
+	if (rc) {
+		prs_err_set(err, rc, "%s: write: %s", path, strerror(-rc));
+		goto fail;
+	}
+	/* string 0 and stack 0 exist in every profile: they are implied, not written */
+	r->w_strings = 1;
+	r->w_stacks = 1;
+	*out = r;
+	return 0;
+fail:
+	prs_recorder_close(r, NULL, NULL);
+	return rc;
+}
+
+struct prs_profile *prs_recorder_profile(struct prs_recorder *r)
+{
+	return r->p;
+}
+
+int prs_recorder_flush(struct prs_recorder *r, struct prs_err *err)
+{
+	int rc;
+
+	if (r->failed)
+		return prs_err_set(err, r->failed, "%s: an earlier write failed: %s", r->path,
+				   strerror(-r->failed));
+	rc = encode_new(r, err);
+	if (rc)
+		return rc;
+	return compress_out(r, ZSTD_e_flush, err);
+}
+
+int prs_recorder_close(struct prs_recorder *r, struct prs_profile **profile, struct prs_err *err)
+{
+	int rc = 0;
+
+	if (profile)
+		*profile = NULL;
+	if (!r)
+		return 0;
+	if (r->fd >= 0) {
+		struct prs_profile *p = r->p;
+
+		rc = prs_recorder_flush(r, err);
+		if (!rc) {
+			if ((rc = put(r, p->nstrings)) || (rc = put(r, p->nmappings)) ||
+			    (rc = put(r, p->nframes)) || (rc = put(r, p->nstacks)) ||
+			    (rc = put(r, p->nsamples)) || (rc = put(r, p->nthreads)) ||
+			    (rc = put(r, p->nmeta)) || (rc = put(r, p->index->nexpand_log)) ||
+			    (rc = end_record(r, PRS_REC_END)))
+				prs_err_set(err, rc, "%s: out of memory", r->path);
+			else
+				rc = compress_out(r, ZSTD_e_end, err);
+		}
+		if (close(r->fd) < 0 && !rc) {
+			rc = -errno;
+			prs_err_set(err, rc, "%s: close: %s", r->path, strerror(-rc));
+		}
+	}
+	if (profile)
+		*profile = r->p;
+	else
+		prs_profile_free(r->p);
+	ZSTD_freeCCtx(r->cctx);
+	prs_buf_release(&r->rec);
+	prs_buf_release(&r->payload);
+	free(r->zout);
+	free(r->path);
+	free(r);
+	return rc;
+}

@@ -1,0 +1,829 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for the profile model and profile.pyrs: interning, the stack trie and expansions,
+ * labels and off-CPU leaves; the recorder + reader round trip (every array compared), truncation
+ * at every byte offset, flipped bytes, empty / foreign / newer-version files, hand-made hostile
+ * records (the truth is the record the test wrote), and a randomized round trip with a seed
+ * (PRS_TEST_SEED=N to replay one).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "pyrsprof/profile.h"
+#include "pyrsprof/util.h"
+
+#include "util/banned.h"
+
+static uint32_t S(struct prs_profile *p, const char *s)
+{
+	return prs_profile_string(p, s, strlen(s));
+}
+
+/* Every invariant profile.h promises to readers of the arrays. */
+static void check_invariants(const struct prs_profile *p)
+{
+	uint32_t i;
+	size_t k;
+
+	cr_assert_geq(p->nstrings, 1);
+	cr_assert_str_eq(p->strings[0], "");
+	for (i = 0; i < p->nstrings; i++)
+		cr_assert_eq(strlen(p->strings[i]), p->string_lens[i]);
+	for (i = 0; i < p->nmappings; i++) {
+		cr_assert_lt(p->mappings[i].path, p->nstrings);
+		cr_assert_leq(p->mappings[i].build_id_len, PRS_BUILD_ID_MAX);
+	}
+	for (i = 0; i < p->nframes; i++) {
+		const struct prs_frame *f = &p->frames[i];
+
+		cr_assert(f->mapping == PRS_NO_MAPPING || f->mapping < p->nmappings);
+		cr_assert_lt(f->name, p->nstrings);
+		cr_assert_lt(f->file, p->nstrings);
+		if (p->expansions && p->expansions[i].count) {
+			cr_assert_leq((uint64_t)p->expansions[i].first + p->expansions[i].count, p->nexpand_ids);
+			for (k = 0; k < p->expansions[i].count; k++) {
+				uint32_t e = p->expand_ids[p->expansions[i].first + k];
+
+				cr_assert_lt(e, p->nframes);
+				cr_assert(!p->frames[e].raw);
+			}
+		}
+	}
+	cr_assert_geq(p->nstacks, 1);
+	cr_assert_eq(p->stacks[0].depth, 0);
+	for (i = 1; i < p->nstacks; i++) {
+		cr_assert_lt(p->stacks[i].parent, i);
+		cr_assert_lt(p->stacks[i].frame, p->nframes);
+		cr_assert_eq(p->stacks[i].depth, p->stacks[p->stacks[i].parent].depth + 1);
+	}
+	for (k = 0; k < p->nsamples; k++)
+		cr_assert_lt(p->samples[k].stack, p->nstacks);
+	for (i = 0; i < p->nthreads; i++)
+		cr_assert_lt(p->threads[i].name, p->nstrings);
+	for (i = 0; i < p->nmeta; i++) {
+		cr_assert_lt(p->meta[i].key, p->nstrings);
+		cr_assert_lt(p->meta[i].value, p->nstrings);
+	}
+}
+
+static void assert_same_profile(const struct prs_profile *a, const struct prs_profile *b)
+{
+	uint32_t i;
+	size_t k;
+
+	cr_assert_eq(a->nstrings, b->nstrings);
+	for (i = 0; i < a->nstrings; i++) {
+		cr_assert_eq(a->string_lens[i], b->string_lens[i]);
+		cr_assert_eq(memcmp(a->strings[i], b->strings[i], a->string_lens[i] + 1), 0);
+	}
+	cr_assert_eq(a->nmappings, b->nmappings);
+	for (i = 0; i < a->nmappings; i++) {
+		const struct prs_mapping *x = &a->mappings[i], *y = &b->mappings[i];
+
+		cr_assert(x->start == y->start && x->end == y->end && x->offset == y->offset &&
+			  x->path == y->path && x->build_id_len == y->build_id_len);
+		cr_assert_eq(memcmp(x->build_id, y->build_id, x->build_id_len), 0);
+	}
+	cr_assert_eq(a->nframes, b->nframes);
+	for (i = 0; i < a->nframes; i++) {
+		const struct prs_frame *x = &a->frames[i], *y = &b->frames[i];
+
+		cr_assert(x->kind == y->kind && x->activation == y->activation && x->raw == y->raw &&
+			  x->mapping == y->mapping && x->addr == y->addr && x->name == y->name &&
+			  x->file == y->file && x->line == y->line, "frame %u", i);
+	}
+	cr_assert_eq(a->nstacks, b->nstacks);
+	for (i = 0; i < a->nstacks; i++)
+		cr_assert(a->stacks[i].parent == b->stacks[i].parent &&
+			  a->stacks[i].frame == b->stacks[i].frame && a->stacks[i].depth == b->stacks[i].depth);
+	cr_assert_eq(a->nsamples, b->nsamples);
+	for (k = 0; k < a->nsamples; k++) {
+		const struct prs_sample *x = &a->samples[k], *y = &b->samples[k];
+
+		cr_assert(x->time_ns == y->time_ns && x->tid == y->tid && x->state == y->state &&
+			  x->syscall == y->syscall && x->stack == y->stack && x->weight == y->weight,
+			  "sample %zu", k);
+	}
+	cr_assert_eq(a->nthreads, b->nthreads);
+	for (i = 0; i < a->nthreads; i++)
+		cr_assert(a->threads[i].tid == b->threads[i].tid && a->threads[i].name == b->threads[i].name);
+	cr_assert_eq(a->nmeta, b->nmeta);
+	for (i = 0; i < a->nmeta; i++)
+		cr_assert(a->meta[i].key == b->meta[i].key && a->meta[i].value == b->meta[i].value);
+	/* expansions compared by content (a replaced expansion leaves a dead range in expand_ids) */
+	cr_assert_eq(!a->expansions, !b->expansions);
+	for (i = 0; a->expansions && i < a->nframes; i++) {
+		const struct prs_expansion *x = &a->expansions[i], *y = &b->expansions[i];
+
+		cr_assert_eq(x->count, y->count, "expansion of frame %u", i);
+		cr_assert_eq(memcmp(a->expand_ids + x->first, b->expand_ids + y->first,
+				    x->count * sizeof(uint32_t)), 0);
+	}
+}
+
+/* ---- the model ---- */
+
+Test(profile, interning)
+{
+	struct prs_profile *p = prs_profile_new();
+	struct prs_mapping m = { .start = 0x1000, .end = 0x9000, .offset = 0x2000 };
+	uint32_t a, b, mp, f1, f2, f3, n1, s1, s2, s3;
+
+	cr_assert_not_null(p);
+	cr_assert_eq(p->nstrings, 1);
+	cr_assert_eq(p->nstacks, 1);
+	cr_assert_eq(S(p, ""), 0);
+	a = S(p, "main");
+	b = S(p, "work");
+	cr_assert_neq(a, b);
+	cr_assert_eq(S(p, "main"), a);
+	cr_assert_eq(prs_profile_string(p, "main\0junk", 9), a); /* cut at the NUL */
+	cr_assert_eq(prs_profile_string(p, "mainly", 4), a);
+	m.path = S(p, "/usr/lib/libc.so.6");
+	m.build_id_len = 3;
+	memcpy(m.build_id, "\x01\x02\x03", 3);
+	mp = prs_profile_mapping(p, &m);
+	cr_assert_eq(mp, 0);
+	cr_assert_eq(prs_profile_mapping(p, &m), mp);
+	m.build_id[2] = 4;
+	cr_assert_eq(prs_profile_mapping(p, &m), 1);
+	f1 = prs_profile_raw_frame(p, mp, 0x1500, false);
+	f2 = prs_profile_raw_frame(p, mp, 0x1500, true);
+	f3 = prs_profile_raw_frame(p, PRS_NO_MAPPING, 0x1500, false);
+	cr_assert(f1 != f2 && f2 != f3 && f1 != f3);
+	cr_assert_eq(prs_profile_raw_frame(p, mp, 0x1500, false), f1);
+	cr_assert_eq(prs_profile_raw_frame(p, 77, 0x1500, false), UINT32_MAX);
+	n1 = prs_profile_named_frame(p, PRS_KIND_PYTHON, a, b, 12);
+	cr_assert_eq(prs_profile_named_frame(p, PRS_KIND_PYTHON, a, b, 12), n1);
+	cr_assert_neq(prs_profile_named_frame(p, PRS_KIND_PYTHON, a, b, 13), n1);
+	cr_assert_neq(prs_profile_named_frame(p, PRS_KIND_NATIVE, a, b, 12), n1);
+	cr_assert_eq(prs_profile_named_frame(p, PRS_KIND_PYTHON, 999, b, 12), UINT32_MAX);
+	s1 = prs_profile_stack(p, 0, n1);
+	s2 = prs_profile_stack(p, s1, f1);
+	s3 = prs_profile_stack(p, 0, f1);
+	cr_assert(s1 && s2 && s3 && s1 != s2 && s2 != s3);
+	cr_assert_eq(prs_profile_stack(p, s1, f1), s2);
+	cr_assert_eq(p->stacks[s2].depth, 2);
+	cr_assert_eq(p->stacks[s2].parent, s1);
+	cr_assert_eq(prs_profile_stack(p, 50, f1), UINT32_MAX);
+	cr_assert_eq(prs_profile_stack(p, 0, 5000), UINT32_MAX);
+	cr_assert_eq(prs_profile_sample(p, &(struct prs_sample){ .stack = 99 }), -EINVAL);
+	cr_assert_eq(prs_profile_sample(p, &(struct prs_sample){ .stack = s2, .weight = 1 }), 0);
+	cr_assert_eq(prs_profile_meta(p, "command", "./t --n 3"), 0);
+	cr_assert_str_eq(prs_profile_meta_get(p, "command"), "./t --n 3");
+	cr_assert_null(prs_profile_meta_get(p, "nope"));
+	cr_assert_eq(prs_profile_thread(p, 42, S(p, "worker")), 0);
+	cr_assert_eq(prs_profile_thread(p, 42, 12345), -EINVAL);
+	check_invariants(p);
+	prs_profile_free(p);
+	prs_profile_free(NULL);
+}
+
+Test(profile, warm_interning_allocates_nothing)
+{
+	struct prs_profile *p = prs_profile_new();
+	struct prs_mapping m = { .start = 0x400000, .end = 0x800000 };
+	uint32_t stack = 0, i, round, ids[30];
+	size_t before;
+
+	m.path = S(p, "/bin/t");
+	m.path = prs_profile_mapping(p, &m) == 0 ? m.path : m.path;
+	for (i = 0; i < 30; i++) {
+		ids[i] = prs_profile_raw_frame(p, 0, 0x400000 + i * 16, i == 29);
+		stack = prs_profile_stack(p, stack, ids[i]);
+	}
+	before = mallinfo2().uordblks;
+	for (round = 0; round < 2000; round++) {
+		uint32_t s = 0;
+
+		for (i = 0; i < 30; i++)
+			s = prs_profile_stack(p, s, prs_profile_raw_frame(p, 0, 0x400000 + i * 16, i == 29));
+		cr_assert_eq(s, stack);
+	}
+	cr_assert_eq(mallinfo2().uordblks, before, "warm interning allocated memory");
+	cr_assert_eq(p->nstacks, 31);
+	cr_assert_eq(p->nframes, 30);
+	prs_profile_free(p);
+}
+
+Test(profile, stack_frames_and_expansions)
+{
+	struct prs_profile *p = prs_profile_new();
+	struct prs_mapping m = { .start = 0x1000, .end = 0x9000, .offset = 0x2000 };
+	uint32_t A, B, X, Y, R, st, out[8], ex[2];
+	size_t n;
+
+	m.path = S(p, "/usr/lib/libc.so.6");
+	prs_profile_mapping(p, &m);
+	A = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "A"), 0, 0);
+	B = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "B"), 0, 0);
+	R = prs_profile_raw_frame(p, 0, 0x1500, false);
+	X = prs_profile_named_frame(p, PRS_KIND_RUST, S(p, "X"), 0, 0);
+	Y = prs_profile_named_frame(p, PRS_KIND_RUST, S(p, "Y"), 0, 0);
+	st = prs_profile_stack(p, prs_profile_stack(p, prs_profile_stack(p, 0, A), R), B);
+	n = prs_profile_stack_frames(p, st, out, 8);
+	cr_assert_eq(n, 3);
+	cr_assert(out[0] == A && out[1] == R && out[2] == B);
+	ex[0] = X;
+	ex[1] = Y;
+	cr_assert_eq(prs_profile_expand(p, R, ex, 2), 0);
+	cr_assert_eq(prs_profile_expand(p, R, &R, 1), -EINVAL); /* raw frames cannot expand into raw */
+	n = prs_profile_stack_frames(p, st, out, 8);
+	cr_assert_eq(n, 4);
+	cr_assert(out[0] == A && out[1] == X && out[2] == Y && out[3] == B);
+	/* too small: the root side is kept */
+	n = prs_profile_stack_frames(p, st, out, 2);
+	cr_assert_eq(n, 2);
+	cr_assert(out[0] == A && out[1] == X);
+	cr_assert_eq(prs_profile_stack_frames(p, 0, out, 8), 0);
+	cr_assert_eq(prs_profile_stack_frames(p, 999, out, 8), 0);
+	/* frames added after an expansion have none */
+	cr_assert_eq(p->expansions[prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "C"), 0, 0)].count, 0);
+	check_invariants(p);
+	prs_profile_free(p);
+}
+
+Test(profile, labels)
+{
+	struct prs_profile *p = prs_profile_new();
+	struct prs_mapping m = { .start = 0x1000, .end = 0x9000, .offset = 0x2000 };
+	char buf[64], small[6];
+	uint32_t f;
+
+	m.path = S(p, "/usr/lib/libc.so.6");
+	prs_profile_mapping(p, &m);
+	f = prs_profile_raw_frame(p, 0, 0x1500, false);
+	cr_assert_str_eq(prs_profile_frame_label(p, f, buf, sizeof(buf)), "libc.so.6+0x2500");
+	f = prs_profile_raw_frame(p, PRS_NO_MAPPING, 0x1500, false);
+	cr_assert_str_eq(prs_profile_frame_label(p, f, buf, sizeof(buf)), "[unknown]");
+	f = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "compute"), S(p, "app.py"), 3);
+	cr_assert_str_eq(prs_profile_frame_label(p, f, buf, sizeof(buf)), "compute");
+	cr_assert_str_eq(prs_profile_frame_label(p, f, small, sizeof(small)), "compu");
+	f = prs_profile_named_frame(p, PRS_KIND_NATIVE, 0, 0, 0);
+	cr_assert_str_eq(prs_profile_frame_label(p, f, buf, sizeof(buf)), "[unknown]");
+	prs_profile_free(p);
+}
+
+Test(profile, offcpu_leaves)
+{
+	struct prs_profile *p = prs_profile_new();
+	struct prs_sample s = { .state = PRS_STATE_BLOCKED, .syscall = 230 };
+	enum prs_kind k;
+	char buf[48];
+	uint32_t f;
+
+	cr_assert_eq(prs_profile_offcpu_label(&s, buf, sizeof(buf), &k), 1);
+	cr_assert_str_eq(buf, "[clock_nanosleep]");
+	cr_assert_eq(k, PRS_KIND_OFF_SLEEP);
+	f = prs_profile_offcpu_frame(p, &s);
+	cr_assert_neq(f, UINT32_MAX);
+	cr_assert_eq(prs_profile_offcpu_frame(p, &s), f);
+	cr_assert_eq(p->frames[f].kind, PRS_KIND_OFF_SLEEP);
+	cr_assert_str_eq(p->strings[p->frames[f].name], "[clock_nanosleep]");
+	s.syscall = 0;
+	prs_profile_offcpu_label(&s, buf, sizeof(buf), &k);
+	cr_assert_str_eq(buf, "[read]");
+	cr_assert_eq(k, PRS_KIND_OFF_IO);
+	s.syscall = 202;
+	prs_profile_offcpu_label(&s, buf, sizeof(buf), &k);
+	cr_assert_str_eq(buf, "[futex]");
+	cr_assert_eq(k, PRS_KIND_OFF_LOCK);
+	s.syscall = 999;
+	prs_profile_offcpu_label(&s, buf, sizeof(buf), &k);
+	cr_assert_str_eq(buf, "[syscall 999]");
+	cr_assert_eq(k, PRS_KIND_OFF_OTHER);
+	s.state = PRS_STATE_DISK;
+	s.syscall = -1;
+	prs_profile_offcpu_label(&s, buf, sizeof(buf), &k);
+	cr_assert_str_eq(buf, "[disk wait]");
+	cr_assert_eq(k, PRS_KIND_OFF_IO);
+	s.state = PRS_STATE_RUNNING;
+	cr_assert_eq(prs_profile_offcpu_label(&s, buf, sizeof(buf), &k), 0);
+	cr_assert_eq(prs_profile_offcpu_frame(p, &s), UINT32_MAX);
+	prs_profile_free(p);
+}
+
+/* ---- .pyrs ---- */
+
+static char tmpdir[64];
+
+static void make_tmpdir(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/prs-unit-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void rm_tmpdir(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		cr_log_warn("could not remove %s", tmpdir);
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *d;
+	long n;
+
+	cr_assert_not_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	d = malloc((size_t)n + 1);
+	cr_assert_eq(fread(d, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return d;
+}
+
+/* Records a small profile with three flushes; returns the profile handed back by close. */
+static struct prs_profile *record_small(const char *path)
+{
+	struct prs_recorder *r;
+	struct prs_profile *p, *out;
+	struct prs_mapping m = { .start = 0x7f0000001000, .end = 0x7f0000009000, .offset = 0x1000 };
+	struct prs_err err;
+	uint32_t fr[6], st = 0, i, ex[2];
+
+	cr_assert_eq(prs_recorder_open(path, &r, &err), 0, "%s", err.msg);
+	p = prs_recorder_profile(r);
+	cr_assert_eq(prs_profile_meta(p, "command", "./target --n 3"), 0);
+	m.path = S(p, "/usr/lib/x86_64-linux-gnu/libfoo.so");
+	m.build_id_len = 20;
+	for (i = 0; i < 20; i++)
+		m.build_id[i] = (uint8_t)(i * 13);
+	cr_assert_eq(prs_profile_mapping(p, &m), 0);
+	for (i = 0; i < 4; i++) {
+		fr[i] = prs_profile_raw_frame(p, 0, m.start + 0x100 * i, i == 3);
+		st = prs_profile_stack(p, st, fr[i]);
+	}
+	cr_assert_eq(prs_profile_thread(p, 100, S(p, "main")), 0);
+	for (i = 0; i < 5; i++)
+		cr_assert_eq(prs_profile_sample(p, &(struct prs_sample){ .time_ns = 1000000 * (i + 1),
+			.tid = 100, .state = PRS_STATE_RUNNING, .syscall = -1, .stack = st, .weight = 1 }), 0);
+	cr_assert_eq(prs_recorder_flush(r, &err), 0, "%s", err.msg);
+	fr[4] = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "compute"), S(p, "app.py"), 17);
+	st = prs_profile_stack(p, st, fr[4]);
+	cr_assert_eq(prs_profile_thread(p, 101, S(p, "io-worker")), 0);
+	for (i = 0; i < 5; i++)
+		cr_assert_eq(prs_profile_sample(p, &(struct prs_sample){ .time_ns = 9000000 - i * 10,
+			.tid = 101, .state = PRS_STATE_BLOCKED, .syscall = (int16_t)(i ? 0 : 230),
+			.stack = st, .weight = 1 + i }), 0);
+	cr_assert_eq(prs_recorder_flush(r, &err), 0, "%s", err.msg);
+	/* symbolization at the end */
+	fr[5] = prs_profile_named_frame(p, PRS_KIND_RUST, S(p, "foo::bar"), S(p, "src/lib.rs"), 40);
+	ex[0] = fr[5];
+	ex[1] = prs_profile_named_frame(p, PRS_KIND_RUST, S(p, "foo::inlined"), S(p, "src/lib.rs"), 41);
+	cr_assert_eq(prs_profile_expand(p, fr[1], ex, 2), 0);
+	cr_assert_eq(prs_profile_expand(p, fr[2], ex, 1), 0);
+	cr_assert_eq(prs_profile_meta(p, "duration_ns", "9000000"), 0);
+	cr_assert_eq(prs_recorder_close(r, &out, &err), 0, "%s", err.msg);
+	return out;
+}
+
+static size_t records_of(const struct prs_profile *p)
+{
+	size_t n = p->nstrings + p->nmappings + p->nframes + p->nstacks + p->nsamples + p->nthreads + p->nmeta;
+	uint32_t i;
+
+	for (i = 0; p->expansions && i < p->nframes; i++)
+		n += p->expansions[i].count;
+	return n;
+}
+
+Test(pyrs, round_trip, .init = make_tmpdir, .fini = rm_tmpdir)
+{
+	char path[128], warn[256];
+	struct prs_profile *w, *r;
+	struct prs_err err;
+
+	snprintf(path, sizeof(path), "%s/profile.pyrs", tmpdir);
+	w = record_small(path);
+	check_invariants(w);
+	cr_assert(prs_pyrs_sniff(path));
+	cr_assert_eq(prs_pyrs_read(path, &r, warn, sizeof(warn), &err), 0, "%s", err.msg);
+	cr_assert(r->complete);
+	cr_assert_str_eq(warn, "");
+	check_invariants(r);
+	assert_same_profile(w, r);
+	cr_assert_str_eq(prs_profile_meta_get(r, "command"), "./target --n 3");
+	cr_assert_str_eq(prs_profile_meta_get(r, "duration_ns"), "9000000");
+	cr_assert_eq(r->nsamples, 10);
+	cr_assert_eq(r->samples[9].time_ns, 9000000 - 40); /* a negative time delta survives */
+	prs_profile_free(w);
+	prs_profile_free(r);
+}
+
+Test(pyrs, truncated_at_every_byte, .init = make_tmpdir, .fini = rm_tmpdir)
+{
+	char path[128], warn[256];
+	struct prs_profile *w, *r;
+	struct prs_err err;
+	size_t len, cut, prev = 0, full;
+	char *data;
+	int partial_seen = 0;
+
+	snprintf(path, sizeof(path), "%s/profile.pyrs", tmpdir);
+	w = record_small(path);
+	full = records_of(w);
+	data = read_all(path, &len);
+	for (cut = 0; cut <= len; cut++) {
+		int rc = prs_pyrs_read_mem(data, cut, &r, warn, sizeof(warn), &err);
+		size_t got;
+
+		if (cut < 16) {
+			cr_assert_eq(rc, -EINVAL, "prefix %zu", cut);
+			cr_assert_null(r);
+			cr_assert(strstr(err.msg, "not a pyrsprof profile"), "%s", err.msg);
+			continue;
+		}
+		cr_assert_eq(rc, 0, "prefix %zu: %s", cut, err.msg);
+		check_invariants(r);
+		got = records_of(r);
+		cr_assert_geq(got, prev, "prefix %zu recovered fewer records", cut);
+		prev = got;
+		if (r->complete) {
+			cr_assert_eq(got, full, "prefix %zu", cut);
+			assert_same_profile(w, r);
+		} else {
+			cr_assert(strstr(warn, "truncated after") && strstr(warn, "showing what was saved"),
+				  "prefix %zu: %s", cut, warn);
+			if (r->nsamples > 0 && r->nsamples < 10)
+				partial_seen = 1;
+		}
+		if (cut == len)
+			cr_assert(r->complete);
+		prs_profile_free(r);
+	}
+	/* the middle flush makes half the samples readable from a prefix */
+	cr_assert(partial_seen, "no prefix recovered part of the samples");
+	free(data);
+	prs_profile_free(w);
+}
+
+Test(pyrs, flipped_bytes, .init = make_tmpdir, .fini = rm_tmpdir)
+{
+	char path[128], warn[256];
+	struct prs_profile *w, *r;
+	struct prs_err err;
+	size_t len, pos;
+	char *data;
+	int bit, errors = 0, oks = 0;
+
+	snprintf(path, sizeof(path), "%s/profile.pyrs", tmpdir);
+	w = record_small(path);
+	data = read_all(path, &len);
+	for (pos = 16; pos < len; pos++) {
+		for (bit = 0; bit < 8; bit += 3) {
+			int rc;
+
+			data[pos] ^= (char)(1 << bit);
+			rc = prs_pyrs_read_mem(data, len, &r, warn, sizeof(warn), &err);
+			if (rc == 0) {
+				check_invariants(r);
+				prs_profile_free(r);
+				oks++;
+			} else {
+				cr_assert_eq(rc, -EINVAL, "%s", err.msg);
+				cr_assert(strstr(err.msg, "corrupt"), "%s", err.msg);
+				cr_assert_null(strchr(err.msg, '\n'));
+				errors++;
+			}
+			data[pos] ^= (char)(1 << bit);
+		}
+	}
+	/* with the zstd checksum most flips are detected */
+	cr_assert_gt(errors, oks);
+	free(data);
+	prs_profile_free(w);
+}
+
+static void write_file(const char *path, const void *d, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(d, 1, n, f), n);
+	fclose(f);
+}
+
+Test(pyrs, empty_and_foreign_files, .init = make_tmpdir, .fini = rm_tmpdir)
+{
+	static const unsigned char png[] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13,
+					     'I', 'H', 'D', 'R', 0, 0, 0, 1 };
+	static const char text[] = "main;work;hot 12\nmain;idle 3\n";
+	static const struct { const void *d; size_t n; const char *msg; } cases[] = {
+		{ "", 0, "empty file" },
+		{ png, sizeof(png), "not a pyrsprof profile (bad magic)" },
+		{ text, sizeof(text) - 1, "not a pyrsprof profile (bad magic)" },
+		{ "PYRS", 4, "not a pyrsprof profile (file too short: 4 bytes)" },
+		{ "PYRSPROF\x02\0\0\0\0\0\0\0", 16, "format version 2 is newer" },
+		{ "PYRSPROF\0\0\0\0\0\0\0\0", 16, "bad profile format version 0" },
+	};
+	char path[128], want[256], warn[64];
+	struct prs_profile *r;
+	struct prs_err err;
+	size_t i;
+
+	snprintf(path, sizeof(path), "%s/x.txt", tmpdir);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		write_file(path, cases[i].d, cases[i].n);
+		cr_assert_eq(prs_pyrs_read(path, &r, warn, sizeof(warn), &err), -EINVAL, "case %zu", i);
+		cr_assert_null(r);
+		snprintf(want, sizeof(want), "%s: ", path);
+		cr_assert_eq(strncmp(err.msg, want, strlen(want)), 0, "%s", err.msg);
+		cr_assert(strstr(err.msg, cases[i].msg), "case %zu: %s", i, err.msg);
+	}
+	cr_assert_not(prs_pyrs_sniff(path) && 0);
+	write_file(path, text, sizeof(text) - 1);
+	cr_assert_not(prs_pyrs_sniff(path));
+	snprintf(path, sizeof(path), "%s/missing.pyrs", tmpdir);
+	cr_assert_eq(prs_pyrs_read(path, &r, NULL, 0, &err), -ENOENT);
+	cr_assert(strstr(err.msg, "No such file"), "%s", err.msg);
+}
+
+/* ---- hand-made files: the truth is what the test wrote ---- */
+
+/* record types as docs/pyrs-format.md numbers them (deliberately not the implementation's enum) */
+enum { PRS_REC_STRING = 1, PRS_REC_FRAME = 3, PRS_REC_STACK = 4, PRS_REC_SAMPLE = 5, PRS_REC_END = 9 };
+
+static void rec(struct prs_buf *b, uint8_t type, const uint64_t *fields, size_t n, const char *bytes)
+{
+	struct prs_buf pl;
+	size_t i;
+
+	prs_buf_init(&pl);
+	for (i = 0; i < n; i++)
+		prs_buf_put_uleb(&pl, fields[i]);
+	if (bytes)
+		prs_buf_append(&pl, bytes, strlen(bytes));
+	prs_buf_putc(b, type);
+	prs_buf_put_uleb(b, pl.len);
+	prs_buf_append(b, pl.data, pl.len);
+	prs_buf_release(&pl);
+}
+
+static int read_records(const struct prs_buf *recs, struct prs_profile **r, char *warn, size_t wsize,
+			struct prs_err *err)
+{
+	size_t cap = ZSTD_compressBound(recs->len) + 16, n;
+	char *file = malloc(cap);
+	int rc;
+
+	memcpy(file, "PYRSPROF\x01\0\0\0\0\0\0\0", 16);
+	n = ZSTD_compress(file + 16, cap - 16, recs->data, recs->len, 3);
+	cr_assert(!ZSTD_isError(n));
+	rc = prs_pyrs_read_mem(file, n + 16, r, warn, wsize, err);
+	free(file);
+	return rc;
+}
+
+Test(pyrs, unknown_records_skipped)
+{
+	static const uint64_t end[] = { 3, 0, 1, 2, 1, 0, 0, 0 };
+	static const uint64_t frame[] = { 0, PRS_KIND_PYTHON, 0, 0, 1, 2, 7 };
+	static const uint64_t stack[] = { 0, 0 };
+	static const uint64_t sample[] = { 200, 10, 0, 0, 1, 5, 99 /* a future trailing field */ };
+	struct prs_profile *r;
+	struct prs_buf b;
+	struct prs_err err;
+	char warn[128];
+
+	prs_buf_init(&b);
+	rec(&b, PRS_REC_STRING, NULL, 0, "f");
+	rec(&b, 200, NULL, 0, "future record");
+	rec(&b, PRS_REC_STRING, NULL, 0, "a.py");
+	rec(&b, PRS_REC_FRAME, frame, 7, NULL);
+	rec(&b, PRS_REC_STACK, stack, 2, NULL);
+	rec(&b, 77, stack, 2, NULL);
+	rec(&b, PRS_REC_SAMPLE, sample, 7, NULL);
+	rec(&b, PRS_REC_END, end, 8, NULL);
+	cr_assert_eq(read_records(&b, &r, warn, sizeof(warn), &err), 0, "%s", err.msg);
+	cr_assert(r->complete);
+	cr_assert_eq(r->nstrings, 3);
+	cr_assert_str_eq(r->strings[2], "a.py");
+	cr_assert_eq(r->nframes, 1);
+	cr_assert_eq(r->frames[0].line, 7);
+	cr_assert_eq(r->frames[0].kind, PRS_KIND_PYTHON);
+	cr_assert_eq(r->nsamples, 1);
+	cr_assert_eq(r->samples[0].tid, 100);
+	cr_assert_eq(r->samples[0].time_ns, 5);
+	cr_assert_eq(r->samples[0].weight, 5);
+	cr_assert_eq(r->samples[0].syscall, -1);
+	cr_assert_eq(r->samples[0].stack, 1);
+	prs_profile_free(r);
+	prs_buf_release(&b);
+}
+
+Test(pyrs, hostile_records)
+{
+	static const uint64_t frame_fwd_string[] = { 0, 4, 0, 0, 5, 0, 0 };
+	static const uint64_t frame_bad_map[] = { 1, 0, 3, 0x1000, 0, 0, 0 };
+	static const uint64_t stack_fwd[] = { 0, 0 };
+	static const uint64_t stack_parent[] = { 7, 0 };
+	static const uint64_t sample_stack[] = { 0, 0, 0, 0, 9, 1 };
+	static const uint64_t end_lies[] = { 1, 0, 0, 1, 5, 0, 0, 0 };
+	static const struct { uint8_t type; const uint64_t *f; size_t n; const char *msg; } cases[] = {
+		{ PRS_REC_FRAME, frame_fwd_string, 7, "frame name or file is string 5 of 1" },
+		{ PRS_REC_FRAME, frame_bad_map, 7, "frame refers to mapping 2 of 0" },
+		{ PRS_REC_STACK, stack_fwd, 2, "stack frame 0 of 0" },
+		{ PRS_REC_STACK, stack_parent, 2, "stack parent 7 of 1" },
+		{ PRS_REC_SAMPLE, sample_stack, 6, "sample stack 9 of 1" },
+		{ PRS_REC_END, end_lies, 8, "the end record counts 5 samples, the file holds 0" },
+		{ PRS_REC_FRAME, stack_fwd, 2, "bad frame record" },
+		{ 0, NULL, 0, "record type 0" },
+	};
+	struct prs_profile *r;
+	struct prs_buf b;
+	struct prs_err err;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		prs_buf_init(&b);
+		rec(&b, cases[i].type, cases[i].f, cases[i].n, NULL);
+		cr_assert_eq(read_records(&b, &r, NULL, 0, &err), -EINVAL, "case %zu", i);
+		cr_assert(strstr(err.msg, cases[i].msg), "case %zu: %s", i, err.msg);
+		cr_assert(strstr(err.msg, "corrupt profile (record 1:"), "%s", err.msg);
+		prs_buf_release(&b);
+	}
+	/* a record claiming 1 GiB */
+	prs_buf_init(&b);
+	prs_buf_putc(&b, PRS_REC_STRING);
+	prs_buf_put_uleb(&b, 1ULL << 30);
+	prs_buf_append(&b, "abc", 3);
+	cr_assert_eq(read_records(&b, &r, NULL, 0, &err), -EINVAL);
+	cr_assert(strstr(err.msg, "exceeds the limit"), "%s", err.msg);
+	prs_buf_release(&b);
+	/* a NUL inside a string */
+	prs_buf_init(&b);
+	prs_buf_putc(&b, PRS_REC_STRING);
+	prs_buf_put_uleb(&b, 3);
+	prs_buf_append(&b, "a\0b", 3);
+	cr_assert_eq(read_records(&b, &r, NULL, 0, &err), -EINVAL);
+	cr_assert(strstr(err.msg, "NUL"), "%s", err.msg);
+	prs_buf_release(&b);
+}
+
+/* ---- randomized round trip ---- */
+
+static unsigned seed_from_env(void)
+{
+	const char *s = getenv("PRS_TEST_SEED");
+
+	return s ? (unsigned)strtoul(s, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
+}
+
+Test(pyrs, randomized_round_trip, .init = make_tmpdir, .fini = rm_tmpdir)
+{
+	unsigned seed = seed_from_env(), iter;
+	char path[128], warn[256];
+
+	fprintf(stderr, "pyrs.randomized_round_trip: seed %u (PRS_TEST_SEED=%u to replay)\n", seed, seed);
+	snprintf(path, sizeof(path), "%s/rand.pyrs", tmpdir);
+	for (iter = 0; iter < 20; iter++) {
+		struct prs_recorder *rc;
+		struct prs_profile *p, *w, *r;
+		struct prs_err err;
+		unsigned n = 1 + (unsigned)rand_r(&seed) % 400, i;
+
+		cr_assert_eq(prs_recorder_open(path, &rc, &err), 0, "%s", err.msg);
+		p = prs_recorder_profile(rc);
+		for (i = 0; i < n; i++) {
+			unsigned op = (unsigned)rand_r(&seed) % 9;
+			char name[32];
+			uint32_t a;
+
+			switch (op) {
+			case 0: {
+				int len = rand_r(&seed) % 20, k;
+
+				for (k = 0; k < len; k++)
+					name[k] = (char)(1 + rand_r(&seed) % 255);
+				prs_profile_string(p, name, (size_t)len);
+				break;
+			}
+			case 1: {
+				struct prs_mapping m = { .start = (uint64_t)rand_r(&seed) << 12 };
+
+				m.end = m.start + 4096;
+				m.path = (uint32_t)rand_r(&seed) % p->nstrings;
+				m.build_id_len = (uint8_t)(rand_r(&seed) % (PRS_BUILD_ID_MAX + 1));
+				memset(m.build_id, rand_r(&seed), m.build_id_len);
+				prs_profile_mapping(p, &m);
+				break;
+			}
+			case 2:
+				a = p->nmappings ? (uint32_t)rand_r(&seed) % (p->nmappings + 1) : 0;
+				prs_profile_raw_frame(p, a == p->nmappings ? PRS_NO_MAPPING : a,
+						      ((uint64_t)rand_r(&seed) << 20) ^ (uint64_t)rand_r(&seed),
+						      rand_r(&seed) & 1);
+				break;
+			case 3:
+				prs_profile_named_frame(p, (enum prs_kind)(rand_r(&seed) % PRS_KIND__COUNT),
+							(uint32_t)rand_r(&seed) % p->nstrings,
+							(uint32_t)rand_r(&seed) % p->nstrings,
+							(uint32_t)rand_r(&seed));
+				break;
+			case 4:
+			case 5:
+				if (p->nframes)
+					prs_profile_stack(p, (uint32_t)rand_r(&seed) % p->nstacks,
+							  (uint32_t)rand_r(&seed) % p->nframes);
+				break;
+			case 6: {
+				struct prs_sample s = {
+					.time_ns = (uint64_t)rand_r(&seed) * 1000, .tid = rand_r(&seed) - RAND_MAX / 2,
+					.state = (uint8_t)(rand_r(&seed) % 5),
+					.syscall = (int16_t)(rand_r(&seed) % 500 - 1),
+					.stack = (uint32_t)rand_r(&seed) % p->nstacks, .weight = (uint32_t)rand_r(&seed),
+				};
+
+				cr_assert_eq(prs_profile_sample(p, &s), 0);
+				break;
+			}
+			case 7:
+				if (rand_r(&seed) & 1)
+					prs_profile_thread(p, rand_r(&seed), (uint32_t)rand_r(&seed) % p->nstrings);
+				else
+					prs_profile_meta(p, "k", p->strings[(uint32_t)rand_r(&seed) % p->nstrings]);
+				break;
+			case 8:
+				if (rand_r(&seed) % 4 == 0)
+					cr_assert_eq(prs_recorder_flush(rc, &err), 0, "%s", err.msg);
+				else if (p->nframes) {
+					uint32_t ids[4], k = 0, tries;
+
+					for (tries = 0; tries < 8 && k < 4; tries++) {
+						uint32_t f = (uint32_t)rand_r(&seed) % p->nframes;
+
+						if (!p->frames[f].raw)
+							ids[k++] = f;
+					}
+					cr_assert_eq(prs_profile_expand(p, (uint32_t)rand_r(&seed) % p->nframes, ids, k), 0);
+				}
+				break;
+			}
+		}
+		cr_assert_eq(prs_recorder_close(rc, &w, &err), 0, "%s", err.msg);
+		cr_assert_eq(prs_pyrs_read(path, &r, warn, sizeof(warn), &err), 0, "seed %u: %s", seed, err.msg);
+		cr_assert(r->complete);
+		check_invariants(w);
+		check_invariants(r);
+		assert_same_profile(w, r);
+		prs_profile_free(w);
+		prs_profile_free(r);
+	}
+}
+
+/* The example of docs/pyrs-format.md, byte for byte: the document is the truth. */
+Test(pyrs, matches_the_documented_example, .init = make_tmpdir, .fini = rm_tmpdir)
+{
+	static const uint8_t want[] = {
+		0x01, 0x04, 'm', 'a', 'i', 'n',
+		0x01, 0x07, 'c', 'o', 'm', 'p', 'u', 't', 'e',
+		0x03, 0x07, 0x00, 0x04, 0x00, 0x00, 0x01, 0x00, 0x00,
+		0x03, 0x07, 0x00, 0x04, 0x00, 0x00, 0x02, 0x00, 0x00,
+		0x04, 0x02, 0x00, 0x00,
+		0x04, 0x02, 0x01, 0x01,
+		0x05, 0x0a, 0xc8, 0x01, 0x80, 0xad, 0xe2, 0x04, 0x00, 0x00, 0x02, 0x01,
+		0x09, 0x08, 0x03, 0x00, 0x02, 0x03, 0x01, 0x00, 0x00, 0x00,
+	};
+	struct prs_recorder *r;
+	struct prs_profile *p;
+	struct prs_err err;
+	char path[128], *file;
+	uint8_t out[4096];
+	size_t len;
+	uint32_t f0, f1;
+	ZSTD_DCtx *d = ZSTD_createDCtx();
+	ZSTD_inBuffer in;
+	ZSTD_outBuffer ob = { out, sizeof(out), 0 };
+
+	snprintf(path, sizeof(path), "%s/ex.pyrs", tmpdir);
+	cr_assert_eq(prs_recorder_open(path, &r, &err), 0);
+	p = prs_recorder_profile(r);
+	f0 = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "main"), 0, 0);
+	f1 = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "compute"), 0, 0);
+	prs_profile_sample(p, &(struct prs_sample){ .time_ns = 5000000, .tid = 100, .syscall = -1,
+		.stack = prs_profile_stack(p, prs_profile_stack(p, 0, f0), f1), .weight = 1 });
+	cr_assert_eq(prs_recorder_close(r, NULL, &err), 0);
+	file = read_all(path, &len);
+	cr_assert_eq(memcmp(file, "PYRSPROF\x01\0\0\0\0\0\0\0", 16), 0);
+	in = (ZSTD_inBuffer){ file + 16, len - 16, 0 };
+	while (in.pos < in.size)
+		cr_assert(!ZSTD_isError(ZSTD_decompressStream(d, &ob, &in)));
+	cr_assert_eq(ob.pos, sizeof(want));
+	cr_assert_eq(memcmp(out, want, sizeof(want)), 0);
+	ZSTD_freeDCtx(d);
+	free(file);
+}
