@@ -244,8 +244,8 @@ const char *prs_explain_eperm(pid_t pid, char *buf, size_t size)
 		if (sscanf(val, "%u %u", &ruid, &euid) == 2 && (euid != geteuid() || ruid != getuid()) &&
 		    geteuid() != 0) {
 			snprintf(buf, size,
-				 "pid %d belongs to uid %u and pyrsprof runs as uid %u without "
-				 "CAP_SYS_PTRACE; run it as that user or as root "
+				 "ptrace of pid %d is not permitted: it belongs to uid %u and pyrsprof runs as "
+				 "uid %u without CAP_SYS_PTRACE; run pyrsprof as that user or as root "
 				 "(in a container: --cap-add SYS_PTRACE)", (int)pid, euid, (unsigned)geteuid());
 			return buf;
 		}

@@ -33,7 +33,11 @@
 
 #define MAX_THREADS 4096
 #define DIST_CAP 65536           /* durations kept per statistic (reservoir beyond) */
-#define STOP_WAIT_MAX_NS 20000000ull /* a thread that has not stopped 20 ms after INTERRUPT is read from /proc */
+/* After INTERRUPT, a runnable thread stops when it next gets a CPU, which on a loaded machine can
+ * take a scheduler period or more; a thread in D state stops only when its syscall ends. Every
+ * STOP_CHECK_NS the late ones are looked up in /proc; none is waited for beyond STOP_WAIT_MAX_NS. */
+#define STOP_CHECK_NS 2000000ull
+#define STOP_WAIT_MAX_NS 200000000ull
 #define DETACH_WAIT_NS 2000000000ull
 #define MAPS_REFRESH_MIN_NS 100000000ull
 #define COMM_REFRESH_NS 1000000000ull
@@ -45,6 +49,7 @@ struct thr {
 	bool interrupt_pending; /* we sent INTERRUPT and have not seen the stop */
 	bool initial_stop;      /* a new thread's first stop has not arrived yet */
 	bool sampled;           /* has a snapshot waiting to be unwound this tick */
+	bool given_up;          /* in D state: not waited for this tick */
 	uint32_t name_sid;      /* last recorded name (string id), 0 = none */
 	uint64_t t_interrupt, t_cont;
 	enum prs_state state;
@@ -357,14 +362,50 @@ static void handle_user_signal(struct prs_sampler *s, const siginfo_t *si)
 		s->stop_requested = true;
 }
 
-/* Waits for signals until deadline (CLOCK_MONOTONIC ns), handling ptrace events and user signals. */
+/* True if some thread still owes us its interrupt stop this tick. */
+static bool any_pending(const struct prs_sampler *s)
+{
+	for (size_t i = 0; i < s->nthr; i++)
+		if (s->thr[i].interrupt_pending)
+			return true;
+	return false;
+}
+
+/*
+ * During a tick, a thread that has not stopped yet is either waiting for a CPU (keep waiting: it
+ * stops as soon as it runs) or in uninterruptible sleep (D state: it stops only when the syscall
+ * ends, so take its state from /proc and stop waiting for it this tick). Returns true if some
+ * thread is still worth waiting for.
+ */
+static bool check_late_threads(struct prs_sampler *s)
+{
+	bool waiting = false;
+
+	for (size_t i = 0; i < s->nthr; i++) {
+		struct thr *t = &s->thr[i];
+
+		if (!t->interrupt_pending || t->given_up)
+			continue;
+		if (prs_task_state(s->pid, t->tid) == 'D')
+			t->given_up = true;
+		else
+			waiting = true;
+	}
+	return waiting;
+}
+
+/*
+ * Waits for signals until deadline (CLOCK_MONOTONIC ns), handling ptrace events and user signals.
+ * In a tick it returns as soon as every interrupted thread has stopped or been given up on.
+ */
 static void wait_until(struct prs_sampler *s, uint64_t deadline, bool in_tick)
 {
+	uint64_t next_check = prs_now_ns() + STOP_CHECK_NS;
 	sigset_t set;
 
 	prs_sampler_sigset(&set);
 	for (;;) {
-		uint64_t now;
+		uint64_t now, until;
 		struct timespec ts;
 		siginfo_t si;
 		int sig;
@@ -374,16 +415,17 @@ static void wait_until(struct prs_sampler *s, uint64_t deadline, bool in_tick)
 		if (now >= deadline || s->exited)
 			return;
 		if (in_tick) {
-			bool pending = false;
-
-			for (size_t i = 0; i < s->nthr; i++)
-				if (s->thr[i].interrupt_pending)
-					pending = true;
-			if (!pending)
+			if (!any_pending(s))
 				return;
+			if (now >= next_check) {
+				if (!check_late_threads(s))
+					return;
+				next_check = now + STOP_CHECK_NS;
+			}
 		}
-		ts.tv_sec = (time_t)((deadline - now) / 1000000000ull);
-		ts.tv_nsec = (long)((deadline - now) % 1000000000ull);
+		until = in_tick && next_check < deadline ? next_check : deadline;
+		ts.tv_sec = (time_t)((until - now) / 1000000000ull);
+		ts.tv_nsec = (long)((until - now) % 1000000000ull);
 		sig = sigtimedwait(&set, &si, &ts);
 		if (sig > 0 && sig != SIGCHLD)
 			handle_user_signal(s, &si);
@@ -494,6 +536,7 @@ static void tick(struct prs_sampler *s)
 		struct thr *t = &s->thr[i];
 
 		t->sampled = false;
+		t->given_up = false;
 		if (t->stopped || t->group_stopped || t->initial_stop || t->interrupt_pending)
 			continue;
 		t->t_interrupt = prs_now_ns();
