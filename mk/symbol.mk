@@ -40,3 +40,6 @@ $(BUILD)/unit-tests: $(SYM_FIX_BINS)
 .PHONY: bench-symbol
 bench-symbol: $(SYM_FIX)/bench-symbol $(SYM_FIX)/symtest_rs
 	$(Q)$(SYM_FIX)/bench-symbol $(SYM_FIX)/symtest_rs $(BENCH_SYMBOL_LIBS)
+
+BENCH_SYMBOL_LIBS ?= $(wildcard $(HOME)/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0) \
+	$(wildcard /usr/lib/x86_64-linux-gnu/libc.so.6) $(wildcard /usr/bin/python3.11)

@@ -534,7 +534,8 @@ static int load_symbols(struct module *m)
 		m->syms[m->nsyms++] = (struct sym){ addr, sym.st_size, name,
 						    bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2 };
 	}
-	qsort(m->syms, m->nsyms, sizeof(*m->syms), sym_cmp);
+	if (m->nsyms)
+		qsort(m->syms, m->nsyms, sizeof(*m->syms), sym_cmp);
 	/* keep one symbol per address: the best ranked (sorted first) */
 	for (size_t i = 0; i < m->nsyms; i++) {
 		if (k && m->syms[k - 1].addr == m->syms[i].addr)
@@ -675,7 +676,8 @@ static struct cuidx *cu_index(struct module *m, Dwarf_Die *cudie, int *err)
 		*err = w.err;
 		return NULL;
 	}
-	qsort(w.ci->r, w.ci->n, sizeof(*w.ci->r), fnrange_cmp);
+	if (w.ci->n)
+		qsort(w.ci->r, w.ci->n, sizeof(*w.ci->r), fnrange_cmp);
 	m->ncus++;
 	return w.ci;
 }
@@ -1096,7 +1098,8 @@ static int copy_out(const struct prs_symbolizer *s, const struct centry *e, stru
 		skip = n - (uint32_t)max;
 		n = (uint32_t)max;
 	}
-	memcpy(out, s->pool + e->first + skip, n * sizeof(*out));
+	if (n)
+		memcpy(out, s->pool + e->first + skip, n * sizeof(*out));
 	return (int)n;
 }
 
@@ -1156,7 +1159,8 @@ static int symbolize(struct prs_symbolizer *s, const struct prs_symmap *map, uin
 		s->pool = np;
 		s->cappool = nc;
 	}
-	memcpy(s->pool + s->npool, tmp, (size_t)n * sizeof(*tmp));
+	if (n)
+		memcpy(s->pool + s->npool, tmp, (size_t)n * sizeof(*tmp));
 	rc = cache_put(m, key, (uint32_t)s->npool, (uint32_t)n);
 	if (rc)
 		return rc;
