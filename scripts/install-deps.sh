@@ -12,6 +12,7 @@ pkgs=(
   libiberty-dev                      # Rust (legacy, v0) and C++ demangling
   zlib1g-dev                         # gzip'd pprof
   libprotobuf-c-dev protobuf-c-compiler
+  golang-github-google-pprof-dev     # pprof's own profile.proto, compiled with protoc-c (mk/pprof.mk)
   libjansson-dev                     # JSON (speedscope, phase reports)
   libcriterion-dev                   # C unit tests
   python3 python3-pytest             # end-to-end tests (Debian's python3)
@@ -30,15 +31,24 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#pkgs[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: need root to apt-get install; run: sudo $0" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "install-deps: done"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-if [ "$(id -u)" -ne 0 ]; then
-  echo "install-deps: need root to apt-get install; run: sudo $0" >&2
-  exit 1
-fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "install-deps: done"
+# npm pieces (each folder pins its own package.json): the speedscope file-format schema and ajv,
+# used by tests/e2e/test_export_speedscope.py. Skipped when already installed (idempotent, quiet).
+here="$(cd "$(dirname "$0")/.." && pwd)"
+for d in tests/schema; do
+  if [ -f "$here/$d/package.json" ] && [ ! -d "$here/$d/node_modules/ajv" ] && command -v npm >/dev/null; then
+    echo "install-deps: npm install in $d"
+    (cd "$here/$d" && npm install --no-audit --no-fund --silent >/dev/null)
+  fi
+done
