@@ -26,6 +26,12 @@ int prs_sampler_sigset(sigset_t *set);
 
 enum prs_sampler_mode { PRS_SAMPLE_LAUNCH, PRS_SAMPLE_ATTACH };
 
+/* Where samples come from. */
+enum prs_source {
+	PRS_SOURCE_PTRACE = 0, /* stop each thread: registers, stack snapshot, native + Python frames */
+	PRS_SOURCE_VM = 1,     /* Python frames only, read from memory without stopping the target */
+};
+
 struct prs_sampler_opts {
 	double rate_hz;         /* samples per second per thread, > 0 */
 	double duration_s;      /* stop after this long; 0 = until the target exits or the user stops */
@@ -33,7 +39,12 @@ struct prs_sampler_opts {
 	bool quiet;             /* no status line */
 	int max_ticks;          /* stop after this many ticks; 0 = no limit (dump uses 1) */
 	struct prs_profile *profile; /* where samples go when no recorder is given (dump) */
+	enum prs_source source;
+	bool native_all;        /* keep interpreter plumbing in merged Python stacks */
+	bool no_python;         /* do not look for a CPython interpreter */
 };
+
+struct prs_py_thread;
 
 /* Statistics of a recording, for stats.json and the summary line. Durations in nanoseconds. */
 struct prs_dist {
@@ -86,6 +97,16 @@ pid_t prs_sampler_pid(const struct prs_sampler *s);
 
 /* True if the target exited while being sampled (its status is known). */
 bool prs_sampler_target_exited(const struct prs_sampler *s);
+
+/*
+ * The Python interpreter found in the target: a one-line description ("CPython 3.12.1 in
+ * /usr/lib/libpython3.12.so.1.0") into buf, or a reason it was not used ("CPython 2.7 is not
+ * supported"), or "" when the target is not Python. Returns true if Python frames are read.
+ */
+bool prs_sampler_python(const struct prs_sampler *s, char *buf, size_t size);
+
+/* The Python threads read at the last tick (GIL holder, names). Borrowed; *n may be 0. */
+const struct prs_py_thread *prs_sampler_python_threads(const struct prs_sampler *s, int *n);
 
 /* Fills stats (durations summarised). */
 void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats *stats);

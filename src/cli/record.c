@@ -26,6 +26,8 @@ struct rec_opts {
 	const char *outdir;
 	size_t stack_bytes;
 	bool print_stats;
+	bool native_all;
+	enum prs_source source;
 };
 
 static const char run_usage[] =
@@ -36,6 +38,9 @@ static const char run_usage[] =
 	"  -o, --output DIR     output folder (default ./pyrsprof-<prog>-<time>/)\n"
 	"      --stack-bytes N  stack bytes copied per sample (default 65536)\n"
 	"      --stats          print the sampler's own costs\n"
+	"      --mode MODE      ptrace (default: native + Python frames) or vm (Python frames\n"
+	"                       only, read without stopping the program: lowest overhead)\n"
+	"      --native-all     keep the interpreter's own native frames in Python stacks\n"
 	"  CMD's input, output, signals and exit status pass through; Ctrl-C reaches CMD, a second\n"
 	"  Ctrl-C stops sampling.\n";
 
@@ -47,7 +52,10 @@ static const char attach_usage[] =
 	"  -d, --duration SEC   stop after SEC seconds\n"
 	"  -o, --output DIR     output folder (default ./pyrsprof-<prog>-<time>/)\n"
 	"      --stack-bytes N  stack bytes copied per sample (default 65536)\n"
-	"      --stats          print the sampler's own costs\n";
+	"      --stats          print the sampler's own costs\n"
+	"      --mode MODE      ptrace (default: native + Python frames) or vm (Python frames\n"
+	"                       only, read without stopping the program: lowest overhead)\n"
+	"      --native-all     keep the interpreter's own native frames in Python stacks\n";
 
 /* Parses the options shared by run and attach. Returns -1 to continue, else an exit code. */
 static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
@@ -58,6 +66,8 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 		{ "output", required_argument, NULL, 'o' },
 		{ "stack-bytes", required_argument, NULL, 'S' },
 		{ "stats", no_argument, NULL, 's' },
+		{ "mode", required_argument, NULL, 'M' },
+		{ "native-all", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -69,6 +79,8 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 	o->outdir = NULL;
 	o->stack_bytes = 64 * 1024;
 	o->print_stats = false;
+	o->native_all = false;
+	o->source = PRS_SOURCE_PTRACE;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, run ? "+r:d:o:h" : "r:d:o:h", longopts, NULL)) != -1) {
@@ -91,6 +103,20 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 			break;
 		case 's':
 			o->print_stats = true;
+			break;
+		case 'M':
+			if (strcmp(optarg, "ptrace") == 0) {
+				o->source = PRS_SOURCE_PTRACE;
+			} else if (strcmp(optarg, "vm") == 0) {
+				o->source = PRS_SOURCE_VM;
+			} else {
+				cli_msg("--mode: '%s' is not a mode (ptrace: native + Python frames; vm: "
+					"Python frames only, without stopping the target)", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'N':
+			o->native_all = true;
 			break;
 		case 'h':
 			fputs(run ? run_usage : attach_usage, stdout);
@@ -261,6 +287,19 @@ static void discard_recording(struct prs_recorder *rec, const char *dir, bool cr
 		rmdir(dir);
 }
 
+/* Says which interpreter was profiled, or why Python frames are missing. */
+static void report_python(const struct prs_sampler *s, const struct rec_opts *o)
+{
+	char info[256];
+	bool on = prs_sampler_python(s, info, sizeof(info));
+
+	if (on || info[0])
+		cli_msg("%s%s", on ? "" : "python: ", info);
+	else if (o->source == PRS_SOURCE_VM)
+		cli_msg("--mode vm: no CPython interpreter was found in the program, so nothing was "
+			"sampled (use the default --mode ptrace for native programs)");
+}
+
 static void block_signals(sigset_t *old)
 {
 	sigset_t set;
@@ -320,6 +359,8 @@ int cmd_run(int argc, char **argv)
 	so.rate_hz = o.rate_hz;
 	so.duration_s = o.duration_s;
 	so.stack_bytes = o.stack_bytes;
+	so.source = o.source;
+	so.native_all = o.native_all;
 	block_signals(&old);
 	rc = prs_sampler_launch(cmd, &so, rec, &s, &err);
 	if (rc) {
@@ -330,6 +371,7 @@ int cmd_run(int argc, char **argv)
 	}
 	set_common_meta(prs_recorder_profile(rec), &o, "run", command, prs_sampler_pid(s));
 	prs_sampler_run(s, &err);
+	report_python(s, &o);
 	rc = finish(rec, s, dir, &o);
 	if (!prs_sampler_target_exited(s))
 		cli_msg("sampling stopped; %s (pid %d) runs on: waiting for it to exit", cmd[0],
@@ -382,6 +424,8 @@ int cmd_attach(int argc, char **argv)
 	so.rate_hz = o.rate_hz;
 	so.duration_s = o.duration_s;
 	so.stack_bytes = o.stack_bytes;
+	so.source = o.source;
+	so.native_all = o.native_all;
 	block_signals(&old);
 	rc = prs_sampler_attach(pid, &so, rec, &s, &err);
 	if (rc) {
@@ -394,6 +438,7 @@ int cmd_attach(int argc, char **argv)
 	if (!isatty(STDERR_FILENO) || o.duration_s == 0)
 		cli_msg("sampling pid %d (%s) at %g Hz; Ctrl-C to stop", (int)pid, comm, o.rate_hz);
 	prs_sampler_run(s, &err);
+	report_python(s, &o);
 	rc = finish(rec, s, dir, &o);
 	prs_sampler_free(s);
 	sigprocmask(SIG_SETMASK, &old, NULL);

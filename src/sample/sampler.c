@@ -25,6 +25,7 @@
 
 #include "pyrsprof/maps.h"
 #include "pyrsprof/ptrace.h"
+#include "pyrsprof/python.h"
 #include "pyrsprof/symbol.h"
 #include "pyrsprof/task.h"
 #include "pyrsprof/unwind.h"
@@ -41,6 +42,12 @@
 #define DETACH_WAIT_NS 2000000000ull
 #define MAPS_REFRESH_MIN_NS 100000000ull
 #define COMM_REFRESH_NS 1000000000ull
+#define MAX_PY_THREADS 256
+/* Looking for CPython in a launched program: often at first (the interpreter maps libpython and
+ * initialises _PyRuntime during start-up), then rarely; and again whenever the maps change. */
+#define PY_RETRY_FAST_NS 20000000ull
+#define PY_RETRY_SLOW_NS 1000000000ull
+#define PY_FAST_PERIOD_NS 3000000000ull
 
 struct thr {
 	pid_t tid;
@@ -49,6 +56,7 @@ struct thr {
 	bool interrupt_pending; /* we sent INTERRUPT and have not seen the stop */
 	bool initial_stop;      /* a new thread's first stop has not arrived yet */
 	bool sampled;           /* has a snapshot waiting to be unwound this tick */
+	bool held;              /* sampled but kept stopped until the Python frames are read */
 	bool given_up;          /* in D state: not waited for this tick */
 	uint32_t name_sid;      /* last recorded name (string id), 0 = none */
 	uint64_t t_interrupt, t_cont;
@@ -87,6 +95,14 @@ struct prs_sampler {
 	int sigints;
 	unsigned rng;
 	struct prs_sampler_stats st;
+	/* Python */
+	struct prs_py *py;
+	struct prs_py_thread *pyt;
+	int npyt;
+	bool py_given_up;
+	uint64_t py_next_try;
+	uint32_t *merged;
+	char py_info[256];
 	struct dist d_cost, d_stop, d_unwind;
 };
 
@@ -204,7 +220,11 @@ static void resume(struct prs_sampler *s, struct thr *t, int sig)
 	t->stopped = false;
 }
 
-/* Takes the sample of a thread in our interrupt stop: registers, state, snapshot; then resumes it. */
+/*
+ * Takes the sample of a thread in our interrupt stop: registers, state, snapshot; then resumes it,
+ * unless Python frames are to be read too: then it stays stopped until every thread of the tick
+ * has stopped, so the Python frames and the native stacks are of one consistent moment.
+ */
 static void take_sample(struct prs_sampler *s, struct thr *t)
 {
 	t->interrupt_pending = false;
@@ -220,6 +240,10 @@ static void take_sample(struct prs_sampler *s, struct thr *t)
 		}
 		t->stack_len = (size_t)n;
 		t->sampled = true;
+	}
+	if (s->py && t->sampled) {
+		t->held = true;
+		return;
 	}
 	resume(s, t, 0);
 	t->t_cont = prs_now_ns();
@@ -302,6 +326,10 @@ static void handle_event(struct prs_sampler *s, pid_t tid, int status, bool in_t
 				i++;
 		}
 		s->maps_dirty = true;
+		prs_py_free(s->py);
+		s->py = NULL;
+		s->npyt = 0;
+		s->py_next_try = 0;
 		t = thr_find(s, s->pid);
 		if (t) {
 			t->interrupt_pending = false;
@@ -507,8 +535,22 @@ static void record_thread_sample(struct prs_sampler *s, struct thr *t, uint64_t 
 		for (int i = 0; i < n; i++)
 			s->frame_ids[i] = prs_profile_raw_frame(s->prof, mapping_id(s, s->pcs[i]), s->pcs[i],
 								i == 0);
-		for (int i = n - 1; i >= 0; i--)
-			stack = prs_profile_stack(s->prof, stack, s->frame_ids[i]);
+		const struct prs_py_thread *pt = NULL;
+
+		for (int i = 0; s->py && i < s->npyt; i++)
+			if (s->pyt[i].tid == t->tid)
+				pt = &s->pyt[i];
+		if (pt) {
+			size_t m = prs_py_merge(s->py, s->pcs, s->frame_ids, (size_t)n, pt,
+						s->opts.native_all ? PRS_PY_NATIVE_ALL : 0, s->merged,
+						PRS_MAX_STACK_FRAMES);
+
+			for (size_t i = 0; i < m; i++)
+				stack = prs_profile_stack(s->prof, stack, s->merged[i]);
+		} else {
+			for (int i = n - 1; i >= 0; i--)
+				stack = prs_profile_stack(s->prof, stack, s->frame_ids[i]);
+		}
 	}
 	smp.time_ns = tick_ns - s->t0;
 	smp.tid = t->tid;
@@ -547,6 +589,20 @@ static void tick(struct prs_sampler *s)
 	}
 	if (pending)
 		wait_until(s, tick_ns + STOP_WAIT_MAX_NS, true);
+	if (s->py) {
+		/* Every thread that could be stopped is stopped: read the Python frames, then let go. */
+		if (prs_py_sample(s->py, s->prof, s->pyt, MAX_PY_THREADS, &s->npyt, NULL) != 0)
+			s->npyt = 0;
+		for (size_t i = 0; i < s->nthr; i++) {
+			struct thr *t = &s->thr[i];
+
+			if (t->held) {
+				t->held = false;
+				resume(s, t, 0);
+				t->t_cont = prs_now_ns();
+			}
+		}
+	}
 	s->st.ticks++;
 	for (size_t i = 0; i < s->nthr; i++) {
 		struct thr *t = &s->thr[i];
@@ -569,6 +625,84 @@ static void tick(struct prs_sampler *s)
 			record_thread_sample(s, t, tick_ns);
 		}
 	}
+}
+
+/* One tick of the memory-only source: the Python frames of every thread, no stop. */
+static void tick_vm(struct prs_sampler *s)
+{
+	uint64_t tick_ns = prs_now_ns();
+
+	s->st.ticks++;
+	if (!s->py)
+		return;
+	if (prs_py_sample(s->py, s->prof, s->pyt, MAX_PY_THREADS, &s->npyt, NULL) != 0) {
+		s->npyt = 0;
+		return;
+	}
+	for (int i = 0; i < s->npyt; i++) {
+		const struct prs_py_thread *pt = &s->pyt[i];
+		struct prs_sample smp;
+		uint32_t stack = 0;
+		size_t m;
+		char c;
+
+		m = prs_py_merge(s->py, NULL, NULL, 0, pt, 0, s->merged, PRS_MAX_STACK_FRAMES);
+		for (size_t j = 0; j < m; j++)
+			stack = prs_profile_stack(s->prof, stack, s->merged[j]);
+		memset(&smp, 0, sizeof(smp));
+		smp.time_ns = tick_ns - s->t0;
+		smp.tid = pt->tid;
+		c = pt->tid > 0 ? prs_task_state(s->pid, pt->tid) : 'R';
+		smp.state = c == 'R' ? PRS_STATE_RUNNING : c == 'D' ? PRS_STATE_DISK : PRS_STATE_BLOCKED;
+		smp.syscall = -1;
+		smp.stack = stack;
+		smp.weight = 1;
+		prs_profile_sample(s->prof, &smp);
+		s->st.thread_samples++;
+		if (pt->tid > 0 && !thr_find(s, pt->tid)) {
+			struct thr *t = thr_add(s, pt->tid);
+
+			if (t)
+				thr_record_name(s, t);
+		}
+	}
+}
+
+/* Looks for CPython in the target (at start-up it may not be there yet: retried). */
+static void try_python(struct prs_sampler *s, uint64_t now, bool force)
+{
+	struct prs_err err = { 0 };
+	int rc;
+
+	if (s->py || s->opts.no_python || s->py_given_up)
+		return;
+	if (!force && now < s->py_next_try)
+		return;
+	rc = prs_py_open(s->pid, &s->py, &err);
+	if (rc == 0) {
+		if (!s->pyt)
+			s->pyt = calloc(MAX_PY_THREADS, sizeof(*s->pyt));
+		if (!s->merged)
+			s->merged = calloc(PRS_MAX_STACK_FRAMES, sizeof(*s->merged));
+		if (!s->pyt || !s->merged) {
+			prs_py_free(s->py);
+			s->py = NULL;
+			s->py_given_up = true;
+			return;
+		}
+		snprintf(s->py_info, sizeof(s->py_info), "CPython %s in %s (layout: %s)",
+			 prs_py_version(s->py), prs_py_binary(s->py), prs_py_layout_source(s->py));
+		prs_profile_meta(s->prof, "python_version", prs_py_version(s->py));
+		return;
+	}
+	if (rc == -ENOTSUP) {
+		snprintf(s->py_info, sizeof(s->py_info), "%s", err.msg);
+		s->py_given_up = true;
+		return;
+	}
+	if (rc != -ENOENT && err.msg[0])
+		snprintf(s->py_info, sizeof(s->py_info), "%s", err.msg);
+	s->py_next_try = now + (now - s->t0 < PY_FAST_PERIOD_NS ? PY_RETRY_FAST_NS : PY_RETRY_SLOW_NS);
 }
 
 static void periodic(struct prs_sampler *s, uint64_t now)
@@ -665,13 +799,15 @@ int prs_sampler_launch(char *const argv[], const struct prs_sampler_opts *opts,
 	close(status_pipe[1]);
 	status_pipe[1] = -1;
 	s->pid = pid;
-	rc = prs_ptrace_seize(pid, err);
-	if (rc) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		goto fail;
+	if (opts->source != PRS_SOURCE_VM) {
+		rc = prs_ptrace_seize(pid, err);
+		if (rc) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			goto fail;
+		}
+		s->attached = true;
 	}
-	s->attached = true;
 	if (!thr_add(s, pid)) {
 		rc = prs_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
@@ -730,6 +866,21 @@ int prs_sampler_attach(pid_t pid, const struct prs_sampler_opts *opts, struct pr
 	if (rc)
 		return rc;
 	s->pid = pid;
+	if (opts->source == PRS_SOURCE_VM) {
+		/* Memory reads only: nothing to seize, but the target must be Python. */
+		rc = prs_py_open(pid, &s->py, err);
+		if (rc == -EPERM || rc == -EACCES) {
+			char why[512];
+
+			rc = prs_err_set(err, -EPERM, "%s", prs_explain_eperm(pid, why, sizeof(why)));
+		}
+		if (rc)
+			goto fail;
+		prs_py_free(s->py);
+		s->py = NULL;
+		*out = s;
+		return 0;
+	}
 	tids = malloc(MAX_THREADS * sizeof(*tids));
 	if (!tids) {
 		rc = prs_err_set(err, -ENOMEM, "out of memory");
@@ -897,13 +1048,18 @@ int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)
 			break;
 		if (s->opts.max_ticks && s->st.ticks >= (uint64_t)s->opts.max_ticks)
 			break;
-		if (!s->uw && s->nthr > 0) {
+		try_python(s, now, s->maps_dirty);
+		if (s->opts.source == PRS_SOURCE_VM) {
+			tick_vm(s);
+		} else if (!s->uw && s->nthr > 0) {
 			/* Launch: the unwinder reads the maps of the exec'ed program, so create it once the
 			 * child runs its own image (the first tick after exec). */
 			if (prs_unwinder_new(s->pid, &s->uw, NULL) == 0)
 				s->last_maps_refresh = now;
+			tick(s);
+		} else {
+			tick(s);
 		}
-		tick(s);
 		periodic(s, prs_now_ns());
 		/* Absolute deadlines: a late tick does not shift later ones; ticks missed entirely are
 		 * skipped and counted. */
@@ -967,6 +1123,18 @@ int prs_sampler_wait_child(struct prs_sampler *s)
 	return -1;
 }
 
+bool prs_sampler_python(const struct prs_sampler *s, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s", s->py_info);
+	return s->py != NULL;
+}
+
+const struct prs_py_thread *prs_sampler_python_threads(const struct prs_sampler *s, int *n)
+{
+	*n = s->py ? s->npyt : 0;
+	return s->pyt;
+}
+
 pid_t prs_sampler_pid(const struct prs_sampler *s)
 {
 	return s->pid;
@@ -994,6 +1162,9 @@ void prs_sampler_free(struct prs_sampler *s)
 	while (s->thr && s->nthr > 0)
 		thr_remove(s, &s->thr[0]);
 	prs_unwinder_free(s->uw);
+	prs_py_free(s->py);
+	free(s->pyt);
+	free(s->merged);
 	free(s->thr);
 	free(s->map_ids);
 	free(s->pcs);
