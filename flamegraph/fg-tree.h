@@ -9,6 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A hash table slot: the entry's id (+ 1 for strings and lines, as is for nodes: 0 = empty) and
+ * its hash, so that a probe touches the entry itself only when the hashes are equal. */
+struct fg_slot {
+	uint32_t id, hash;
+};
+
 struct fg_str {
 	uint32_t off, len, hash; /* bytes at arena + off, NUL-terminated */
 };
@@ -42,13 +48,13 @@ struct prs_fg {
 	struct fg_str *strs;
 	uint32_t nstrs;
 	size_t strs_cap;
-	uint32_t *str_slots; /* string id + 1, 0 = empty */
+	struct fg_slot *str_slots; /* string id + 1, 0 = empty */
 	size_t str_nslots;
 
 	struct fg_node *nodes;
 	uint32_t nnodes;
 	size_t nodes_cap;
-	uint32_t *node_slots; /* node id, 0 = empty */
+	struct fg_slot *node_slots; /* node id, 0 = empty */
 	size_t node_nslots;
 
 	struct fg_line *lines;
@@ -57,7 +63,8 @@ struct prs_fg {
 	uint32_t *line_slots; /* line id + 1, 0 = empty */
 	size_t line_nslots;
 
-	uint32_t *path; /* scratch for prs_fg_add: PRS_MAX_STACK_FRAMES + 1 node ids */
+	uint32_t *path; /* the nodes of the last stack added (PRS_MAX_STACK_FRAMES + 1 ids) */
+	size_t npath;
 
 	/* the writer's scratch, kept between calls */
 	struct fg_draw *draw;

@@ -19,13 +19,31 @@
 
 static uint32_t hash_bytes(const char *s, size_t len)
 {
-	uint32_t h = 2166136261u; /* FNV-1a */
+	uint32_t h = 2166136261u; /* FNV-1a: the colors depend on it, keep it stable */
 
 	for (size_t i = 0; i < len; i++) {
 		h ^= (unsigned char)s[i];
 		h *= 16777619u;
 	}
 	return h;
+}
+
+/* The interning hash: 8 bytes at a time (not stable across versions, unlike hash_bytes). */
+static uint32_t hash_fast(const char *s, size_t len)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ len, v;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&v, s + i, 8);
+		h = (h ^ v) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	v = 0;
+	memcpy(&v, s + i, len - i);
+	h = (h ^ v) * 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 29;
+	return (uint32_t)h ^ (uint32_t)(h >> 32);
 }
 
 uint32_t prs_fg_name_hash(const char *s, size_t len)
@@ -65,41 +83,47 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-static int strtab_rehash(struct prs_fg *fg, size_t nslots)
+static int rehash(struct fg_slot **slots, size_t *nslots, size_t ncap)
 {
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	struct fg_slot *ns = calloc(ncap, sizeof(*ns));
 
-	if (!slots)
+	if (!ns)
 		return -ENOMEM;
-	for (uint32_t id = 0; id < fg->nstrs; id++) {
-		size_t i = fg->strs[id].hash & (nslots - 1);
+	for (size_t k = 0; k < *nslots; k++) {
+		size_t i;
 
-		while (slots[i])
-			i = (i + 1) & (nslots - 1);
-		slots[i] = id + 1;
+		if (!(*slots)[k].id)
+			continue;
+		for (i = (*slots)[k].hash & (ncap - 1); ns[i].id; i = (i + 1) & (ncap - 1))
+			;
+		ns[i] = (*slots)[k];
 	}
-	free(fg->str_slots);
-	fg->str_slots = slots;
-	fg->str_nslots = nslots;
+	free(*slots);
+	*slots = ns;
+	*nslots = ncap;
 	return 0;
 }
 
 /* Returns the id of the string s[0..len), interning it; UINT32_MAX when out of memory. */
 static uint32_t intern(struct prs_fg *fg, const char *s, size_t len)
 {
-	uint32_t h = hash_bytes(s, len);
+	uint32_t h;
 	size_t i;
 
 	if (len > PRS_MAX_NAME)
-		len = PRS_MAX_NAME, h = hash_bytes(s, len);
+		len = PRS_MAX_NAME;
+	h = hash_fast(s, len);
 	if ((size_t)(fg->nstrs + 1) * 2 > fg->str_nslots &&
-	    strtab_rehash(fg, fg->str_nslots ? fg->str_nslots * 2 : 1024) < 0)
+	    rehash(&fg->str_slots, &fg->str_nslots, fg->str_nslots ? fg->str_nslots * 2 : 1024) < 0)
 		return UINT32_MAX;
-	for (i = h & (fg->str_nslots - 1); fg->str_slots[i]; i = (i + 1) & (fg->str_nslots - 1)) {
-		const struct fg_str *e = &fg->strs[fg->str_slots[i] - 1];
+	for (i = h & (fg->str_nslots - 1); fg->str_slots[i].id; i = (i + 1) & (fg->str_nslots - 1)) {
+		const struct fg_str *e;
 
-		if (e->hash == h && e->len == len && memcmp(fg->arena + e->off, s, len) == 0)
-			return fg->str_slots[i] - 1;
+		if (fg->str_slots[i].hash != h)
+			continue;
+		e = &fg->strs[fg->str_slots[i].id - 1];
+		if (e->len == len && memcmp(fg->arena + e->off, s, len) == 0)
+			return fg->str_slots[i].id - 1;
 	}
 	if (fg->nstrs >= UINT32_MAX - 1 || fg->arena_len + len + 1 > UINT32_MAX)
 		return UINT32_MAX;
@@ -111,7 +135,7 @@ static uint32_t intern(struct prs_fg *fg, const char *s, size_t len)
 	fg->strs[fg->nstrs] = (struct fg_str){ .off = (uint32_t)fg->arena_len, .len = (uint32_t)len,
 					       .hash = h };
 	fg->arena_len += len + 1;
-	fg->str_slots[i] = fg->nstrs + 1;
+	fg->str_slots[i] = (struct fg_slot){ fg->nstrs + 1, h };
 	return fg->nstrs++;
 }
 
@@ -122,41 +146,24 @@ static uint32_t node_hash(uint32_t parent, uint32_t name, uint32_t file, uint8_t
 	return mix32(parent * 0x9e3779b1u ^ mix32(name * 0x85ebca77u ^ file * 0xc2b2ae3du ^ kind));
 }
 
-static int nodetab_rehash(struct prs_fg *fg, size_t nslots)
-{
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (uint32_t id = 1; id < fg->nnodes; id++) {
-		const struct fg_node *n = &fg->nodes[id];
-		size_t i = node_hash(n->parent, n->name, n->file, n->kind) & (nslots - 1);
-
-		while (slots[i])
-			i = (i + 1) & (nslots - 1);
-		slots[i] = id;
-	}
-	free(fg->node_slots);
-	fg->node_slots = slots;
-	fg->node_nslots = nslots;
-	return 0;
-}
-
 /* Finds or creates the child (name, file, kind) of parent. Returns its id, 0 when out of memory. */
 static uint32_t child(struct prs_fg *fg, uint32_t parent, uint32_t name, uint32_t file, uint8_t kind)
 {
+	uint32_t h = node_hash(parent, name, file, kind);
 	size_t i;
 	struct fg_node *n;
 
 	if ((size_t)(fg->nnodes + 1) * 2 > fg->node_nslots &&
-	    nodetab_rehash(fg, fg->node_nslots ? fg->node_nslots * 2 : 4096) < 0)
+	    rehash(&fg->node_slots, &fg->node_nslots, fg->node_nslots ? fg->node_nslots * 2 : 4096) < 0)
 		return 0;
-	for (i = node_hash(parent, name, file, kind) & (fg->node_nslots - 1); fg->node_slots[i];
-	     i = (i + 1) & (fg->node_nslots - 1)) {
-		const struct fg_node *e = &fg->nodes[fg->node_slots[i]];
+	for (i = h & (fg->node_nslots - 1); fg->node_slots[i].id; i = (i + 1) & (fg->node_nslots - 1)) {
+		const struct fg_node *e;
 
+		if (fg->node_slots[i].hash != h)
+			continue;
+		e = &fg->nodes[fg->node_slots[i].id];
 		if (e->parent == parent && e->name == name && e->file == file && e->kind == kind)
-			return fg->node_slots[i];
+			return fg->node_slots[i].id;
 	}
 	if (fg->nnodes >= UINT32_MAX - 1 ||
 	    grow((void **)&fg->nodes, &fg->nodes_cap, fg->nnodes + 1, sizeof(*fg->nodes)) < 0)
@@ -165,7 +172,7 @@ static uint32_t child(struct prs_fg *fg, uint32_t parent, uint32_t name, uint32_
 	*n = (struct fg_node){ .parent = parent, .name = name, .file = file, .kind = kind,
 			       .next_sibling = fg->nodes[parent].first_child };
 	fg->nodes[parent].first_child = fg->nnodes;
-	fg->node_slots[i] = fg->nnodes;
+	fg->node_slots[i] = (struct fg_slot){ fg->nnodes, h };
 	return fg->nnodes++;
 }
 
@@ -259,6 +266,7 @@ int prs_fg_add2(struct prs_fg *fg, const struct prs_fg_frame *frames, size_t n, 
 {
 	struct fg_node *root = &fg->nodes[0];
 	uint32_t cur = 0;
+	bool same = true;
 
 	if (n == 0 || (before == 0 && after == 0))
 		return 0;
@@ -266,22 +274,41 @@ int prs_fg_add2(struct prs_fg *fg, const struct prs_fg_frame *frames, size_t n, 
 		return -EOVERFLOW;
 	if (n > PRS_MAX_STACK_FRAMES)
 		n = PRS_MAX_STACK_FRAMES;
-	/* Create every node first, so that ENOMEM leaves the counts consistent. */
+	/*
+	 * Create every node first, so that ENOMEM leaves the counts consistent. Folded input is
+	 * usually sorted, so consecutive stacks share a prefix: while the frames equal those of the
+	 * previous stack (fg->path[0..fg->npath)), reuse its nodes without hashing.
+	 */
 	for (size_t i = 0; i < n; i++) {
 		const struct prs_fg_frame *f = &frames[i];
 		const char *name = f->name && f->name[0] ? f->name : "[unknown]";
-		uint32_t nid = intern(fg, name, strnlen(name, PRS_MAX_NAME));
-		uint32_t fid = f->file && f->file[0] ? intern(fg, f->file, strnlen(f->file, PRS_MAX_NAME))
-						     : 0;
+		const char *file = f->file ? f->file : "";
+		size_t nlen = strnlen(name, PRS_MAX_NAME), flen = strnlen(file, PRS_MAX_NAME);
 		uint8_t kind = (unsigned)f->kind < PRS_KIND__COUNT ? (uint8_t)f->kind : PRS_KIND_UNKNOWN;
+		uint32_t nid, fid;
 
+		if (same && i < fg->npath) {
+			const struct fg_node *pn = &fg->nodes[fg->path[i]];
+			const struct fg_str *ps = &fg->strs[pn->name], *pf = &fg->strs[pn->file];
+
+			if (pn->kind == kind && ps->len == nlen && pf->len == flen &&
+			    memcmp(fg->arena + ps->off, name, nlen) == 0 &&
+			    memcmp(fg->arena + pf->off, file, flen) == 0) {
+				cur = fg->path[i];
+				continue;
+			}
+		}
+		same = false;
+		nid = intern(fg, name, nlen);
+		fid = flen ? intern(fg, file, flen) : 0;
 		if (nid == UINT32_MAX || fid == UINT32_MAX)
-			return -ENOMEM;
+			goto nomem;
 		cur = child(fg, cur, nid, fid, kind);
 		if (!cur)
-			return -ENOMEM;
+			goto nomem;
 		fg->path[i] = cur;
 	}
+	fg->npath = n;
 	/* Line counts may fail alone (ENOMEM): they are details, the counts stay right. */
 	for (size_t i = 0; i < n; i++) {
 		if (frames[i].line && line_add(fg, fg->path[i], frames[i].line, after ? after : before) < 0)
@@ -295,6 +322,9 @@ int prs_fg_add2(struct prs_fg *fg, const struct prs_fg_frame *frames, size_t n, 
 		fg->nodes[fg->path[i]].total[1] += before;
 	}
 	return 0;
+nomem:
+	fg->npath = 0;
+	return -ENOMEM;
 }
 
 int prs_fg_add(struct prs_fg *fg, const struct prs_fg_frame *frames, size_t n, uint64_t count)
