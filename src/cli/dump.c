@@ -9,11 +9,27 @@
 
 #include "cli/cli.h"
 #include "pyrsprof/profile.h"
+#include "pyrsprof/python.h"
 #include "pyrsprof/sampler.h"
 #include "pyrsprof/symbol.h"
 #include "pyrsprof/task.h"
 #include "pyrsprof/util.h"
 #include "util/banned.h"
+
+/* What the Python reader said about a thread at the moment of the dump. */
+struct pyinfo {
+	int32_t tid;
+	bool holds_gil;
+	uint32_t name; /* threading name (string id), 0 = none */
+};
+
+static const struct pyinfo *find_py(const struct pyinfo *v, int n, int32_t tid)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i].tid == tid)
+			return &v[i];
+	return NULL;
+}
 
 static const char *thread_name(const struct prs_profile *p, int32_t tid)
 {
@@ -77,8 +93,11 @@ int cmd_dump(int argc, char **argv)
 	uint32_t *ids;
 	char command[1024];
 	sigset_t set, old;
+	struct pyinfo *py = NULL;
+	char pyver[256];
+	bool is_py;
 	pid_t pid;
-	int rc;
+	int rc, npy = 0;
 
 	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		puts("usage: pyrsprof dump PID\n  Prints every thread's stack once, with its state, and detaches.");
@@ -118,6 +137,19 @@ int cmd_dump(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	prs_sampler_run(s, &err);
+	is_py = prs_sampler_python(s, pyver, sizeof(pyver));
+	if (is_py) {
+		int n;
+		const struct prs_py_thread *pt = prs_sampler_python_threads(s, &n);
+
+		py = calloc(n > 0 ? (size_t)n : 1, sizeof(*py));
+		for (int i = 0; py && i < n; i++) {
+			py[i].tid = pt[i].tid;
+			py[i].holds_gil = pt[i].holds_gil;
+			py[i].name = pt[i].name;
+		}
+		npy = py ? n : 0;
+	}
 	prs_sampler_free(s);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	memset(&st, 0, sizeof(st));
@@ -127,16 +159,24 @@ int cmd_dump(int argc, char **argv)
 	if (prs_proc_cmdline(pid, command, sizeof(command)) != 0)
 		command[0] = '\0';
 	printf("Process %d: %s\n", (int)pid, command);
+	if (is_py || pyver[0])
+		printf("%s\n", pyver);
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct prs_sample *smp = &p->samples[i];
 		const char *name = thread_name(p, smp->tid);
 		size_t n = prs_profile_stack_frames(p, smp->stack, ids, PRS_MAX_STACK_FRAMES);
 
+		const struct pyinfo *pi = find_py(py, npy, smp->tid);
+
 		printf("\nThread %d", smp->tid);
+		if (pi && pi->name)
+			name = p->strings[pi->name];
 		if (name && name[0])
 			printf(" \"%s\"", name);
 		printf(" (");
 		print_state(smp);
+		if (pi && pi->holds_gil)
+			printf(", holds the GIL");
 		printf(")\n");
 		if (n == 0)
 			printf("    (no stack)\n");
@@ -145,5 +185,6 @@ int cmd_dump(int argc, char **argv)
 	}
 	prs_profile_free(p);
 	free(ids);
+	free(py);
 	return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
 }
