@@ -247,9 +247,14 @@ def main():
         die("build/targets/deep30 missing: run `make targets`")
     b = Bench(prs, pin=not args.no_pin, quick=args.quick)
     print(f"pyrsprof benchmarks: {prs}")
-    print(f"machine: {os.cpu_count()} CPUs, {os.uname().release}; pinned: "
+    load = os.getloadavg()
+    print(f"machine: {os.cpu_count()} CPUs, {os.uname().release}; load {load[0]:.1f} "
+          f"{load[1]:.1f} {load[2]:.1f}; pinned: "
           f"{'profiler CPU 0, target CPU 1' if b.pin else 'no'}; "
           f"{'quick' if args.quick else 'full'} run")
+    if load[0] > 0.5 * (os.cpu_count() or 1):
+        print("WARNING: the machine is busy (load above half the CPUs): the numbers below "
+              "measure the contention as much as pyrsprof")
     parts = args.only or ["cost", "slowdown", "gaps", "others"]
     try:
         for part in parts:

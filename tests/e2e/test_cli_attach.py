@@ -140,7 +140,7 @@ def test_attach_follows_new_threads(run_prs, export_folded, targets, outdir):
 
 
 def test_kill9_during_attach_target_completes(prs, echo_target, outdir):
-    p = subprocess.Popen([prs, "attach", str(echo_target.pid), "-r", 1000, "-o", outdir / "p"],
+    p = subprocess.Popen([prs, "attach", str(echo_target.pid), "-r", "1000", "-o", outdir / "p"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)
     time.sleep(1.2)

@@ -153,7 +153,7 @@ def test_kill9_during_run_target_completes(prs, targets, outdir):
     try:
         out_path = outdir / "child.out"
         with open(out_path, "wb") as out:
-            p = subprocess.Popen([prs, "run", "-r", 1000, "-o", outdir / "p", "--",
+            p = subprocess.Popen([prs, "run", "-r", "1000", "-o", outdir / "p", "--",
                                   targets / "echo_output", "3", "20", "4"],
                                  stdout=out, stderr=subprocess.DEVNULL, start_new_session=True)
         child = wait_child(p.pid)

@@ -38,7 +38,7 @@ def rs_cpu(rs_rec, export_folded):
 def _enough_samples(records, res):
     # 4 s at 200 Hz is 800 ticks of one busy thread; the split needs a few hundred of them.
     n = total(records)
-    assert n >= 0.7 * RATE * SECONDS, f"only {n} CPU samples in {SECONDS} s at {RATE} Hz\n" + \
+    assert n >= 0.5 * RATE * SECONDS, f"only {n} CPU samples in {SECONDS} s at {RATE} Hz\n" + \
         res.describe()
 
 
@@ -46,11 +46,12 @@ def _enough_samples(records, res):
 
 @pytest.mark.parametrize("fn", ["hot_a", "hot_b"])
 def test_c_hot_leaf_name_and_line(c_rec, c_cpu, fn):
-    """The leaf of samples in hot_X is hot_X itself, at cpu_split.c inside hot_X's body, mostly
-    on the line tagged HOT:hot_X, called from main."""
+    """The leaf of samples in hot_X is hot_X itself, at cpu_split.c inside hot_X's body, almost
+    always on its loop (the lines tagged LOOP:hot_X and HOT:hot_X: gcc attributes the loop's
+    instructions to those two), called from main."""
     _enough_samples(c_cpu, c_rec.res)
     body = body_range("cpu_split.c", fn)
-    hot_line = markers("cpu_split.c", f"HOT:{fn}")
+    loop_lines = {markers("cpu_split.c", f"LOOP:{fn}"), markers("cpu_split.c", f"HOT:{fn}")}
     in_fn = [(fr, c) for fr, c in c_cpu if any(f.name == fn for f in fr)]
     n = sum(c for _, c in in_fn)
     assert n > 0, f"no sample has {fn}"
@@ -64,8 +65,8 @@ def test_c_hot_leaf_name_and_line(c_rec, c_cpu, fn):
         assert f.base == "cpu_split.c", f"{fn} frame has file {f.file!r}"
         assert f.line in body, f"{fn} at line {f.line}, outside its body {body.start}-{body.stop-1}"
         lines[f.line] = lines.get(f.line, 0) + c
-    assert max(lines, key=lines.get) == hot_line, \
-        f"{fn}: most sampled line {max(lines, key=lines.get)}, expected HOT line {hot_line}: {lines}"
+    on_loop = sum(c for line, c in lines.items() if line in loop_lines)
+    assert on_loop >= 0.9 * leaf, f"{fn}: {on_loop} of {leaf} samples on lines {loop_lines}: {lines}"
     # hot_X is called straight from main.
     parent_main = sum(c for fr, c in in_fn
                       if [f.name for f in fr].index(fn) > 0
@@ -78,7 +79,7 @@ def test_c_split_matches_truth(c_rec, c_cpu):
     truth_a, _ = read_truth_split(c_rec.res.out)
     a = count_where(c_cpu, has_frame("hot_a"))
     b = count_where(c_cpu, has_frame("hot_b"))
-    assert a + b >= 0.7 * RATE * SECONDS * 0.9, f"only {a}+{b} samples in hot_a/hot_b"
+    assert a + b >= 0.5 * RATE * SECONDS, f"only {a}+{b} samples in hot_a/hot_b"
     sampled = a / (a + b)
     assert abs(sampled - truth_a) <= 0.05, \
         f"sampled hot_a share {sampled:.3f} vs measured truth {truth_a:.3f} ({a} vs {b} samples)"

@@ -11,8 +11,9 @@
  *   cpu_s hot_a=2.801 hot_b=1.183
  * Tests compare a profile's sample split with that line. SIGINT/SIGTERM stop the loop early: the
  * program then prints "cpu_split: got signal N", the split so far, and exits 128+N.
- * Markers: BEGIN:/END: bound each function's body, HOT: tags its hot line; tests read the line
- * numbers from this file instead of hard-coding them.
+ * Markers: BEGIN:/END: bound each function's body, LOOP: and HOT: tag its loop header and body
+ * (the loop's code is attributed to those two lines); tests read the line numbers from this
+ * file instead of hard-coding them.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -51,7 +52,7 @@ __attribute__((noinline, noclone)) uint64_t hot_b(uint64_t x, int units);
 
 uint64_t hot_a(uint64_t x, int units)
 { /* BEGIN:hot_a */
-	for (long i = 0; i < (long)units * UNIT_ITERS; i++) {
+	for (long i = 0; i < (long)units * UNIT_ITERS; i++) { /* LOOP:hot_a */
 		x ^= x << 13; x ^= x >> 7; x ^= x << 17; x += 0x9e3779b97f4a7c15ull; /* HOT:hot_a */
 	}
 	return x;
@@ -59,7 +60,7 @@ uint64_t hot_a(uint64_t x, int units)
 
 uint64_t hot_b(uint64_t x, int units)
 { /* BEGIN:hot_b */
-	for (long i = 0; i < (long)units * UNIT_ITERS; i++) {
+	for (long i = 0; i < (long)units * UNIT_ITERS; i++) { /* LOOP:hot_b */
 		x = x * 6364136223846793005ull + 1442695040888963407ull; x ^= x >> 29; /* HOT:hot_b */
 	}
 	return x;
