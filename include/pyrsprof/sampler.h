@@ -58,7 +58,9 @@ struct prs_sampler_stats {
 	uint64_t unwind_errors, unwind_truncated, read_errors;
 	uint64_t signals_forwarded;
 	double duration_s;
-	struct prs_dist sample_cost, stop, unwind;
+	/* per thread-sample: interrupt -> registers -> snapshot -> continue (stop), unwind, and their
+	 * sum (sample_cost; in vm mode: the share of the Python read); per tick: the Python read. */
+	struct prs_dist sample_cost, stop, unwind, python;
 };
 
 struct prs_sampler;

@@ -103,7 +103,7 @@ struct prs_sampler {
 	uint64_t py_next_try;
 	uint32_t *merged;
 	char py_info[256];
-	struct dist d_cost, d_stop, d_unwind;
+	struct dist d_cost, d_stop, d_unwind, d_python;
 };
 
 int prs_sampler_sigset(sigset_t *set)
@@ -591,8 +591,11 @@ static void tick(struct prs_sampler *s)
 		wait_until(s, tick_ns + STOP_WAIT_MAX_NS, true);
 	if (s->py) {
 		/* Every thread that could be stopped is stopped: read the Python frames, then let go. */
+		uint64_t p0 = prs_now_ns();
+
 		if (prs_py_sample(s->py, s->prof, s->pyt, MAX_PY_THREADS, &s->npyt, NULL) != 0)
 			s->npyt = 0;
+		dist_add(s, &s->d_python, prs_now_ns() - p0);
 		for (size_t i = 0; i < s->nthr; i++) {
 			struct thr *t = &s->thr[i];
 
@@ -635,10 +638,17 @@ static void tick_vm(struct prs_sampler *s)
 	s->st.ticks++;
 	if (!s->py)
 		return;
+	uint64_t p0 = prs_now_ns(), p1;
+
 	if (prs_py_sample(s->py, s->prof, s->pyt, MAX_PY_THREADS, &s->npyt, NULL) != 0) {
 		s->npyt = 0;
 		return;
 	}
+	p1 = prs_now_ns();
+	dist_add(s, &s->d_python, p1 - p0);
+	/* In this mode a thread-sample costs its share of the one batched read of all threads. */
+	for (int i = 0; i < s->npyt; i++)
+		dist_add(s, &s->d_cost, (p1 - p0) / (uint64_t)s->npyt);
 	for (int i = 0; i < s->npyt; i++) {
 		const struct prs_py_thread *pt = &s->pyt[i];
 		struct prs_sample smp;
@@ -744,9 +754,11 @@ static int sampler_new(enum prs_sampler_mode mode, const struct prs_sampler_opts
 	s->d_cost.v = calloc(DIST_CAP, sizeof(uint32_t));
 	s->d_stop.v = calloc(DIST_CAP, sizeof(uint32_t));
 	s->d_unwind.v = calloc(DIST_CAP, sizeof(uint32_t));
+	s->d_python.v = calloc(DIST_CAP, sizeof(uint32_t));
 	s->rng = 12345;
 	s->exit_status = -1;
-	if (!s->thr || !s->pcs || !s->frame_ids || !s->d_cost.v || !s->d_stop.v || !s->d_unwind.v) {
+	if (!s->thr || !s->pcs || !s->frame_ids || !s->d_cost.v || !s->d_stop.v || !s->d_unwind.v ||
+	    !s->d_python.v) {
 		prs_sampler_free(s);
 		return prs_err_set(err, -ENOMEM, "out of memory");
 	}
@@ -1151,6 +1163,7 @@ void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats
 	dist_summary(&s->d_cost, &stats->sample_cost);
 	dist_summary(&s->d_stop, &stats->stop);
 	dist_summary(&s->d_unwind, &stats->unwind);
+	dist_summary(&s->d_python, &stats->python);
 }
 
 void prs_sampler_free(struct prs_sampler *s)
@@ -1172,5 +1185,6 @@ void prs_sampler_free(struct prs_sampler *s)
 	free(s->d_cost.v);
 	free(s->d_stop.v);
 	free(s->d_unwind.v);
+	free(s->d_python.v);
 	free(s);
 }
