@@ -1,0 +1,749 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pprof export: a perftools.profiles.Profile (github.com/google/pprof/proto/profile.proto),
+ * encoded by the protobuf-c code that mk/pprof.mk generates from pprof's own .proto, gzip'd with
+ * zlib as `go tool pprof` expects. The profile is first built in plain arrays (strings, functions,
+ * locations with their lines, aggregated samples), then wired into the generated structs and
+ * packed straight into a deflate stream, so the encoded profile is never held in memory whole.
+ *
+ * pprof's conventions followed here (profile.proto's comments): string_table[0] is "", ids of
+ * mappings, locations and functions start at 1, a sample's location_id list is leaf first, and
+ * a location's lines are innermost first (the inlined callee, then its callers, the last line is
+ * the function the address belongs to).
+ */
+#include "pyrsprof/export.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "pprof/profile.pb-c.h"
+
+#include "util/banned.h"
+
+#define MAX_DEPTH (64u * 1024) /* locations of one sample, as the folded export's frames */
+#define MAX_LEAVES 1024
+#define MAX_ENTRIES ((size_t)INT32_MAX)
+
+struct pp_func {
+	int64_t name, file; /* string table indexes */
+};
+
+struct pp_line {
+	uint64_t func; /* function id (1-based) */
+	int64_t line;
+};
+
+struct pp_loc {
+	uint64_t mapping; /* id, 0 = none */
+	uint64_t addr;
+	size_t first, nlines; /* in lines */
+};
+
+struct pp_agg {
+	int32_t tid;
+	uint32_t stack, leaf; /* leaf: index in leaves + 1, 0 = none */
+	uint64_t weight;
+};
+
+struct pp {
+	const struct prs_profile *p;
+	char **strs;
+	size_t nstrs, cap_strs;
+	struct prs_strmap smap;
+	struct prs_buf scratch;
+	struct pp_func *funcs;
+	size_t nfuncs, cap_funcs;
+	struct prs_map64 fmap; /* name << 32 | file -> function index */
+	struct pp_loc *locs;
+	size_t nlocs, cap_locs;
+	struct pp_line *lines;
+	size_t nlines, cap_lines;
+	uint32_t *frame_loc; /* frame id -> location id (0: none yet) */
+	char leaves[MAX_LEAVES][48];
+	uint64_t leaf_loc[MAX_LEAVES];
+	uint32_t nleaves;
+	uint64_t empty_loc;
+	uint32_t main_map; /* mapping index listed first (id 1) */
+	uint64_t *ids; /* every sample's location ids, back to back */
+	size_t nids, cap_ids;
+};
+
+/* The string table index of s[0..len) (cleaned to UTF-8), added if new. -1 on ENOMEM. */
+static int64_t pp_str(struct pp *c, const char *s, size_t len)
+{
+	size_t n;
+	const char *t = prs_utf8_clean(s, len, &c->scratch, &n);
+	uint32_t v;
+	char *copy;
+
+	if (!t)
+		return -1;
+	v = prs_strmap_get(&c->smap, t, n);
+	if (v != PRS_MAP_NONE)
+		return v;
+	if (c->nstrs >= MAX_ENTRIES ||
+	    prs_array_grow((void **)&c->strs, &c->cap_strs, c->nstrs + 1, sizeof(*c->strs)))
+		return -1;
+	copy = malloc(n + 1);
+	if (!copy)
+		return -1;
+	memcpy(copy, t, n);
+	copy[n] = '\0';
+	if (prs_strmap_put(&c->smap, copy, n, (uint32_t)c->nstrs)) {
+		free(copy);
+		return -1;
+	}
+	c->strs[c->nstrs] = copy;
+	return (int64_t)c->nstrs++;
+}
+
+static int64_t pp_cstr(struct pp *c, const char *s)
+{
+	return pp_str(c, s, strlen(s));
+}
+
+/* The id (1-based) of the function (name, file); 0 on ENOMEM. */
+static uint64_t pp_func(struct pp *c, const char *name, uint32_t file)
+{
+	int64_t n = pp_cstr(c, name[0] ? name : "[unknown]");
+	int64_t f = file ? pp_str(c, c->p->strings[file], c->p->string_lens[file]) : 0;
+	uint32_t idx;
+	int r;
+
+	if (n < 0 || f < 0)
+		return 0;
+	r = prs_map64_intern(&c->fmap, (uint64_t)n << 32 | (uint64_t)f, (uint32_t)c->nfuncs, &idx);
+	if (r < 0)
+		return 0;
+	if (r == 1) {
+		if (c->nfuncs >= MAX_ENTRIES ||
+		    prs_array_grow((void **)&c->funcs, &c->cap_funcs, c->nfuncs + 1, sizeof(*c->funcs)))
+			return 0; /* the map now points past the end: the export fails anyway */
+		c->funcs[c->nfuncs].name = n;
+		c->funcs[c->nfuncs].file = f;
+		c->nfuncs++;
+	}
+	return (uint64_t)idx + 1;
+}
+
+static int pp_line(struct pp *c, uint64_t func, uint32_t line)
+{
+	if (!func || c->nlines >= MAX_ENTRIES ||
+	    prs_array_grow((void **)&c->lines, &c->cap_lines, c->nlines + 1, sizeof(*c->lines)))
+		return -ENOMEM;
+	c->lines[c->nlines].func = func;
+	c->lines[c->nlines++].line = line;
+	return 0;
+}
+
+/* Starts a new location; returns its id, or 0 on ENOMEM. Lines are added after it. */
+static uint64_t pp_loc_begin(struct pp *c, uint64_t mapping, uint64_t addr)
+{
+	if (c->nlocs >= MAX_ENTRIES ||
+	    prs_array_grow((void **)&c->locs, &c->cap_locs, c->nlocs + 1, sizeof(*c->locs)))
+		return 0;
+	c->locs[c->nlocs].mapping = mapping;
+	c->locs[c->nlocs].addr = addr;
+	c->locs[c->nlocs].first = c->nlines;
+	c->locs[c->nlocs].nlines = 0;
+	return ++c->nlocs;
+}
+
+static void pp_loc_end(struct pp *c)
+{
+	struct pp_loc *l = &c->locs[c->nlocs - 1];
+
+	l->nlines = c->nlines - l->first;
+}
+
+/* A location with one line naming `label` (no mapping). 0 on ENOMEM. */
+static uint64_t pp_named_loc(struct pp *c, const char *label, uint32_t file, uint32_t line)
+{
+	uint64_t id = pp_loc_begin(c, 0, 0);
+
+	if (!id || pp_line(c, pp_func(c, label, file), line))
+		return 0;
+	pp_loc_end(c);
+	return id;
+}
+
+/* pprof id of mapping index i: main_map is 1, the others keep their order. */
+static uint64_t mapping_id(const struct pp *c, uint32_t i)
+{
+	if (i == c->main_map)
+		return 1;
+	return (uint64_t)i + (i < c->main_map ? 2 : 1);
+}
+
+/* The location of frame id: built once. 0 on ENOMEM. */
+static uint64_t frame_loc(struct pp *c, uint32_t id)
+{
+	const struct prs_profile *p = c->p;
+	const struct prs_frame *f = &p->frames[id];
+	char label[PRS_MAX_NAME + 64];
+	uint64_t loc;
+
+	if (c->frame_loc[id])
+		return c->frame_loc[id];
+	if (f->raw) {
+		const struct prs_expansion *e = p->expansions ? &p->expansions[id] : NULL;
+		uint64_t mapping = f->mapping < p->nmappings ? mapping_id(c, f->mapping) : 0;
+
+		loc = pp_loc_begin(c, mapping, f->addr);
+		if (!loc)
+			return 0;
+		if (e && e->count && e->first <= p->nexpand_ids && e->count <= p->nexpand_ids - e->first) {
+			uint32_t k;
+
+			/* the expansion is outermost first; pprof wants the innermost line first */
+			for (k = e->count; k-- > 0;) {
+				uint32_t fid = p->expand_ids[e->first + k];
+				const struct prs_frame *g;
+
+				if (fid >= p->nframes)
+					continue;
+				g = &p->frames[fid];
+				prs_profile_frame_label(p, fid, label, sizeof(label));
+				if (pp_line(c, pp_func(c, label, g->raw || g->file >= p->nstrings ? 0 : g->file),
+					    g->line))
+					return 0;
+			}
+		}
+		if (c->nlines == c->locs[loc - 1].first) {
+			/* unsymbolized (or an empty chain): name it as the other exports do */
+			prs_profile_frame_label(p, id, label, sizeof(label));
+			if (pp_line(c, pp_func(c, label, 0), 0))
+				return 0;
+		}
+		pp_loc_end(c);
+	} else {
+		prs_profile_frame_label(p, id, label, sizeof(label));
+		loc = pp_named_loc(c, label, f->file < p->nstrings ? f->file : 0, f->line);
+		if (!loc)
+			return 0;
+	}
+	if (loc > UINT32_MAX)
+		return 0;
+	c->frame_loc[id] = (uint32_t)loc;
+	return loc;
+}
+
+static int agg_cmp(const void *a, const void *b)
+{
+	const struct pp_agg *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->stack != y->stack)
+		return x->stack < y->stack ? -1 : 1;
+	return x->leaf < y->leaf ? -1 : x->leaf > y->leaf;
+}
+
+/* Appends the location ids of (stack, leaf), leaf first, at c->ids[*first], *n of them. 0 or -ENOMEM. */
+static int sample_locs(struct pp *c, uint32_t stack, uint32_t leaf, size_t *first, size_t *n)
+{
+	const struct prs_profile *p = c->p;
+	uint32_t s = stack < p->nstacks ? stack : 0, depth = 0;
+
+	*first = c->nids;
+	if (leaf) {
+		if (prs_array_grow((void **)&c->ids, &c->cap_ids, c->nids + 1, sizeof(*c->ids)))
+			return -ENOMEM;
+		c->ids[c->nids++] = c->leaf_loc[leaf - 1];
+	}
+	/* parents are smaller than their stack (profile.h), so this ends; the depth bound is for
+	 * a profile built by hand */
+	while (s != 0 && s < p->nstacks && depth++ < MAX_DEPTH) {
+		uint32_t fid = p->stacks[s].frame;
+		uint64_t loc;
+
+		if (fid < p->nframes) {
+			if (!(loc = frame_loc(c, fid)))
+				return -ENOMEM;
+			if (prs_array_grow((void **)&c->ids, &c->cap_ids, c->nids + 1, sizeof(*c->ids)))
+				return -ENOMEM;
+			c->ids[c->nids++] = loc;
+		}
+		if (p->stacks[s].parent >= s)
+			break;
+		s = p->stacks[s].parent;
+	}
+	if (c->nids == *first) {
+		if (!c->empty_loc && !(c->empty_loc = pp_named_loc(c, "[empty stack]", 0, 0)))
+			return -ENOMEM;
+		if (prs_array_grow((void **)&c->ids, &c->cap_ids, c->nids + 1, sizeof(*c->ids)))
+			return -ENOMEM;
+		c->ids[c->nids++] = c->empty_loc;
+	}
+	*n = c->nids - *first;
+	return 0;
+}
+
+static const char *thread_name(const struct prs_profile *p, int32_t tid, size_t *len)
+{
+	uint32_t i;
+
+	for (i = p->nthreads; i-- > 0;)
+		if (p->threads[i].tid == tid && p->threads[i].name &&
+		    p->threads[i].name < p->nstrings) {
+			*len = p->string_lens[p->threads[i].name];
+			return p->strings[p->threads[i].name];
+		}
+	return NULL;
+}
+
+/* ---- gzip output: a ProtobufCBuffer that deflates into a FILE ---- */
+
+struct gz_out {
+	ProtobufCBuffer base;
+	z_stream zs;
+	FILE *out;
+	int rc;
+	size_t nin;
+	uint8_t in[1u << 16];
+	uint8_t obuf[1u << 16];
+};
+
+static void gz_deflate(struct gz_out *g, int flush)
+{
+	int zr;
+
+	g->zs.next_in = g->in;
+	g->zs.avail_in = (uInt)g->nin;
+	do {
+		size_t have;
+
+		g->zs.next_out = g->obuf;
+		g->zs.avail_out = sizeof(g->obuf);
+		zr = deflate(&g->zs, flush);
+		if (zr == Z_STREAM_ERROR) {
+			g->rc = -EIO;
+			return;
+		}
+		have = sizeof(g->obuf) - g->zs.avail_out;
+		if (have && fwrite(g->obuf, 1, have, g->out) != have) {
+			g->rc = -EIO;
+			return;
+		}
+	} while (g->zs.avail_out == 0 || (flush == Z_FINISH && zr != Z_STREAM_END));
+	g->nin = 0;
+}
+
+static void gz_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
+{
+	struct gz_out *g = (struct gz_out *)b;
+
+	while (len && !g->rc) {
+		size_t k = sizeof(g->in) - g->nin;
+
+		if (k > len)
+			k = len;
+		memcpy(g->in + g->nin, data, k);
+		g->nin += k;
+		data += k;
+		len -= k;
+		if (g->nin == sizeof(g->in))
+			gz_deflate(g, Z_NO_FLUSH);
+	}
+}
+
+/* ---- metadata ---- */
+
+static int64_t start_time_ns(const struct prs_profile *p)
+{
+	const char *v = prs_profile_meta_get(p, "start_time");
+	struct tm tm;
+	const char *end;
+	time_t t;
+
+	if (!v)
+		return 0;
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(v, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (!end || *end)
+		return 0;
+	t = timegm(&tm);
+	if (t < 0 || t > (time_t)(INT64_MAX / 1000000000))
+		return 0;
+	return (int64_t)t * 1000000000;
+}
+
+static int64_t duration_ns(const struct prs_profile *p)
+{
+	const char *v = prs_profile_meta_get(p, "duration_s");
+	char *end;
+	double d;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	d = strtod(v, &end);
+	if (errno || *end || !(d > 0) || d > 1e9)
+		return 0;
+	return (int64_t)(d * 1e9);
+}
+
+/* The basename of the first len bytes of path. */
+static const char *base_of(const char *path, size_t *len)
+{
+	const char *b = path;
+	size_t i;
+
+	for (i = 0; i < *len; i++)
+		if (path[i] == '/')
+			b = path + i + 1;
+	*len -= (size_t)(b - path);
+	return b;
+}
+
+/*
+ * The mapping to list first: pprof shows mapping[0] as "the main binary". The one named like the
+ * command's program, else the first file that is not a shared library or a [pseudo] mapping,
+ * else the first one.
+ */
+static uint32_t main_mapping(const struct prs_profile *p)
+{
+	const char *cmd = prs_profile_meta_get(p, "command");
+	size_t clen = cmd ? strcspn(cmd, " ") : 0;
+	const char *cbase = cmd ? base_of(cmd, &clen) : NULL;
+	uint32_t i, other = UINT32_MAX;
+
+	for (i = 0; i < p->nmappings; i++) {
+		uint32_t ps = p->mappings[i].path;
+		size_t len = ps < p->nstrings ? p->string_lens[ps] : 0;
+		const char *b = ps < p->nstrings ? base_of(p->strings[ps], &len) : "";
+
+		if (cbase && clen && len == clen && memcmp(b, cbase, len) == 0)
+			return i;
+		if (other == UINT32_MAX && len && b[0] != '[' && !memmem(b, len, ".so", 3))
+			other = i;
+	}
+	return other != UINT32_MAX ? other : 0;
+}
+
+/* ---- the export ---- */
+
+static void pp_release(struct pp *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nstrs; i++)
+		free(c->strs[i]);
+	free(c->strs);
+	prs_strmap_release(&c->smap);
+	prs_buf_release(&c->scratch);
+	free(c->funcs);
+	prs_map64_release(&c->fmap);
+	free(c->locs);
+	free(c->lines);
+	free(c->frame_loc);
+	free(c->ids);
+}
+
+/* The generated structs of the whole profile, pointing into c's arrays. */
+struct pp_msgs {
+	Perftools__Profiles__Profile prof;
+	Perftools__Profiles__ValueType vt[3], period_type;
+	Perftools__Profiles__ValueType *vtp[3];
+	Perftools__Profiles__Mapping *maps;
+	Perftools__Profiles__Mapping **mapp;
+	Perftools__Profiles__Function *funcs;
+	Perftools__Profiles__Function **funcp;
+	Perftools__Profiles__Location *locs;
+	Perftools__Profiles__Location **locp;
+	Perftools__Profiles__Line *lines;
+	Perftools__Profiles__Line **linep;
+	Perftools__Profiles__Sample *samples;
+	Perftools__Profiles__Sample **samplep;
+	Perftools__Profiles__Label *labels;
+	Perftools__Profiles__Label **labelp;
+	int64_t *values;
+	int64_t comment;
+};
+
+static void msgs_free(struct pp_msgs *m)
+{
+	free(m->maps);
+	free(m->mapp);
+	free(m->funcs);
+	free(m->funcp);
+	free(m->locs);
+	free(m->locp);
+	free(m->lines);
+	free(m->linep);
+	free(m->samples);
+	free(m->samplep);
+	free(m->labels);
+	free(m->labelp);
+	free(m->values);
+}
+
+int prs_export_pprof(const struct prs_profile *p, enum prs_view view, FILE *out,
+		     struct prs_err *err)
+{
+	struct pp *c = calloc(1, sizeof(*c));
+	struct pp_msgs *m = calloc(1, sizeof(*m));
+	struct gz_out *g = NULL;
+	struct pp_agg *aggs = NULL;
+	size_t *agg_first = NULL, *agg_n = NULL;
+	uint64_t period = prs_profile_period_ns(p);
+	size_t naggs = 0, nsamp = 0, i, j, nlabels = 0;
+	int64_t s_thread = 0, s_tname = 0;
+	const char *command = prs_profile_meta_get(p, "command");
+	unsigned nvt = period ? 3 : 1;
+	int rc = 0;
+
+	if (!c || !m) {
+		free(c);
+		free(m);
+		return prs_err_set(err, -ENOMEM, "pprof export: out of memory");
+	}
+	c->p = p;
+	prs_strmap_init(&c->smap);
+	prs_buf_init(&c->scratch);
+	prs_map64_init(&c->fmap);
+	if (pp_cstr(c, "") != 0)
+		goto nomem;
+	c->main_map = main_mapping(p);
+	c->frame_loc = calloc(p->nframes ? p->nframes : 1, sizeof(*c->frame_loc));
+	aggs = malloc((p->nsamples ? p->nsamples : 1) * sizeof(*aggs));
+	if (!c->frame_loc || !aggs)
+		goto nomem;
+
+	/* samples of the view, aggregated per (tid, stack, leaf) */
+	for (i = 0; i < p->nsamples; i++) {
+		const struct prs_sample *s = &p->samples[i];
+		char label[48];
+		enum prs_kind kind;
+		uint32_t leaf = 0;
+
+		if (view == PRS_VIEW_CPU && s->state != PRS_STATE_RUNNING)
+			continue;
+		if (view == PRS_VIEW_WALL && prs_profile_offcpu_label(s, label, sizeof(label), &kind)) {
+			for (j = 0; j < c->nleaves && strcmp(c->leaves[j], label); j++)
+				;
+			if (j == c->nleaves && c->nleaves < MAX_LEAVES) {
+				memcpy(c->leaves[j], label, sizeof(label));
+				if (!(c->leaf_loc[j] = pp_named_loc(c, label, 0, 0)))
+					goto nomem;
+				c->nleaves++;
+			}
+			leaf = (uint32_t)(j < c->nleaves ? j : c->nleaves - 1) + 1;
+		}
+		aggs[naggs].tid = s->tid;
+		aggs[naggs].stack = s->stack < p->nstacks ? s->stack : 0;
+		aggs[naggs].leaf = leaf;
+		aggs[naggs++].weight = s->weight;
+	}
+	if (naggs)
+		qsort(aggs, naggs, sizeof(*aggs), agg_cmp);
+	for (i = 0; i < naggs; i = j) {
+		uint64_t w = 0;
+
+		for (j = i; j < naggs && agg_cmp(&aggs[i], &aggs[j]) == 0; j++)
+			w += aggs[j].weight;
+		aggs[nsamp] = aggs[i];
+		aggs[nsamp++].weight = w;
+	}
+	agg_first = malloc((nsamp ? nsamp : 1) * sizeof(*agg_first));
+	agg_n = malloc((nsamp ? nsamp : 1) * sizeof(*agg_n));
+	if (!agg_first || !agg_n)
+		goto nomem;
+	for (i = 0; i < nsamp; i++)
+		if (sample_locs(c, aggs[i].stack, aggs[i].leaf, &agg_first[i], &agg_n[i]))
+			goto nomem;
+
+	/* the generated structs */
+	perftools__profiles__profile__init(&m->prof);
+	for (i = 0; i < 3; i++) {
+		perftools__profiles__value_type__init(&m->vt[i]);
+		m->vtp[i] = &m->vt[i];
+	}
+	perftools__profiles__value_type__init(&m->period_type);
+	m->vt[0].type = pp_cstr(c, "samples");
+	m->vt[0].unit = pp_cstr(c, "count");
+	m->vt[1].type = pp_cstr(c, "wall");
+	m->vt[1].unit = m->vt[2].unit = pp_cstr(c, "nanoseconds");
+	m->vt[2].type = pp_cstr(c, "cpu");
+	if (period) {
+		m->period_type = view == PRS_VIEW_WALL ? m->vt[1] : m->vt[2];
+		m->prof.period = (int64_t)period;
+		m->prof.default_sample_type = view == PRS_VIEW_WALL ? m->vt[1].type : m->vt[2].type;
+	} else {
+		m->period_type = m->vt[0];
+		m->prof.period = 1;
+	}
+	s_thread = pp_cstr(c, "thread");
+	s_tname = pp_cstr(c, "thread_name");
+	m->comment = command ? pp_cstr(c, command) : 0;
+	if (m->vt[0].type < 0 || m->vt[0].unit < 0 || m->vt[1].type < 0 || m->vt[1].unit < 0 ||
+	    m->vt[2].type < 0 || s_thread < 0 || s_tname < 0 || m->comment < 0)
+		goto nomem;
+	m->prof.n_sample_type = nvt;
+	m->prof.sample_type = m->vtp;
+	m->prof.period_type = &m->period_type;
+	m->prof.time_nanos = start_time_ns(p);
+	m->prof.duration_nanos = duration_ns(p);
+	if (m->comment) {
+		m->prof.n_comment = 1;
+		m->prof.comment = &m->comment;
+	}
+
+	m->maps = calloc(p->nmappings ? p->nmappings : 1, sizeof(*m->maps));
+	m->mapp = calloc(p->nmappings ? p->nmappings : 1, sizeof(*m->mapp));
+	if (!m->maps || !m->mapp)
+		goto nomem;
+	for (i = 0; i < p->nmappings; i++) {
+		const struct prs_mapping *pm = &p->mappings[i];
+		Perftools__Profiles__Mapping *mm = &m->maps[i];
+		char hex[2 * PRS_BUILD_ID_MAX + 1];
+		size_t k, nb = pm->build_id_len > PRS_BUILD_ID_MAX ? PRS_BUILD_ID_MAX : pm->build_id_len;
+
+		perftools__profiles__mapping__init(mm);
+		for (k = 0; k < nb; k++)
+			snprintf(hex + 2 * k, 3, "%02x", pm->build_id[k]);
+		hex[2 * nb] = '\0';
+		mm->id = mapping_id(c, (uint32_t)i);
+		mm->memory_start = pm->start;
+		mm->memory_limit = pm->end;
+		mm->file_offset = pm->offset;
+		mm->filename = pm->path < p->nstrings
+			? pp_str(c, p->strings[pm->path], p->string_lens[pm->path]) : 0;
+		mm->build_id = pp_cstr(c, hex);
+		if (mm->filename < 0 || mm->build_id < 0)
+			goto nomem;
+		/* every location carries its lines: pprof must not look for the binaries */
+		mm->has_functions = mm->has_filenames = mm->has_line_numbers = mm->has_inline_frames = 1;
+		m->mapp[mm->id - 1] = mm;
+	}
+	m->prof.n_mapping = p->nmappings;
+	m->prof.mapping = m->mapp;
+
+	m->funcs = calloc(c->nfuncs ? c->nfuncs : 1, sizeof(*m->funcs));
+	m->funcp = calloc(c->nfuncs ? c->nfuncs : 1, sizeof(*m->funcp));
+	m->lines = calloc(c->nlines ? c->nlines : 1, sizeof(*m->lines));
+	m->linep = calloc(c->nlines ? c->nlines : 1, sizeof(*m->linep));
+	m->locs = calloc(c->nlocs ? c->nlocs : 1, sizeof(*m->locs));
+	m->locp = calloc(c->nlocs ? c->nlocs : 1, sizeof(*m->locp));
+	if (!m->funcs || !m->funcp || !m->lines || !m->linep || !m->locs || !m->locp)
+		goto nomem;
+	for (i = 0; i < c->nfuncs; i++) {
+		perftools__profiles__function__init(&m->funcs[i]);
+		m->funcs[i].id = i + 1;
+		m->funcs[i].name = m->funcs[i].system_name = c->funcs[i].name;
+		m->funcs[i].filename = c->funcs[i].file;
+		m->funcp[i] = &m->funcs[i];
+	}
+	m->prof.n_function = c->nfuncs;
+	m->prof.function = m->funcp;
+	for (i = 0; i < c->nlines; i++) {
+		perftools__profiles__line__init(&m->lines[i]);
+		m->lines[i].function_id = c->lines[i].func;
+		m->lines[i].line = c->lines[i].line;
+		m->linep[i] = &m->lines[i];
+	}
+	for (i = 0; i < c->nlocs; i++) {
+		perftools__profiles__location__init(&m->locs[i]);
+		m->locs[i].id = i + 1;
+		m->locs[i].mapping_id = c->locs[i].mapping;
+		m->locs[i].address = c->locs[i].addr;
+		m->locs[i].n_line = c->locs[i].nlines;
+		m->locs[i].line = m->linep + c->locs[i].first;
+		m->locp[i] = &m->locs[i];
+	}
+	m->prof.n_location = c->nlocs;
+	m->prof.location = m->locp;
+
+	m->samples = calloc(nsamp ? nsamp : 1, sizeof(*m->samples));
+	m->samplep = calloc(nsamp ? nsamp : 1, sizeof(*m->samplep));
+	m->values = calloc(nsamp ? 3 * nsamp : 1, sizeof(*m->values));
+	m->labels = calloc(nsamp ? 2 * nsamp : 1, sizeof(*m->labels));
+	m->labelp = calloc(nsamp ? 2 * nsamp : 1, sizeof(*m->labelp));
+	if (!m->samples || !m->samplep || !m->values || !m->labels || !m->labelp)
+		goto nomem;
+	for (i = 0; i < nsamp; i++) {
+		Perftools__Profiles__Sample *s = &m->samples[i];
+		int64_t *v = m->values + 3 * i;
+		size_t tnlen = 0, l0 = nlabels;
+		const char *tn = thread_name(p, aggs[i].tid, &tnlen);
+		uint64_t w = aggs[i].weight;
+
+		perftools__profiles__sample__init(s);
+		s->n_location_id = agg_n[i];
+		s->location_id = c->ids + agg_first[i];
+		v[0] = w > INT64_MAX ? INT64_MAX : (int64_t)w;
+		if (period) {
+			double ns = (double)w * (double)period;
+			int64_t vns = ns >= 9.2e18 ? INT64_MAX : (int64_t)w * (int64_t)period;
+
+			v[1] = vns;
+			v[2] = aggs[i].leaf ? 0 : vns;
+		}
+		s->n_value = nvt;
+		s->value = v;
+		/* folded input has no threads (tid 0, no name): no labels then */
+		if (aggs[i].tid != 0 || tn) {
+			perftools__profiles__label__init(&m->labels[nlabels]);
+			m->labels[nlabels].key = s_thread;
+			m->labels[nlabels].num = aggs[i].tid;
+			m->labelp[nlabels] = &m->labels[nlabels];
+			nlabels++;
+		}
+		if (tn) {
+			int64_t ts = pp_str(c, tn, tnlen);
+
+			if (ts < 0)
+				goto nomem;
+			perftools__profiles__label__init(&m->labels[nlabels]);
+			m->labels[nlabels].key = s_tname;
+			m->labels[nlabels].str = ts;
+			m->labelp[nlabels] = &m->labels[nlabels];
+			nlabels++;
+		}
+		s->n_label = nlabels - l0;
+		s->label = m->labelp + l0;
+		m->samplep[i] = s;
+	}
+	m->prof.n_sample = nsamp;
+	m->prof.sample = m->samplep;
+	/* last: thread names above may add strings */
+	m->prof.n_string_table = c->nstrs;
+	m->prof.string_table = c->strs;
+
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		goto nomem;
+	g->base.append = gz_append;
+	g->out = out;
+	/* 15 + 16: a gzip wrapper (what pprof's reader sniffs for) */
+	if (deflateInit2(&g->zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(g);
+		g = NULL;
+		goto nomem;
+	}
+	perftools__profiles__profile__pack_to_buffer(&m->prof, &g->base);
+	if (!g->rc)
+		gz_deflate(g, Z_FINISH);
+	deflateEnd(&g->zs);
+	if (g->rc || fflush(out) != 0 || ferror(out))
+		rc = prs_err_set(err, -EIO, "pprof output: write error");
+	goto out;
+nomem:
+	rc = prs_err_set(err, -ENOMEM, "pprof export: out of memory");
+out:
+	free(g);
+	free(aggs);
+	free(agg_first);
+	free(agg_n);
+	msgs_free(m);
+	free(m);
+	pp_release(c);
+	free(c);
+	return rc;
+}

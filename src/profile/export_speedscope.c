@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The speedscope export (https://github.com/jlfwong/speedscope/wiki/Importing-from-custom-sources):
+ * one "sampled" profile per thread over a shared frame table, written with jansson. Also the
+ * helpers the exports share: UTF-8 cleaning (jansson and protobuf need valid UTF-8, names from
+ * the target are arbitrary bytes) and the sampling period from the profile's metadata.
+ *
+ * Stacks repeat a lot (a hot loop is one stack sampled thousands of times), so the JSON array of
+ * a (stack, off-CPU leaf) pair is built once and referenced from every sample that has it:
+ * jansson serializes a shared value at each place it appears.
+ */
+#include "pyrsprof/export.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/banned.h"
+
+#define MAX_FRAMES (64u * 1024) /* frames of one stack, as the folded export */
+#define MAX_LEAVES 1024         /* distinct off-CPU labels */
+
+/* ---- shared helpers ---- */
+
+/* Length of the valid UTF-8 sequence at s[0..n), or 0 if it is invalid (RFC 3629, table 3-7). */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+
+	if (c >= 0x01 && c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return n >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+
+		return n >= 3 && s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 ? 3 : 0;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+
+		return n >= 4 && s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 &&
+		       (s[3] & 0xc0) == 0x80 ? 4 : 0;
+	}
+	return 0; /* NUL, a continuation byte, 0xc0/0xc1 (overlong), 0xf5.. */
+}
+
+const char *prs_utf8_clean(const char *s, size_t len, struct prs_buf *scratch, size_t *outlen)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, k;
+
+	while (i < len && (k = utf8_seq(u + i, len - i)) != 0)
+		i += k;
+	if (i == len) {
+		if (outlen)
+			*outlen = len;
+		return s;
+	}
+	prs_buf_reset(scratch);
+	if (prs_buf_append(scratch, s, i))
+		return NULL;
+	while (i < len) {
+		k = utf8_seq(u + i, len - i);
+		if (k) {
+			if (prs_buf_append(scratch, s + i, k))
+				return NULL;
+			i += k;
+		} else {
+			/* one U+FFFD per invalid byte: simple, and never swallows a valid character */
+			if (prs_buf_append(scratch, "\xef\xbf\xbd", 3))
+				return NULL;
+			i++;
+		}
+	}
+	if (prs_buf_putc(scratch, '\0'))
+		return NULL;
+	if (outlen)
+		*outlen = scratch->len - 1;
+	return (const char *)scratch->data;
+}
+
+uint64_t prs_profile_period_ns(const struct prs_profile *p)
+{
+	const char *v = prs_profile_meta_get(p, "rate_hz");
+	char *end;
+	double hz;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	hz = strtod(v, &end);
+	if (errno || *end || !(hz > 0) || hz > 1e6)
+		return 0;
+	return (uint64_t)(1e9 / hz + 0.5);
+}
+
+/* ---- speedscope ---- */
+
+struct ss_ctx {
+	const struct prs_profile *p;
+	json_t *frames;       /* shared.frames */
+	uint32_t *frame_idx;  /* frame id -> index in frames + 1 (0: not yet) */
+	uint32_t leaf_idx[MAX_LEAVES];
+	char leaves[MAX_LEAVES][48];
+	uint32_t nleaves;
+	uint32_t *fbuf;       /* MAX_FRAMES */
+	struct prs_buf scratch;
+	struct prs_map64 stack_cache; /* (stack << 11 | leaf) -> index in arrays */
+	json_t **arrays;
+	size_t narrays, cap_arrays;
+};
+
+/* A jansson string of the bytes s[0..len), cleaned to UTF-8. NULL on ENOMEM. */
+static json_t *jstr(struct ss_ctx *c, const char *s, size_t len)
+{
+	size_t n;
+	const char *t = prs_utf8_clean(s, len, &c->scratch, &n);
+
+	return t ? json_stringn(t, n) : NULL;
+}
+
+/* Appends {"name", "file"?, "line"?} to the frame table. Returns its index, or UINT32_MAX. */
+static uint32_t add_frame(struct ss_ctx *c, const char *name, uint32_t file, uint32_t line)
+{
+	json_t *o = json_object();
+	json_t *v;
+
+	if (!o)
+		return UINT32_MAX;
+	v = jstr(c, name, strlen(name));
+	if (!v || json_object_set_new(o, "name", v))
+		goto fail;
+	if (file) {
+		v = jstr(c, c->p->strings[file], c->p->string_lens[file]);
+		if (!v || json_object_set_new(o, "file", v))
+			goto fail;
+		if (line && json_object_set_new(o, "line", json_integer(line)))
+			goto fail;
+	}
+	if (json_array_append_new(c->frames, o))
+		return UINT32_MAX;
+	return (uint32_t)(json_array_size(c->frames) - 1);
+fail:
+	json_decref(o);
+	return UINT32_MAX;
+}
+
+static uint32_t frame_index(struct ss_ctx *c, uint32_t id)
+{
+	const struct prs_frame *f = &c->p->frames[id];
+	char label[PRS_MAX_NAME + 64];
+	uint32_t idx;
+
+	if (c->frame_idx[id])
+		return c->frame_idx[id] - 1;
+	prs_profile_frame_label(c->p, id, label, sizeof(label));
+	if (!label[0])
+		snprintf(label, sizeof(label), "[unknown]");
+	idx = add_frame(c, label, f->raw || f->file >= c->p->nstrings ? 0 : f->file, f->line);
+	if (idx != UINT32_MAX)
+		c->frame_idx[id] = idx + 1;
+	return idx;
+}
+
+/* Index (1-based) of the off-CPU leaf of s in the wall view, 0 for none, UINT32_MAX on ENOMEM. */
+static uint32_t leaf_of(struct ss_ctx *c, const struct prs_sample *s, enum prs_view view)
+{
+	char label[48];
+	enum prs_kind kind;
+	uint32_t j;
+
+	if (view != PRS_VIEW_WALL || !prs_profile_offcpu_label(s, label, sizeof(label), &kind))
+		return 0;
+	for (j = 0; j < c->nleaves && strcmp(c->leaves[j], label); j++)
+		;
+	if (j == c->nleaves) {
+		uint32_t idx;
+
+		if (c->nleaves == MAX_LEAVES)
+			return c->nleaves; /* cannot happen with real labels: reuse the last */
+		idx = add_frame(c, label, 0, 0);
+		if (idx == UINT32_MAX)
+			return UINT32_MAX;
+		memcpy(c->leaves[j], label, sizeof(label));
+		c->leaf_idx[j] = idx;
+		c->nleaves++;
+	}
+	return j + 1;
+}
+
+/* The JSON stack of (stack, leaf), shared between samples. Borrowed; NULL on ENOMEM. */
+static json_t *stack_json(struct ss_ctx *c, uint32_t stack, uint32_t leaf)
+{
+	uint64_t key = (uint64_t)stack << 11 | leaf;
+	uint32_t slot;
+	json_t *a;
+	size_t n, k;
+	int r;
+
+	if ((r = prs_map64_intern(&c->stack_cache, key, (uint32_t)c->narrays, &slot)) < 0)
+		return NULL;
+	if (r == 0)
+		return c->arrays[slot];
+	if (prs_array_grow((void **)&c->arrays, &c->cap_arrays, c->narrays + 1, sizeof(*c->arrays)))
+		return NULL;
+	/* stored before filling, so an ENOMEM below leaves nothing dangling */
+	if (!(a = json_array()))
+		return NULL;
+	c->arrays[c->narrays++] = a;
+	n = prs_profile_stack_frames(c->p, stack, c->fbuf, MAX_FRAMES);
+	for (k = 0; k < n; k++) {
+		uint32_t idx = frame_index(c, c->fbuf[k]);
+
+		if (idx == UINT32_MAX || json_array_append_new(a, json_integer(idx)))
+			return NULL;
+	}
+	if (leaf && json_array_append_new(a, json_integer(c->leaf_idx[leaf - 1])))
+		return NULL;
+	if (n == 0 && !leaf) {
+		uint32_t idx = add_frame(c, "[empty stack]", 0, 0);
+
+		if (idx == UINT32_MAX || json_array_append_new(a, json_integer(idx)))
+			return NULL;
+	}
+	return a;
+}
+
+struct ss_sample {
+	int32_t tid;
+	uint32_t index; /* in p->samples */
+	uint64_t time_ns;
+};
+
+static int ss_cmp(const void *a, const void *b)
+{
+	const struct ss_sample *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The newest name of tid, or NULL. */
+static const char *thread_name(const struct prs_profile *p, int32_t tid, size_t *len)
+{
+	uint32_t i;
+
+	for (i = p->nthreads; i-- > 0;)
+		if (p->threads[i].tid == tid && p->threads[i].name &&
+		    p->threads[i].name < p->nstrings) {
+			*len = p->string_lens[p->threads[i].name];
+			return p->strings[p->threads[i].name];
+		}
+	return NULL;
+}
+
+/* Builds one sampled profile from samples ss[0..n) (one tid, time order). NULL on ENOMEM. */
+static json_t *thread_profile(struct ss_ctx *c, const struct ss_sample *ss, size_t n,
+			      enum prs_view view, uint64_t period, double *total)
+{
+	const struct prs_profile *p = c->p;
+	json_t *prof = json_object(), *samples = json_array(), *weights = json_array(), *v;
+	char title[PRS_MAX_NAME + 48];
+	const char *tn;
+	json_t *prev = NULL;
+	double unit = (double)(period ? period : 1), w = 0, sum = 0;
+	size_t i, tnlen = 0;
+
+	/* the arrays belong to prof from here on (set_new steals them, also on failure) */
+	if (!prof || json_object_set_new(prof, "samples", samples) ||
+	    json_object_set_new(prof, "weights", weights)) {
+		json_decref(prof);
+		return NULL;
+	}
+	tn = thread_name(p, ss[0].tid, &tnlen);
+	if (tn)
+		snprintf(title, sizeof(title), "thread %" PRId32 " (%.*s)", ss[0].tid,
+			 (int)(tnlen > PRS_MAX_NAME ? PRS_MAX_NAME : tnlen), tn);
+	else if (ss[0].tid == 0)
+		snprintf(title, sizeof(title), "all samples");
+	else
+		snprintf(title, sizeof(title), "thread %" PRId32, ss[0].tid);
+	for (i = 0; i < n; i++) {
+		const struct prs_sample *s = &p->samples[ss[i].index];
+		uint32_t leaf = leaf_of(c, s, view);
+		json_t *a;
+
+		if (leaf == UINT32_MAX)
+			goto fail;
+		a = stack_json(c, s->stack < p->nstacks ? s->stack : 0, leaf);
+		if (!a)
+			goto fail;
+		if (a != prev && prev) {
+			if (json_array_append(samples, prev) ||
+			    json_array_append_new(weights, json_real(w)))
+				goto fail;
+			w = 0;
+		}
+		prev = a;
+		w += (double)s->weight * unit;
+		sum += (double)s->weight * unit;
+	}
+	if (prev && (json_array_append(samples, prev) || json_array_append_new(weights, json_real(w))))
+		goto fail;
+	v = jstr(c, title, strlen(title));
+	if (!v || json_object_set_new(prof, "name", v) ||
+	    json_object_set_new(prof, "type", json_string("sampled")) ||
+	    json_object_set_new(prof, "unit", json_string(period ? "nanoseconds" : "none")) ||
+	    json_object_set_new(prof, "startValue", json_integer(0)) ||
+	    json_object_set_new(prof, "endValue", json_real(sum)))
+		goto fail;
+	*total = sum;
+	return prof;
+fail:
+	json_decref(prof);
+	return NULL;
+}
+
+int prs_export_speedscope(const struct prs_profile *p, enum prs_view view, FILE *out,
+			  struct prs_err *err)
+{
+	struct ss_ctx *c = calloc(1, sizeof(*c));
+	struct ss_sample *ss = NULL;
+	json_t *root = NULL, *profiles = json_array(), *shared = json_object(), *v;
+	const char *command = prs_profile_meta_get(p, "command");
+	uint64_t period = prs_profile_period_ns(p);
+	double best = -1;
+	size_t n = 0, i, j, active = 0;
+	int rc = 0;
+
+	/* root owns profiles, shared and shared.frames from the start: one json_decref frees all */
+	root = json_object();
+	if (c)
+		c->frames = json_array();
+	if (!root || json_object_set_new(root, "profiles", profiles) ||
+	    json_object_set_new(root, "shared", shared) || !c ||
+	    json_object_set_new(shared, "frames", c->frames)) {
+		if (c)
+			c->frames = NULL;
+		json_decref(root);
+		free(c);
+		return prs_err_set(err, -ENOMEM, "speedscope export: out of memory");
+	}
+	c->p = p;
+	prs_buf_init(&c->scratch);
+	prs_map64_init(&c->stack_cache);
+	c->frame_idx = calloc(p->nframes ? p->nframes : 1, sizeof(*c->frame_idx));
+	c->fbuf = malloc(MAX_FRAMES * sizeof(*c->fbuf));
+	ss = malloc((p->nsamples ? p->nsamples : 1) * sizeof(*ss));
+	if (!c->frame_idx || !c->fbuf || !ss)
+		goto nomem;
+	for (i = 0; i < p->nsamples; i++) {
+		if (view == PRS_VIEW_CPU && p->samples[i].state != PRS_STATE_RUNNING)
+			continue;
+		ss[n].tid = p->samples[i].tid;
+		ss[n].time_ns = p->samples[i].time_ns;
+		ss[n++].index = (uint32_t)i;
+	}
+	if (n)
+		qsort(ss, n, sizeof(*ss), ss_cmp);
+	for (i = 0; i < n; i = j) {
+		json_t *prof;
+		double total = 0;
+
+		for (j = i; j < n && ss[j].tid == ss[i].tid; j++)
+			;
+		prof = thread_profile(c, ss + i, j - i, view, period, &total);
+		if (!prof || json_array_append_new(profiles, prof))
+			goto nomem;
+		if (total > best) {
+			best = total;
+			active = json_array_size(profiles) - 1;
+		}
+	}
+	v = command ? jstr(c, command, strlen(command)) : json_string("pyrsprof profile");
+	if (!v || json_object_set_new(root, "name", v) ||
+	    json_object_set_new(root, "$schema",
+				json_string("https://www.speedscope.app/file-format-schema.json")) ||
+	    json_object_set_new(root, "exporter", json_string("pyrsprof")) ||
+	    json_object_set_new(root, "activeProfileIndex", json_integer((json_int_t)active)))
+		goto nomem;
+	if (json_dumpf(root, out, JSON_COMPACT | JSON_REAL_PRECISION(17)) != 0 ||
+	    fputc('\n', out) == EOF || fflush(out) != 0 || ferror(out)) {
+		rc = prs_err_set(err, -EIO, "speedscope output: write error");
+		goto out;
+	}
+	goto out;
+nomem:
+	rc = prs_err_set(err, -ENOMEM, "speedscope export: out of memory");
+out:
+	for (i = 0; i < c->narrays; i++)
+		json_decref(c->arrays[i]);
+	free(c->arrays);
+	free(c->frame_idx);
+	free(c->fbuf);
+	prs_buf_release(&c->scratch);
+	prs_map64_release(&c->stack_cache);
+	free(c);
+	json_decref(root);
+	free(ss);
+	return rc;
+}
