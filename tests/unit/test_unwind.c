@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unwinder tests against live targets, with eu-stack (libdw's own unwinder, an independent
+ * program reading the process itself) as the truth: a C chain built -fomit-frame-pointer, a Rust
+ * recursion linked by rust-lld, and a pyenv CPython 3.12 running a Python loop. The target is
+ * sampled the way the sampler does (INTERRUPT, registers, one stack read, resume), then frozen in
+ * exactly the sampled state (PTRACE_DETACH delivering SIGSTOP) so eu-stack sees the same stack.
+ * Also: truncation at max, a short snapshot (reads fall back to process_vm_readv), a hostile
+ * snapshot (random words), and refresh. Skips with a reason when ptrace or a target is missing.
+ */
+#include "pyrsprof/unwind.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../fixtures/unwind/harness.h"
+#include "util/banned.h"
+
+#define SNAP_CAP (64 * 1024)
+
+struct live {
+	pid_t pid;
+	struct prs_unwinder *u;
+	struct prs_regs regs;
+	uint8_t *stack;
+	size_t len;
+	struct uh_stack truth;
+};
+
+static void live_fini(struct live *l)
+{
+	prs_unwinder_free(l->u);
+	uh_kill(l->pid);
+	free(l->stack);
+}
+
+/* Starts argv, warms the unwinder on `warm` running samples, then takes the frozen sample. */
+static void live_start(struct live *l, char *const argv[], int warm)
+{
+	struct prs_err err;
+	struct stat st;
+	uint64_t pcs[PRS_MAX_NATIVE_FRAMES];
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	if (stat(argv[0], &st) != 0)
+		cr_skip_test("target %s not built (make BUILD=... unwind-targets)", argv[0]);
+	if (access("/usr/bin/eu-stack", X_OK) != 0)
+		cr_skip_test("eu-stack (elfutils) not installed");
+	l->pid = uh_spawn(argv);
+	cr_assert_gt(l->pid, 0, "could not start %s", argv[0]);
+	rc = uh_seize(l->pid);
+	if (rc == -EPERM || rc == -EACCES) {
+		uh_kill(l->pid);
+		cr_skip_test("ptrace not permitted: %s (see /proc/sys/kernel/yama/ptrace_scope)",
+			     strerror(-rc));
+	}
+	cr_assert_eq(rc, 0, "seize: %s", strerror(-rc));
+	rc = prs_unwinder_new(l->pid, &l->u, &err);
+	cr_assert_eq(rc, 0, "%s", err.msg);
+	l->stack = malloc(SNAP_CAP);
+	cr_assert_not_null(l->stack);
+	for (int i = 0; i < warm; i++) {
+		struct prs_snapshot s;
+
+		cr_assert_eq(uh_sample(l->pid, &l->regs, l->stack, SNAP_CAP, &l->len, NULL, false), 0);
+		s = (struct prs_snapshot){ l->regs.r[PRS_REG_RSP], l->len, l->stack };
+		cr_assert_gt(prs_unwind(l->u, &l->regs, &s, pcs, PRS_MAX_NATIVE_FRAMES, NULL), 0);
+		usleep(2000);
+	}
+	cr_assert_eq(uh_sample(l->pid, &l->regs, l->stack, SNAP_CAP, &l->len, NULL, true), 0);
+	cr_assert_eq(uh_eustack(l->pid, &l->truth), 0, "eu-stack -p %d failed", (int)l->pid);
+	cr_assert_gt(l->len, 0);
+}
+
+static void check_method(struct live *l, enum prs_unwind_method m, const char *what)
+{
+	uint64_t pcs[PRS_MAX_NATIVE_FRAMES];
+	struct prs_snapshot s = { l->regs.r[PRS_REG_RSP], l->len, l->stack };
+	struct prs_unwind_info info;
+	int n;
+
+	prs_unwinder_set_method(l->u, m);
+	n = prs_unwind(l->u, &l->regs, &s, pcs, PRS_MAX_NATIVE_FRAMES, &info);
+	for (int i = 0; i < n && i < l->truth.n; i++)
+		cr_expect_eq(pcs[i], l->truth.pc[i], "%s/%s frame %d: %#llx, eu-stack %#llx (%s)", what,
+			     prs_unwind_method_name(m), i, (unsigned long long)pcs[i],
+			     (unsigned long long)l->truth.pc[i], l->truth.name[i]);
+	cr_assert_eq(n, l->truth.n, "%s/%s: %d frames, eu-stack %d (end %s)", what,
+		     prs_unwind_method_name(m), n, l->truth.n, prs_unwind_end_name(info.end));
+	cr_assert_eq(info.end, PRS_UNWIND_END_CLEAN, "%s: end %s", what, prs_unwind_end_name(info.end));
+	cr_assert_eq(info.fp_frames, 0);
+}
+
+Test(unwind, c_chain_matches_eustack, .timeout = 60)
+{
+	char path[PATH_MAX];
+	char *argv[] = { path, NULL };
+	uint64_t pcs[PRS_MAX_NATIVE_FRAMES];
+	struct prs_unwind_info info;
+	struct prs_snapshot s;
+	struct live l;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/chain", uh_target_dir());
+	live_start(&l, argv, 5);
+	/* main + f1..f28 + leaf + libc's two frames + _start (leaf_x is a tail call) */
+	cr_assert_eq(l.truth.n, 33, "eu-stack gave %d frames", l.truth.n);
+	check_method(&l, PRS_UNWIND_DWFL, "c");
+	check_method(&l, PRS_UNWIND_FAST, "c");
+	check_method(&l, PRS_UNWIND_AUTO, "c");
+
+	/* Warm FAST: every row cached, every read inside the snapshot or a read-only file. */
+	s = (struct prs_snapshot){ l.regs.r[PRS_REG_RSP], l.len, l.stack };
+	prs_unwinder_set_method(l.u, PRS_UNWIND_AUTO);
+	n = prs_unwind(l.u, &l.regs, &s, pcs, PRS_MAX_NATIVE_FRAMES, &info);
+	cr_assert_eq(n, 33);
+	cr_assert_eq(info.method, PRS_UNWIND_FAST);
+	cr_assert_eq(info.cache_misses, 0);
+	cr_assert_eq(info.remote_reads, 0);
+	cr_assert_eq(info.flags, 0);
+
+	/* Truncation at max keeps the innermost frames. */
+	n = prs_unwind(l.u, &l.regs, &s, pcs, 5, &info);
+	cr_assert_eq(n, 5);
+	cr_assert_eq(info.end, PRS_UNWIND_END_MAX);
+	cr_assert(info.flags & PRS_UNWIND_TRUNCATED);
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(pcs[i], l.truth.pc[i]);
+
+	/* A 64-byte snapshot: the rest of the stack is read from the (frozen) process. */
+	s.len = 64;
+	n = prs_unwind(l.u, &l.regs, &s, pcs, PRS_MAX_NATIVE_FRAMES, &info);
+	cr_assert_eq(n, 33);
+	cr_assert_gt(info.remote_reads, 0);
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(pcs[i], l.truth.pc[i]);
+
+	/* The FP walk cannot unwind -fomit-frame-pointer code correctly: it must not claim 33 frames. */
+	prs_unwinder_set_method(l.u, PRS_UNWIND_FP);
+	s.len = l.len;
+	n = prs_unwind(l.u, &l.regs, &s, pcs, PRS_MAX_NATIVE_FRAMES, &info);
+	cr_assert_eq(info.method, PRS_UNWIND_FP);
+	cr_assert_geq(n, 1);
+	cr_assert_eq(pcs[0], l.truth.pc[0]);
+	cr_assert_lt(n, 33);
+	live_fini(&l);
+}
+
+Test(unwind, rust_lld_matches_eustack, .timeout = 60)
+{
+	char path[PATH_MAX];
+	char *argv[] = { path, NULL };
+	struct live l;
+
+	snprintf(path, sizeof(path), "%s/rec", uh_target_dir());
+	live_start(&l, argv, 5);
+	cr_assert_geq(l.truth.n, 30, "eu-stack gave %d frames", l.truth.n);
+	check_method(&l, PRS_UNWIND_DWFL, "rust");
+	check_method(&l, PRS_UNWIND_FAST, "rust");
+	check_method(&l, PRS_UNWIND_AUTO, "rust");
+	live_fini(&l);
+}
+
+/* The newest pyenv CPython 3.12, or NULL. */
+static const char *find_python312(char *buf, size_t cap)
+{
+	const char *root = getenv("PYENV_ROOT");
+	char dir[1024];
+	struct dirent *e;
+	DIR *d;
+	int found = 0;
+
+	snprintf(dir, sizeof(dir), "%s/versions", root ? root : "/root/.pyenv");
+	d = opendir(dir);
+	if (!d)
+		return NULL;
+	while ((e = readdir(d)))
+		if (strncmp(e->d_name, "3.12", 4) == 0) {
+			snprintf(buf, cap, "%s/%s/bin/python3.12", dir, e->d_name);
+			if (access(buf, X_OK) == 0) {
+				found = 1;
+				break;
+			}
+		}
+	closedir(d);
+	return found ? buf : NULL;
+}
+
+Test(unwind, cpython312_matches_eustack, .timeout = 60)
+{
+	char py[PATH_MAX], script[PATH_MAX];
+	char *argv[] = { py, script, NULL };
+	struct live l;
+
+	if (!find_python312(py, sizeof(py)))
+		cr_skip_test("no pyenv CPython 3.12 under $PYENV_ROOT/versions");
+	snprintf(script, sizeof(script), "%s/tests/fixtures/unwind/loop.py",
+		 getenv("PRS_SRCDIR") ? getenv("PRS_SRCDIR") : ".");
+	if (access(script, R_OK) != 0)
+		cr_skip_test("%s not found (run from the repository root or set PRS_SRCDIR)", script);
+	live_start(&l, argv, 20);
+	cr_assert_geq(l.truth.n, 8, "eu-stack gave %d frames", l.truth.n);
+	check_method(&l, PRS_UNWIND_DWFL, "cpython");
+	check_method(&l, PRS_UNWIND_AUTO, "cpython");
+	live_fini(&l);
+}
+
+Test(unwind, hostile_snapshot_is_bounded, .timeout = 60)
+{
+	char path[PATH_MAX];
+	char *argv[] = { path, NULL };
+	uint64_t pcs[PRS_MAX_NATIVE_FRAMES];
+	struct prs_unwind_info info;
+	struct live l;
+	unsigned seed = (unsigned)getpid();
+
+	snprintf(path, sizeof(path), "%s/chain", uh_target_dir());
+	live_start(&l, argv, 1);
+	srand(seed);
+	for (int round = 0; round < 200; round++) {
+		enum prs_unwind_method m = (enum prs_unwind_method)(round % 4);
+		struct prs_snapshot s;
+		struct prs_regs r = l.regs;
+		int n;
+
+		/* random words, sprinkled with pointers back into the snapshot and into the text */
+		for (size_t i = 0; i + 8 <= l.len; i += 8) {
+			uint64_t v;
+
+			switch (rand() % 4) {
+			case 0: v = l.regs.r[PRS_REG_RSP] + (uint64_t)(rand() % (int)l.len); break;
+			case 1: v = l.truth.pc[rand() % l.truth.n] + (uint64_t)(rand() % 64 - 32); break;
+			case 2: v = 0; break;
+			default: v = ((uint64_t)rand() << 33) ^ (uint64_t)rand(); break;
+			}
+			memcpy(l.stack + i, &v, 8);
+		}
+		if (round & 1)
+			r.r[PRS_REG_RBP] = l.regs.r[PRS_REG_RSP] + (uint64_t)(rand() % (int)l.len);
+		s = (struct prs_snapshot){ r.r[PRS_REG_RSP], l.len, l.stack };
+		prs_unwinder_set_method(l.u, m);
+		n = prs_unwind(l.u, &r, &s, pcs, PRS_MAX_NATIVE_FRAMES, &info);
+		cr_assert(n >= 1 && n <= PRS_MAX_NATIVE_FRAMES, "seed %u round %d: n=%d", seed, round, n);
+		cr_assert_eq(pcs[0], r.r[PRS_REG_RIP]);
+	}
+	live_fini(&l);
+}
+
+Test(unwind, refresh_and_errors, .timeout = 60)
+{
+	char path[PATH_MAX];
+	char *argv[] = { path, NULL };
+	struct prs_unwinder *u = NULL;
+	struct prs_err err;
+	pid_t pid;
+	uint64_t gen;
+
+	cr_assert_eq(prs_unwinder_new(0x3fffffff, &u, &err), -ENOENT, "%s", err.msg);
+	cr_assert_null(u);
+	prs_unwinder_free(NULL);
+	snprintf(path, sizeof(path), "%s/chain", uh_target_dir());
+	if (access(path, X_OK) != 0)
+		cr_skip_test("target %s not built", path);
+	pid = uh_spawn(argv);
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(prs_unwinder_new(pid, &u, &err), 0, "%s", err.msg);
+	gen = prs_unwinder_generation(u);
+	cr_assert_eq(prs_unwinder_refresh(u, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_unwinder_generation(u), gen, "unchanged maps must not bump the generation");
+	cr_assert_gt(prs_unwinder_maps(u)->n, 3);
+	cr_assert_null(prs_maps_find(prs_unwinder_maps(u), 0));
+	uh_kill(pid);
+	cr_assert_eq(prs_unwinder_refresh(u, &err), -ESRCH);
+	prs_unwinder_free(u);
+}
