@@ -42,6 +42,9 @@ struct prs_sampler_opts {
 	enum prs_source source;
 	bool native_all;        /* keep interpreter plumbing in merged Python stacks */
 	bool no_python;         /* do not look for a CPython interpreter */
+	/* Called about once a second from the loop (e.g. for a status line); may be NULL. */
+	void (*progress)(void *arg, double elapsed_s, uint64_t thread_samples, size_t threads);
+	void *progress_arg;
 };
 
 struct prs_py_thread;

@@ -301,6 +301,22 @@ static void report_python(const struct prs_sampler *s, const struct rec_opts *o)
 			"sampled (use the default --mode ptrace for native programs)");
 }
 
+/* The live status line of a recording on a terminal, rewritten in place once a second. */
+static void status_line(void *arg, double elapsed_s, uint64_t samples, size_t threads)
+{
+	(void)arg;
+	fprintf(stderr, "\rpyrsprof: %.0f s, %llu samples, %zu thread%s  ", elapsed_s,
+		(unsigned long long)samples, threads, threads == 1 ? "" : "s");
+	fflush(stderr);
+}
+
+/* (Not for `run`: the program's own output shares the terminal.) */
+static void end_status_line(void)
+{
+	if (isatty(STDERR_FILENO))
+		fprintf(stderr, "\r\033[K");
+}
+
 static void block_signals(sigset_t *old)
 {
 	sigset_t set;
@@ -427,6 +443,8 @@ int cmd_attach(int argc, char **argv)
 	so.stack_bytes = o.stack_bytes;
 	so.source = o.source;
 	so.native_all = o.native_all;
+	if (isatty(STDERR_FILENO))
+		so.progress = status_line;
 	block_signals(&old);
 	rc = prs_sampler_attach(pid, &so, rec, &s, &err);
 	if (rc) {
@@ -439,6 +457,7 @@ int cmd_attach(int argc, char **argv)
 	if (!isatty(STDERR_FILENO) || o.duration_s == 0)
 		cli_msg("sampling pid %d (%s) at %g Hz; Ctrl-C to stop", (int)pid, comm, o.rate_hz);
 	prs_sampler_run(s, &err);
+	end_status_line();
 	report_python(s, &o);
 	rc = finish(rec, s, dir, &o);
 	prs_sampler_free(s);

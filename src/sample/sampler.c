@@ -726,6 +726,9 @@ static void periodic(struct prs_sampler *s, uint64_t now)
 		if (s->rec)
 			prs_recorder_flush(s->rec, NULL);
 		s->last_flush = now;
+		if (s->opts.progress)
+			s->opts.progress(s->opts.progress_arg, (double)(now - s->t0) / 1e9,
+					 s->st.thread_samples, s->nthr);
 	}
 }
 
