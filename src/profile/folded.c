@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Folded stacks, the text format of Brendan Gregg's FlameGraph (stackcollapse-*.pl output, read
+ * by flamegraph.pl and inferno): one line per stack, frames root first separated by ';', then a
+ * space and a count:
+ *
+ *     main;run;compute_[k] 12
+ *
+ * The count is after the LAST space, so frame names may contain spaces (py-spy writes
+ * "work (app.py:12)"). A "_[k]" suffix marks a kernel frame; other annotations ("_[j]", "_[i]")
+ * are kept as part of the name. Reading is strict: a malformed line is an error naming the line.
+ */
+#include "profile/profile-internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/banned.h"
+
+#define MAX_LINE (4u << 20)     /* bytes per line */
+#define MAX_FRAMES (64u * 1024) /* frames per line */
+#define MAX_COUNT ((uint64_t)UINT32_MAX * 256)
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+/* Parses one line (NUL-free, without its trailing whitespace) into p. */
+static int folded_line(struct prs_profile *p, char *line, size_t len, const char *name,
+		       unsigned long lineno, struct prs_err *err)
+{
+	char *sp = NULL, *s, *end = line + len;
+	uint64_t count = 0;
+	uint32_t stack = 0;
+	size_t nframes = 0;
+	struct prs_sample smp;
+	char *c;
+
+	for (c = line + len; c > line; c--)
+		if (c[-1] == ' ' || c[-1] == '\t') {
+			sp = c - 1;
+			break;
+		}
+	if (!sp)
+		return prs_err_set(err, -EINVAL, "%s:%lu: no count (expected \"frame;frame COUNT\")",
+				   name, lineno);
+	if (sp + 1 == end)
+		return prs_err_set(err, -EINVAL, "%s:%lu: no count after the last space", name, lineno);
+	for (c = sp + 1; c < end; c++) {
+		if (*c < '0' || *c > '9')
+			return prs_err_set(err, -EINVAL, "%s:%lu: count \"%.*s\" is not a non-negative integer",
+					   name, lineno, (int)(end - sp - 1 > 40 ? 40 : end - sp - 1), sp + 1);
+		if (count > (UINT64_MAX - (uint64_t)(*c - '0')) / 10)
+			return prs_err_set(err, -EINVAL, "%s:%lu: count overflows 64 bits", name, lineno);
+		count = count * 10 + (uint64_t)(*c - '0');
+	}
+	/* weights are u32: a bigger count becomes up to 256 samples, more is refused (a line must
+	 * not turn into billions of samples) */
+	if (count > MAX_COUNT)
+		return prs_err_set(err, -EINVAL, "%s:%lu: count %" PRIu64 " is too large (at most %" PRIu64 ")",
+				   name, lineno, count, MAX_COUNT);
+	/* frames: [line, sp) split on ';' */
+	for (s = line;; ) {
+		char *semi = memchr(s, ';', (size_t)(sp - s));
+		char *fe = semi ? semi : sp;
+		size_t flen = (size_t)(fe - s);
+		enum prs_kind kind = PRS_KIND_UNKNOWN;
+		uint32_t str, frame;
+
+		if (flen == 0)
+			return prs_err_set(err, -EINVAL, "%s:%lu: empty frame name (frame %zu)", name, lineno,
+					   nframes + 1);
+		if (++nframes > MAX_FRAMES)
+			return prs_err_set(err, -EINVAL, "%s:%lu: more than %u frames", name, lineno,
+					   MAX_FRAMES);
+		if (flen > 4 && memcmp(fe - 4, "_[k]", 4) == 0) {
+			kind = PRS_KIND_KERNEL;
+			flen -= 4;
+		}
+		if (flen > PRS_PROFILE_MAX_STRING)
+			return prs_err_set(err, -EINVAL, "%s:%lu: frame name longer than %u bytes", name,
+					   lineno, PRS_PROFILE_MAX_STRING);
+		str = prs_profile_string(p, s, flen);
+		frame = str == UINT32_MAX ? UINT32_MAX : prs_profile_named_frame(p, kind, str, 0, 0);
+		stack = frame == UINT32_MAX ? UINT32_MAX : prs_profile_stack(p, stack, frame);
+		if (stack == UINT32_MAX)
+			return prs_err_set(err, -ENOMEM, "%s:%lu: out of memory", name, lineno);
+		if (!semi)
+			break;
+		s = semi + 1;
+	}
+	memset(&smp, 0, sizeof(smp));
+	smp.state = PRS_STATE_RUNNING;
+	smp.syscall = -1;
+	smp.stack = stack;
+	do {
+		smp.weight = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
+		count -= smp.weight;
+		if (prs_profile_sample(p, &smp))
+			return prs_err_set(err, -ENOMEM, "%s:%lu: out of memory", name, lineno);
+	} while (count);
+	return 0;
+}
+
+int prs_folded_read(FILE *f, const char *name, struct prs_profile **out, struct prs_err *err)
+{
+	struct prs_profile *p = prs_profile_new();
+	unsigned long lineno = 0;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int rc = 0;
+
+	*out = NULL;
+	if (!p)
+		return prs_err_set(err, -ENOMEM, "%s: out of memory", name);
+	errno = 0;
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		size_t len = (size_t)n;
+
+		lineno++;
+		if (len > MAX_LINE) {
+			rc = prs_err_set(err, -EINVAL, "%s:%lu: line longer than %u bytes", name, lineno,
+					 MAX_LINE);
+			goto out;
+		}
+		if (memchr(line, '\0', len)) {
+			rc = prs_err_set(err, -EINVAL, "%s:%lu: NUL byte: not a folded stacks text file",
+					 name, lineno);
+			goto out;
+		}
+		while (len && is_space(line[len - 1]))
+			len--;
+		if (!len)
+			continue;
+		line[len] = '\0';
+		rc = folded_line(p, line, len, name, lineno, err);
+		if (rc)
+			goto out;
+	}
+	if (ferror(f)) {
+		rc = prs_err_set(err, -EIO, "%s: read error", name);
+		goto out;
+	}
+	if (p->nsamples == 0) {
+		rc = prs_err_set(err, -EINVAL, "%s: no stacks (empty folded file)", name);
+		goto out;
+	}
+	p->complete = true;
+	*out = p;
+	p = NULL;
+out:
+	free(line);
+	prs_profile_free(p);
+	return rc;
+}
+
+/* ---- export ---- */
+
+struct agg {
+	int32_t tid;
+	uint32_t stack;
+	uint32_t leaf; /* index in the leaf label table + 1, or 0 */
+	uint64_t count;
+};
+
+struct line {
+	char *text;
+	uint64_t count;
+};
+
+static int agg_cmp(const void *a, const void *b)
+{
+	const struct agg *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->stack != y->stack)
+		return x->stack < y->stack ? -1 : 1;
+	if (x->leaf != y->leaf)
+		return x->leaf < y->leaf ? -1 : 1;
+	return 0;
+}
+
+static int line_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct line *)a)->text, ((const struct line *)b)->text);
+}
+
+/* Appends one frame's text, made safe for the folded format. */
+static int put_frame(struct prs_buf *b, const char *text, bool first)
+{
+	size_t start, i;
+	int rc;
+
+	if (!first && (rc = prs_buf_putc(b, ';')))
+		return rc;
+	if (!text[0])
+		text = "[unknown]";
+	start = b->len;
+	if ((rc = prs_buf_append(b, text, strlen(text))))
+		return rc;
+	for (i = start; i < b->len; i++)
+		if (b->data[i] == ';' || b->data[i] == '\n' || b->data[i] == '\r')
+			b->data[i] = '_';
+	return 0;
+}
+
+static const char *thread_name(const struct prs_profile *p, int32_t tid)
+{
+	uint32_t i;
+
+	/* the last name recorded for the thread wins (threads rename themselves) */
+	for (i = p->nthreads; i-- > 0;)
+		if (p->threads[i].tid == tid && p->threads[i].name)
+			return p->strings[p->threads[i].name];
+	return NULL;
+}
+
+static int frame_text(const struct prs_profile *p, uint32_t id, unsigned flags, struct prs_buf *b,
+		      bool first)
+{
+	const struct prs_frame *f = &p->frames[id];
+	char label[PRS_MAX_NAME + 64];
+	int rc;
+
+	prs_profile_frame_label(p, id, label, sizeof(label));
+	if ((flags & PRS_FOLDED_LINES) && !f->raw && f->file) {
+		size_t n = strlen(label);
+
+		if (f->line)
+			snprintf(label + n, sizeof(label) - n, " (%s:%" PRIu32 ")", p->strings[f->file],
+				 f->line);
+		else
+			snprintf(label + n, sizeof(label) - n, " (%s)", p->strings[f->file]);
+	}
+	rc = put_frame(b, label, first);
+	if (!rc && f->kind == PRS_KIND_KERNEL)
+		rc = prs_buf_append(b, "_[k]", 4);
+	return rc;
+}
+
+int prs_export_folded(const struct prs_profile *p, enum prs_view view, unsigned flags, FILE *out,
+		      struct prs_err *err)
+{
+	/* off-CPU leaves: labels are few (one per syscall/state), kept in a small table */
+	enum { MAX_LEAVES = 1024 };
+	char (*leaves)[48] = NULL;
+	uint32_t nleaves = 0;
+	struct agg *aggs = NULL;
+	struct line *lines = NULL;
+	size_t naggs = 0, nlines = 0, i, j;
+	uint32_t *frames = NULL;
+	struct prs_buf b;
+	int rc = 0;
+
+	prs_buf_init(&b);
+	aggs = malloc((p->nsamples ? p->nsamples : 1) * sizeof(*aggs));
+	frames = malloc(MAX_FRAMES * sizeof(*frames));
+	leaves = calloc(MAX_LEAVES, sizeof(*leaves));
+	if (!aggs || !frames || !leaves )
+		goto nomem;
+	for (i = 0; i < p->nsamples; i++) {
+		const struct prs_sample *s = &p->samples[i];
+		struct agg *a = &aggs[naggs];
+		char label[48];
+		enum prs_kind kind;
+
+		if (view == PRS_VIEW_CPU && s->state != PRS_STATE_RUNNING)
+			continue;
+		a->tid = flags & PRS_FOLDED_PER_THREAD ? s->tid : 0;
+		a->stack = s->stack < p->nstacks ? s->stack : 0;
+		a->count = s->weight;
+		a->leaf = 0;
+		if (view == PRS_VIEW_WALL && prs_profile_offcpu_label(s, label, sizeof(label), &kind)) {
+			for (j = 0; j < nleaves && strcmp(leaves[j], label); j++)
+				;
+			if (j == nleaves && nleaves < MAX_LEAVES) {
+				memcpy(leaves[nleaves], label, sizeof(label));
+				nleaves++;
+			}
+			a->leaf = (uint32_t)(j < nleaves ? j : nleaves - 1) + 1;
+		}
+		naggs++;
+	}
+	if (naggs)
+		qsort(aggs, naggs, sizeof(*aggs), agg_cmp);
+	lines = malloc((naggs ? naggs : 1) * sizeof(*lines));
+	if (!lines)
+		goto nomem;
+	for (i = 0; i < naggs; i = j) {
+		uint64_t count = 0;
+		size_t nf, k;
+		bool first = true;
+
+		for (j = i; j < naggs && agg_cmp(&aggs[i], &aggs[j]) == 0; j++)
+			count += aggs[j].count;
+		prs_buf_reset(&b);
+		if (flags & PRS_FOLDED_PER_THREAD) {
+			const char *tn = thread_name(p, aggs[i].tid);
+			char root[PRS_MAX_NAME + 32];
+
+			if (tn)
+				snprintf(root, sizeof(root), "thread %" PRId32 " (%s)", aggs[i].tid, tn);
+			else
+				snprintf(root, sizeof(root), "thread %" PRId32, aggs[i].tid);
+			if ((rc = put_frame(&b, root, true)))
+				goto nomem;
+			first = false;
+		}
+		nf = prs_profile_stack_frames(p, aggs[i].stack, frames, MAX_FRAMES);
+		for (k = 0; k < nf; k++, first = false)
+			if ((rc = frame_text(p, frames[k], flags, &b, first)))
+				goto nomem;
+		if (aggs[i].leaf) {
+			if ((rc = put_frame(&b, leaves[aggs[i].leaf - 1], first)))
+				goto nomem;
+			first = false;
+		}
+		if (first && (rc = put_frame(&b, "[empty stack]", true)))
+			goto nomem;
+		if ((rc = prs_buf_putc(&b, '\0')))
+			goto nomem;
+		lines[nlines].text = (char *)prs_buf_detach(&b, NULL);
+		lines[nlines++].count = count;
+	}
+	if (nlines)
+		qsort(lines, nlines, sizeof(*lines), line_cmp);
+	for (i = 0; i < nlines; i = j) {
+		uint64_t count = 0;
+
+		/* different stacks can print alike (unsymbolized frames, replaced ';'): merge them */
+		for (j = i; j < nlines && strcmp(lines[i].text, lines[j].text) == 0; j++)
+			count += lines[j].count;
+		if (fprintf(out, "%s %" PRIu64 "\n", lines[i].text, count) < 0) {
+			rc = prs_err_set(err, -EIO, "folded output: write error");
+			goto out;
+		}
+	}
+	if (fflush(out) != 0)
+		rc = prs_err_set(err, -EIO, "folded output: write error");
+	goto out;
+nomem:
+	rc = prs_err_set(err, -ENOMEM, "folded export: out of memory");
+out:
+	for (i = 0; i < nlines; i++)
+		free(lines[i].text);
+	free(lines);
+	free(aggs);
+	free(frames);
+	free(leaves);
+	prs_buf_release(&b);
+	return rc;
+}
