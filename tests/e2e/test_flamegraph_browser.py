@@ -1,0 +1,134 @@
+# SPDX-License-Identifier: MIT
+"""Flame graph SVGs in headless Chromium (Debian's /usr/bin/chromium driven by playwright-core from
+tests/browser, see tests/browser/check_svg.mjs): the file loads with no console error and no network
+request, hostile names never run as script, a click on a frame makes it fill the plot width and
+shows "Reset Zoom", Esc resets, Ctrl-F searches and the "Matched" share equals the share computed
+here from the folded input. Screenshots are kept in tests/e2e/artifacts/ (git-ignored).
+
+Skips with a reason when $PYRSPROF flamegraph, node, chromium or playwright-core is missing
+(install the latter with `cd tests/browser && npm ci`).
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BROWSER = REPO / "tests" / "browser"
+ARTIFACTS = REPO / "tests" / "e2e" / "artifacts"
+
+
+@pytest.fixture(scope="module")
+def prs():
+    exe = os.environ.get("PYRSPROF") or str(REPO / "bin" / "pyrsprof")
+    if not os.access(exe, os.X_OK):
+        pytest.skip(f"no pyrsprof binary at {exe} (set PYRSPROF)")
+    if subprocess.run([exe, "flamegraph", "--help"], capture_output=True, timeout=20).returncode:
+        pytest.skip("`pyrsprof flamegraph` is not available yet")
+    if not shutil.which("node"):
+        pytest.skip("node is not installed")
+    if not os.access("/usr/bin/chromium", os.X_OK):
+        pytest.skip("Debian's chromium is not installed (/usr/bin/chromium)")
+    if not (BROWSER / "node_modules" / "playwright-core").is_dir():
+        pytest.skip("playwright-core is not installed: cd tests/browser && npm ci")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return exe
+
+
+def drive(svg, name, *args):
+    r = subprocess.run(["node", str(BROWSER / "check_svg.mjs"), str(svg), str(ARTIFACTS / name), *args],
+                       capture_output=True, timeout=120, cwd=BROWSER)
+    assert r.stdout, r.stderr.decode(errors="replace")
+    res = json.loads(r.stdout.decode().strip().splitlines()[-1])
+    assert r.returncode == 0 and "error" not in res, res.get("error")
+    return res
+
+
+def render(prs, tmp_path, data: bytes, name, *opts):
+    src = tmp_path / f"{name}.folded"
+    src.write_bytes(data)
+    out = tmp_path / f"{name}.svg"
+    r = subprocess.run([prs, "flamegraph", str(src), "-o", str(out), *opts], capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    shutil.copy(out, ARTIFACTS / f"{name}.svg")
+    return out
+
+
+STACKS = [
+    ("main;parse_args", 20),
+    ("main;run;compute;dot_product", 300),
+    ("main;run;compute;dot_product;simd_kernel", 120),
+    ("main;run;compute;normalize", 80),
+    ("main;run;load;read_file;read_[k]", 150),
+    ("main;run;load;decode_json", 90),
+    ("main;run;save;compute_checksum", 40),
+    ("main;<script>window.__pyrsprof_pwned=true</script>", 5),
+    ("main;<img src=x onerror=\"window.__pyrsprof_pwned=true\">", 5),
+    ("main;quote\" & amp ]]> end", 5),
+]
+
+
+def folded(stacks):
+    return "".join(f"{s} {c}\n" for s, c in stacks).encode()
+
+
+def matched_share(stacks, regex):
+    """Share of samples whose stack has a frame matching regex (each sample counted once)."""
+    total = sum(c for _, c in stacks)
+    hit = 0
+    for s, c in stacks:
+        names = [re.sub(r"_\[k\]$", "", f) for f in s.split(";")]
+        if any(re.search(regex, n) for n in names):
+            hit += c
+    return 100.0 * hit / total
+
+
+def test_click_zoom_search_and_no_errors(prs, tmp_path):
+    svg = render(prs, tmp_path, folded(STACKS), "browser-basic", "--title", "browser <check> & zoom")
+    regex = "compute"
+    res = drive(svg, "browser-basic", "--click", "load", "--search", regex)
+    assert res["console_errors"] == [] and res["page_errors"] == [], res
+    assert res["requests"] == [], "the SVG must not touch the network"
+    assert res["injected"] is False
+    # click: the frame fills the plot width (within a pixel), ancestors kept, others hidden
+    assert res["click_index"] >= 0
+    assert res["width_before"] < res["plotw"] * 0.5
+    assert abs(res["width_after"] - res["plotw"]) < 1.0, res
+    assert res["unzoom_visible"] is True
+    assert res["hidden_after_zoom"] > 0
+    assert res["details"].startswith("load"), res["details"]
+    total = sum(c for _, c in STACKS)
+    assert abs(res["width_reset"] - 240 / total * res["plotw"]) < 0.01, "Esc restores the widths"
+    # search: the matched share is what the input says; every highlighted frame matches
+    want = matched_share(STACKS, regex)
+    got = float(re.search(r"Matched: ([0-9.]+)%", res["matched"]).group(1))
+    assert abs(got - want) < 0.006, (got, want)
+    assert sorted(res["highlighted"]) == ["compute", "compute_checksum"]
+    assert res["matched_after_reset"].strip() == ""
+    for p in res["screenshots"]:
+        assert Path(p).stat().st_size > 5000
+
+
+def test_nested_matches_counted_once(prs, tmp_path):
+    # "a" matches at two depths in the same stacks: the share must not double count
+    stacks = [("x;a;b;a", 10), ("x;a", 30), ("x;c", 60)]
+    svg = render(prs, tmp_path, folded(stacks), "browser-nested")
+    res = drive(svg, "browser-nested", "--search", "^a$")
+    assert res["console_errors"] == [] and res["page_errors"] == []
+    got = float(re.search(r"Matched: ([0-9.]+)%", res["matched"]).group(1))
+    assert abs(got - matched_share(stacks, "^a$")) < 0.006  # 40%, not 50%
+
+
+def test_icicle_and_many_frames_load_cleanly(prs, tmp_path):
+    lines = [(f"main;mod_{i % 20};fn_{i % 300};leaf_{i}", 1 + (i % 50 == 0) * 200) for i in range(20000)]
+    svg = render(prs, tmp_path, folded(lines), "browser-icicle", "--icicle", "--width", "1280")
+    res = drive(svg, "browser-icicle", "--click", "mod_3", "--search", "fn_1[0-9]$")
+    assert res["console_errors"] == [] and res["page_errors"] == [] and res["requests"] == []
+    assert abs(res["width_after"] - res["plotw"]) < 1.0
+    assert res["frames"] > 100
