@@ -170,3 +170,56 @@ def test_kill9_during_run_target_completes(prs, targets, outdir):
         check_echo_output(out_path.read_bytes(), 60)
     finally:
         libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+# ---- signals sent to pyrsprof or the command ------------------------------------------------
+
+def test_sigterm_to_pyrsprof_is_forwarded(prs, targets, outdir):
+    """SIGTERM to pyrsprof alone is passed on to the command (its handler reports it and exits
+    143); pyrsprof passes 143 through and still writes its artifacts."""
+    d = outdir / "p"
+    p = subprocess.Popen([prs, "run", "-o", d, "--", targets / "echo_output", "20", "20"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    wait_child(p.pid)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGTERM)
+    try:
+        out, err = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        pytest.fail("pyrsprof did not end within 20 s of SIGTERM")
+    res = Result(p.args, p.returncode, out, err)
+    assert_clean(res)
+    assert b"echo_output: got signal 15" in err, res.describe()
+    assert res.rc == 143, res.describe()
+    check_echo_output(out, out.count(b"\n") - 1)
+    for a in ARTIFACTS:
+        assert (d / a).is_file(), f"{a} missing after SIGTERM\n{res.describe()}"
+
+
+def test_job_control_stop_and_continue(prs, targets, outdir):
+    """SIGSTOP to the profiled command stops it for real (no output while stopped: the profiler
+    must not resume a group-stopped tracee), SIGCONT resumes it, and it completes intact."""
+    out_path = outdir / "child.out"
+    with open(out_path, "wb") as out:
+        p = subprocess.Popen([prs, "run", "-o", outdir / "p", "--", targets / "echo_output",
+                              "2", "25"], stdout=out, stderr=subprocess.PIPE,
+                             start_new_session=True)
+    try:
+        child = wait_child(p.pid)
+        time.sleep(0.6)
+        os.kill(child, signal.SIGSTOP)
+        time.sleep(0.3)
+        size = out_path.stat().st_size
+        time.sleep(0.8)
+        assert out_path.stat().st_size == size, "the command kept printing while SIGSTOPped"
+        os.kill(child, signal.SIGCONT)
+        _, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    res = Result(p.args, p.returncode, b"", err)
+    assert_clean(res)
+    assert res.rc == 0, res.describe()
+    check_echo_output(out_path.read_bytes(), 50)
