@@ -15,9 +15,9 @@ $(UNWIND_TDIR)/rec: tests/fixtures/unwind/rec.rs
 $(BUILD)/unit-tests: $(UNWIND_TARGETS)
 unwind-targets: $(UNWIND_TARGETS)
 
-$(BUILD)/bench/unwind_bench: $(BUILD)/tests/bench/unwind_bench.o $(BUILD)/libpyrsprof.a $(UNWIND_TARGETS)
+$(BUILD)/bench/unwind_bench: $(BUILD)/tests/bench/unwind_bench.o $(BUILD)/tests/fixtures/unwind/harness.o $(BUILD)/libpyrsprof.a $(UNWIND_TARGETS)
 	@mkdir -p $(dir $@)
-	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lunwind-ptrace -lunwind-generic -lunwind
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libpyrsprof.a $(LDLIBS) -lunwind-ptrace -lunwind-generic -lunwind
 
 .PHONY: unwind-targets
 
