@@ -36,6 +36,7 @@ struct prs_profile *prs_profile_new(void)
 	prs_idset_init(&p->index->mappings);
 	prs_idset_init(&p->index->frames);
 	prs_map64_init(&p->index->stacks);
+	prs_map64_init(&p->index->raw_pcs);
 	if (prs_profile_string(p, "", 0) != 0)
 		goto fail;
 	if (GROW(p->stacks, p->index->cap_stacks, 1))
@@ -71,6 +72,7 @@ void prs_profile_free(struct prs_profile *p)
 		prs_idset_release(&p->index->mappings);
 		prs_idset_release(&p->index->frames);
 		prs_map64_release(&p->index->stacks);
+		prs_map64_release(&p->index->raw_pcs);
 		free(p->index->expand_log);
 		free(p->index);
 	}
@@ -241,8 +243,17 @@ static uint32_t frame_intern(struct prs_profile *p, const struct prs_frame *f)
 
 uint32_t prs_profile_raw_frame(struct prs_profile *p, uint32_t mapping, uint64_t addr, bool activation)
 {
+	uint64_t key = addr ^ ((uint64_t)activation << 63);
+	uint32_t id = prs_map64_get(&p->index->raw_pcs, key);
 	struct prs_frame f;
 
+	/* the sampler's common case: one u64 probe, then a check that it is the same frame */
+	if (id != PRS_MAP_NONE) {
+		const struct prs_frame *c = &p->frames[id];
+
+		if (c->addr == addr && c->mapping == mapping && c->activation == activation)
+			return id;
+	}
 	if (mapping != PRS_NO_MAPPING && mapping >= p->nmappings)
 		return UINT32_MAX;
 	memset(&f, 0, sizeof(f));
@@ -251,7 +262,11 @@ uint32_t prs_profile_raw_frame(struct prs_profile *p, uint32_t mapping, uint64_t
 	f.activation = activation;
 	f.mapping = mapping;
 	f.addr = addr;
-	return frame_intern(p, &f);
+	id = frame_intern(p, &f);
+	/* remember the first frame seen at this key; a failure here only costs speed */
+	if (id != UINT32_MAX)
+		prs_map64_intern(&p->index->raw_pcs, key, id, &(uint32_t){ 0 });
+	return id;
 }
 
 uint32_t prs_profile_named_frame(struct prs_profile *p, enum prs_kind kind, uint32_t name,

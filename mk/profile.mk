@@ -1,0 +1,12 @@
+# SPDX-License-Identifier: MIT
+# The profile model's benchmark (owner: h-profile): bench/profile_bench prints a table of the
+# hot-path cost (stack intern + sample on a warm 30-deep stack) and of recorder flush / reader
+# throughput. Built by `make bench` (or `make profile-bench`).
+
+$(BUILD)/bench/profile_bench: $(BUILD)/tests/bench/profile_bench.o $(BUILD)/libpyrsprof.a
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libpyrsprof.a $(LDLIBS)
+
+.PHONY: profile-bench
+profile-bench: $(BUILD)/bench/profile_bench
+bench: $(BUILD)/bench/profile_bench
