@@ -73,6 +73,16 @@ struct prs_fg {
 	size_t scratch_cap;
 };
 
+/*
+ * Building blocks for adapters that walk their own trees (from_profile.c): intern a string (id,
+ * UINT32_MAX on ENOMEM), find or create a child node (id, 0 on ENOMEM; kind must be valid), add
+ * a line count, and add counts to a node and all its ancestors (-EOVERFLOW past 2^63).
+ */
+uint32_t prs_fg_intern(struct prs_fg *fg, const char *s, size_t len);
+uint32_t prs_fg_child(struct prs_fg *fg, uint32_t parent, uint32_t name, uint32_t file, uint8_t kind);
+int prs_fg_line(struct prs_fg *fg, uint32_t node, uint32_t line, uint64_t count);
+int prs_fg_count(struct prs_fg *fg, uint32_t node, uint64_t before, uint64_t after);
+
 /* FNV-1a of s[0..len): the stable per-name hash behind the colors. */
 uint32_t prs_fg_name_hash(const char *s, size_t len);
 

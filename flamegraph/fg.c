@@ -332,6 +332,37 @@ int prs_fg_add(struct prs_fg *fg, const struct prs_fg_frame *frames, size_t n, u
 	return prs_fg_add2(fg, frames, n, 0, count);
 }
 
+uint32_t prs_fg_intern(struct prs_fg *fg, const char *s, size_t len)
+{
+	return intern(fg, s, len);
+}
+
+uint32_t prs_fg_child(struct prs_fg *fg, uint32_t parent, uint32_t name, uint32_t file, uint8_t kind)
+{
+	fg->npath = 0; /* the prefix cache of prs_fg_add2 no longer describes the last stack */
+	return child(fg, parent, name, file, kind);
+}
+
+int prs_fg_line(struct prs_fg *fg, uint32_t node, uint32_t line, uint64_t count)
+{
+	return line_add(fg, node, line, count);
+}
+
+int prs_fg_count(struct prs_fg *fg, uint32_t node, uint64_t before, uint64_t after)
+{
+	const struct fg_node *root = &fg->nodes[0];
+
+	if (after > MAX_TOTAL - root->total[0] || before > MAX_TOTAL - root->total[1])
+		return -EOVERFLOW;
+	for (uint32_t n = node; n; n = fg->nodes[n].parent) {
+		fg->nodes[n].total[0] += after;
+		fg->nodes[n].total[1] += before;
+	}
+	fg->nodes[0].total[0] += after;
+	fg->nodes[0].total[1] += before;
+	return 0;
+}
+
 uint64_t prs_fg_total(const struct prs_fg *fg)
 {
 	return fg->nodes[0].total[0];

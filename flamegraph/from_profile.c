@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fg-tree.h"
+
 #include "util/banned.h"
 
 #define RAW_LABEL 320 /* "basename+0xOFF": a file name is at most 255 bytes */
@@ -133,17 +135,173 @@ static const char *thread_name(const struct prs_profile *p, const struct thr *th
 	return pstr(p, threads[lo - 1].name);
 }
 
+/* A profile frame as the tree keys it, computed once per frame id. */
+struct fkey {
+	uint32_t name, file; /* fg string ids */
+	uint8_t kind;
+	bool done;
+};
+
+/* What a profile stack became in the tree, for one thread root (epoch). */
+struct memo {
+	uint32_t node, epoch, depth; /* depth: frames from the root, thread frame excluded */
+};
+
+struct walk {
+	struct prs_fg *fg;
+	const struct prs_profile *p;
+	struct fkey *fk;
+	struct memo *memo;
+	uint32_t *chain; /* PRS_MAX_STACK_FRAMES + 1 stack ids */
+	uint32_t epoch;
+	char label[RAW_LABEL];
+};
+
+/* The expansion of frame id f (inline chain, outermost first) or f itself. */
+static const uint32_t *expansion(const struct prs_profile *p, uint32_t *f, uint32_t *n)
+{
+	const struct prs_frame *fr = &p->frames[*f];
+
+	if (fr->raw && p->expansions && p->expand_ids) {
+		const struct prs_expansion *e = &p->expansions[*f];
+
+		if (e->count && e->first <= p->nexpand_ids && e->count <= p->nexpand_ids - e->first) {
+			*n = e->count;
+			return p->expand_ids + e->first;
+		}
+	}
+	*n = 1;
+	return f;
+}
+
+static int frame_key(struct walk *w, uint32_t id, struct fkey **out)
+{
+	const struct prs_profile *p = w->p;
+	struct fkey *k = &w->fk[id];
+
+	if (!k->done) {
+		const struct prs_frame *f = &p->frames[id];
+		const char *name, *file = "";
+
+		if (f->raw) {
+			name = prs_profile_frame_label(p, id, w->label, sizeof(w->label));
+			k->kind = PRS_KIND_UNKNOWN;
+		} else {
+			name = pstr(p, f->name);
+			file = pstr(p, f->file);
+			k->kind = f->kind < PRS_KIND__COUNT ? f->kind : PRS_KIND_UNKNOWN;
+		}
+		if (!name[0])
+			name = "[unknown]";
+		k->name = prs_fg_intern(w->fg, name, strnlen(name, PRS_MAX_NAME));
+		k->file = file[0] ? prs_fg_intern(w->fg, file, strnlen(file, PRS_MAX_NAME)) : 0;
+		if (k->name == UINT32_MAX || k->file == UINT32_MAX)
+			return -ENOMEM;
+		k->done = true;
+	}
+	*out = k;
+	return 0;
+}
+
+/*
+ * The tree node of profile stack `stack` under `base` (memoized per epoch). Stacks deeper than
+ * PRS_MAX_STACK_FRAMES keep their outermost frames; a parent chain that does not reach the root
+ * within that many steps (a cycle in a corrupt file) is cut there too. Returns 0 or -ENOMEM.
+ */
+static int resolve(struct walk *w, uint32_t stack, uint32_t base, uint32_t *node)
+{
+	const struct prs_profile *p = w->p;
+	size_t n = 0;
+	uint32_t cur = base, depth = 0, s = stack;
+
+	while (s != 0 && n <= PRS_MAX_STACK_FRAMES && w->memo[s].epoch != w->epoch) {
+		w->chain[n++] = s;
+		s = p->stacks[s].parent < p->nstacks ? p->stacks[s].parent : 0;
+	}
+	if (s != 0 && w->memo[s].epoch == w->epoch) {
+		cur = w->memo[s].node;
+		depth = w->memo[s].depth;
+	}
+	while (n > 0) {
+		uint32_t t = w->chain[--n], f = p->stacks[t].frame, ne;
+		const uint32_t *ids;
+
+		if (f < p->nframes) {
+			ids = expansion(p, &f, &ne);
+			for (uint32_t j = 0; j < ne && depth < PRS_MAX_STACK_FRAMES; j++) {
+				struct fkey *k;
+
+				if (ids[j] >= p->nframes)
+					continue;
+				if (frame_key(w, ids[j], &k) < 0)
+					return -ENOMEM;
+				cur = prs_fg_child(w->fg, cur, k->name, k->file, k->kind);
+				if (!cur)
+					return -ENOMEM;
+				depth++;
+			}
+		}
+		w->memo[t] = (struct memo){ .node = cur, .epoch = w->epoch, .depth = depth };
+	}
+	*node = cur;
+	return 0;
+}
+
+/* Adds the line counts of stack `stack` (resolved under the current epoch) to its nodes. */
+static void add_lines(struct walk *w, uint32_t stack, uint64_t count)
+{
+	const struct prs_profile *p = w->p;
+
+	for (size_t steps = 0; stack != 0 && steps <= PRS_MAX_STACK_FRAMES; steps++) {
+		uint32_t f = p->stacks[stack].frame, ne, node = w->memo[stack].node;
+		uint32_t parent = p->stacks[stack].parent < p->nstacks ? p->stacks[stack].parent : 0;
+		uint32_t pdepth = parent && w->memo[parent].epoch == w->epoch ? w->memo[parent].depth : 0;
+		const uint32_t *ids;
+
+		if (f < p->nframes && w->memo[stack].depth - pdepth > 0) {
+			ids = expansion(p, &f, &ne);
+			/* the nodes of this stack's frames are memo.node and its ancestors, innermost
+			 * last: pair them from the end (skipped ids made no node) */
+			for (uint32_t j = ne; j-- > 0 && node;) {
+				if (ids[j] >= p->nframes)
+					continue;
+				if (j < w->memo[stack].depth - pdepth) {
+					if (p->frames[ids[j]].line &&
+					    prs_fg_line(w->fg, node, p->frames[ids[j]].line, count) < 0)
+						return;
+					node = w->fg->nodes[node].parent;
+				}
+			}
+		}
+		stack = parent;
+	}
+}
+
+static int cmp_agg(const void *a, const void *b)
+{
+	const struct agg *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->stack != y->stack)
+		return x->stack < y->stack ? -1 : 1;
+	return x->leaf < y->leaf ? -1 : x->leaf > y->leaf;
+}
+
 static int add_profile(struct prs_fg *fg, const struct prs_profile *p, enum prs_view view,
 		       bool per_thread, int slot, struct prs_err *err)
 {
 	struct aggmap m = { 0 };
 	struct thr *threads = NULL;
-	uint32_t *ids = NULL;
-	struct prs_fg_frame *frames = NULL;
-	char *labels = NULL, thread_label[PRS_MAX_NAME + 40], leaf_label[64];
+	struct agg *list = NULL;
+	struct walk w = { .fg = fg, .p = p };
+	char thread_label[PRS_MAX_NAME + 40], leaf_label[64];
+	size_t nlist = 0;
+	int32_t cur_tid = 0;
+	uint32_t base = 0;
 	int rc = 0;
 
-	/* Merge every (thread, stack, leaf) first: a stack is expanded once. */
+	/* Merge every (thread, stack, leaf) first: a stack is resolved once per thread. */
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct prs_sample *s = &p->samples[i];
 		uint32_t leaf = 0;
@@ -164,79 +322,85 @@ static int add_profile(struct prs_fg *fg, const struct prs_profile *p, enum prs_
 	}
 	if (per_thread && p->nthreads) {
 		threads = malloc(p->nthreads * sizeof(*threads));
-		if (!threads) {
-			rc = prs_err_set(err, -ENOMEM, "flame graph: out of memory");
-			goto out;
-		}
+		if (!threads)
+			goto nomem;
 		for (uint32_t i = 0; i < p->nthreads; i++)
 			threads[i] = (struct thr){ p->threads[i].tid, p->threads[i].name, i };
 		qsort(threads, p->nthreads, sizeof(*threads), cmp_thread);
 	}
-	ids = malloc(PRS_MAX_STACK_FRAMES * sizeof(*ids));
-	frames = malloc((PRS_MAX_STACK_FRAMES + 2) * sizeof(*frames));
-	labels = malloc((size_t)PRS_MAX_STACK_FRAMES * RAW_LABEL);
-	if (!ids || !frames || !labels) {
-		rc = prs_err_set(err, -ENOMEM, "flame graph: out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < m.cap; i++) {
-		const struct agg *a = &m.e[i];
-		size_t n = 0, nf;
+	/* In (thread, stack) order, so that each thread's stacks share one memo epoch. */
+	list = malloc((m.n ? m.n : 1) * sizeof(*list));
+	w.fk = calloc(p->nframes ? p->nframes : 1, sizeof(*w.fk));
+	w.memo = calloc(p->nstacks ? p->nstacks : 1, sizeof(*w.memo));
+	w.chain = malloc((PRS_MAX_STACK_FRAMES + 1) * sizeof(*w.chain));
+	if (!list || !w.fk || !w.memo || !w.chain)
+		goto nomem;
+	for (size_t i = 0; i < m.cap; i++)
+		if (m.used[i])
+			list[nlist++] = m.e[i];
+	qsort(list, nlist, sizeof(*list), cmp_agg);
+	for (size_t i = 0; i < nlist; i++) {
+		const struct agg *a = &list[i];
+		uint32_t node, leaf_node;
 
-		if (!m.used[i])
-			continue;
-		if (per_thread) {
-			const char *tn = thread_name(p, threads, threads ? p->nthreads : 0, a->tid);
+		if (i == 0 || a->tid != cur_tid) {
+			cur_tid = a->tid;
+			w.epoch++;
+			base = 0;
+			if (per_thread) {
+				const char *tn = thread_name(p, threads, threads ? p->nthreads : 0, a->tid);
+				int k = tn[0] ? snprintf(thread_label, sizeof(thread_label), "thread %" PRId32 " (%s)",
+							 a->tid, tn)
+					      : snprintf(thread_label, sizeof(thread_label), "thread %" PRId32, a->tid);
+				uint32_t nid = prs_fg_intern(fg, thread_label,
+							     k > 0 && (size_t)k < sizeof(thread_label) ? (size_t)k
+							     : strlen(thread_label));
 
-			if (tn[0])
-				snprintf(thread_label, sizeof(thread_label), "thread %" PRId32 " (%s)", a->tid, tn);
-			else
-				snprintf(thread_label, sizeof(thread_label), "thread %" PRId32, a->tid);
-			frames[n++] = (struct prs_fg_frame){ .name = thread_label, .kind = PRS_KIND_THREAD };
-		}
-		nf = prs_profile_stack_frames(p, a->stack, ids, PRS_MAX_STACK_FRAMES);
-		for (size_t k = 0; k < nf && n < PRS_MAX_STACK_FRAMES; k++) {
-			const struct prs_frame *f;
-
-			if (ids[k] >= p->nframes)
-				continue;
-			f = &p->frames[ids[k]];
-			if (f->raw) {
-				char *buf = labels + k * RAW_LABEL;
-
-				prs_profile_frame_label(p, ids[k], buf, RAW_LABEL);
-				frames[n++] = (struct prs_fg_frame){ .name = buf, .kind = PRS_KIND_UNKNOWN };
-			} else {
-				frames[n++] = (struct prs_fg_frame){
-					.name = f->name ? pstr(p, f->name) : "[unknown]",
-					.file = pstr(p, f->file), .line = f->line,
-					.kind = f->kind < PRS_KIND__COUNT ? (enum prs_kind)f->kind
-									  : PRS_KIND_UNKNOWN };
+				if (nid == UINT32_MAX || !(base = prs_fg_child(fg, 0, nid, 0, PRS_KIND_THREAD)))
+					goto nomem;
 			}
 		}
+		if (resolve(&w, a->stack, base, &node) < 0)
+			goto nomem;
 		if (a->leaf) {
 			enum prs_kind kind = PRS_KIND_OFF_OTHER;
 
 			if (prs_profile_offcpu_label(&p->samples[a->sample], leaf_label, sizeof(leaf_label),
-						     &kind))
-				frames[n++] = (struct prs_fg_frame){ .name = leaf_label, .kind = kind };
+						     &kind)) {
+				uint32_t nid = prs_fg_intern(fg, leaf_label, strlen(leaf_label));
+
+				if (nid == UINT32_MAX ||
+				    !(leaf_node = prs_fg_child(fg, node, nid, 0,
+							      (unsigned)kind < PRS_KIND__COUNT ? kind
+							      : PRS_KIND_OFF_OTHER)))
+					goto nomem;
+				node = leaf_node;
+			}
 		}
-		if (n == 0) /* a sample with an empty stack: still time, shown as such */
-			frames[n++] = (struct prs_fg_frame){ .name = "[no frames]", .kind = PRS_KIND_UNKNOWN };
-		rc = slot ? prs_fg_add2(fg, frames, n, a->weight, 0) : prs_fg_add(fg, frames, n, a->weight);
+		if (node == 0) { /* a sample with an empty stack: still time, shown as such */
+			uint32_t nid = prs_fg_intern(fg, "[no frames]", 11);
+
+			if (nid == UINT32_MAX || !(node = prs_fg_child(fg, 0, nid, 0, PRS_KIND_UNKNOWN)))
+				goto nomem;
+		}
+		rc = slot ? prs_fg_count(fg, node, a->weight, 0) : prs_fg_count(fg, node, 0, a->weight);
 		if (rc < 0) {
-			prs_err_set(err, rc, "flame graph: %s", rc == -ENOMEM ? "out of memory"
-						: "sample counts overflow");
+			prs_err_set(err, rc, "flame graph: sample counts overflow");
 			goto out;
 		}
+		add_lines(&w, a->stack, a->weight);
 	}
+	goto out;
+nomem:
+	rc = prs_err_set(err, -ENOMEM, "flame graph: out of memory");
 out:
 	free(m.e);
 	free(m.used);
 	free(threads);
-	free(ids);
-	free(frames);
-	free(labels);
+	free(list);
+	free(w.fk);
+	free(w.memo);
+	free(w.chain);
 	return rc;
 }
 

@@ -209,6 +209,54 @@ static struct run render(const struct text *src, double min_width)
 	return r;
 }
 
+/* The product path: prs_folded_read (the profile model) + prs_fg_from_profile + write. */
+static struct run render_profile(const struct text *src, double min_width, double *read_s)
+{
+	struct run r = { 0 };
+	struct prs_profile *p = NULL;
+	struct prs_fg *fg = prs_fg_new();
+	struct prs_fg_opts o;
+	struct prs_err err = { 0 };
+	FILE *in = fmemopen(src->buf, src->len, "r"), *out = tmpfile();
+	double t0, t1, t2, t3, w0;
+
+	if (!fg || !in || !out) {
+		fprintf(stderr, "fg_bench: setup failed\n");
+		exit(1);
+	}
+	prs_fg_opts_init(&o);
+	o.min_width = min_width;
+	w0 = now_s();
+	t0 = cpu_s();
+	if (prs_folded_read(in, "bench.folded", &p, &err) < 0) {
+		fprintf(stderr, "fg_bench: prs_folded_read: %s\n", err.msg);
+		exit(1);
+	}
+	t1 = cpu_s();
+	if (prs_fg_from_profile(fg, p, PRS_VIEW_CPU, false, &err) < 0) {
+		fprintf(stderr, "fg_bench: %s\n", err.msg);
+		exit(1);
+	}
+	t2 = cpu_s();
+	if (prs_fg_write_svg(fg, out, &o, &err) < 0) {
+		fprintf(stderr, "fg_bench: %s\n", err.msg);
+		exit(1);
+	}
+	t3 = cpu_s();
+	*read_s = t1 - t0;
+	r.parse_s = t2 - t1;
+	r.write_s = t3 - t2;
+	r.wall_s = now_s() - w0;
+	r.nodes = fg->nnodes;
+	r.size = ftell(out);
+	r.drawn = prs_fg_drawn(fg);
+	fclose(in);
+	fclose(out);
+	prs_fg_free(fg);
+	prs_profile_free(p);
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	size_t nstacks = 200000;
@@ -261,6 +309,18 @@ int main(int argc, char **argv)
 		snprintf(label, sizeof(label), "%zu stacks, 0.1 px", nstacks / 10);
 		printf("%-28s %9zu %9.3f %9.3f %9.3f %9.3f %11ld %8zu\n", label, r.nodes, r.parse_s,
 		       r.write_s, r.parse_s + r.write_s, r.wall_s, r.size, r.drawn);
+	}
+	{
+		double read_s = 0;
+		struct run r = render_profile(&t, 0.1, &read_s);
+
+		printf("\nproduct path (pyrsprof flamegraph IN.folded): %zu stacks, 0.1 px\n", nstacks);
+		printf("%-28s %9s %9s %9s %9s %9s %11s %8s\n", "step", "", "read s", "tree s", "svg s",
+		       "wall s", "svg bytes", "frames");
+		printf("%-28s %9s %9.3f %9.3f %9.3f %9.3f %11ld %8zu\n", "prs_folded_read+fg", "", read_s,
+		       r.parse_s, r.write_s, r.wall_s, r.size, r.drawn);
+		printf("total CPU %.3f s (prs_folded_read %.3f, prs_fg_from_profile %.3f, write %.3f)\n",
+		       read_s + r.parse_s + r.write_s, read_s, r.parse_s, r.write_s);
 	}
 	free(t.buf);
 	free(small.buf);

@@ -571,3 +571,109 @@ Test(flamegraph, diff_from_profiles)
 	prs_profile_free(before);
 	prs_profile_free(after);
 }
+
+/* The two ways in, folded text through the profile model and frames through prs_fg_add, must
+ * draw the same graph (random input; the seed is printed on failure). */
+Test(flamegraph, profile_path_equals_direct_path)
+{
+	unsigned seed = 20261202;
+	char *text = NULL, *svg1, *svg2, line[512];
+	size_t tlen = 0;
+	FILE *f = open_memstream(&text, &tlen);
+	struct prs_profile *p = NULL;
+	struct prs_fg *a = prs_fg_new(), *b = prs_fg_new();
+	struct prs_err err = { 0 };
+
+	srand(seed);
+	for (int i = 0; i < 3000; i++) {
+		int depth = 1 + rand() % 12;
+		struct prs_fg_frame fr[16];
+		char names[16][16];
+
+		line[0] = '\0';
+		for (int k = 0; k < depth; k++) {
+			bool kern = rand() % 10 == 0;
+
+			snprintf(names[k], sizeof(names[k]), "f%d", rand() % 25);
+			fr[k] = (struct prs_fg_frame){ .name = names[k],
+						       .kind = kern ? PRS_KIND_KERNEL : PRS_KIND_UNKNOWN };
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s%s", k ? ";" : "",
+				 names[k], kern ? "_[k]" : "");
+		}
+		{
+			unsigned c = 1 + rand() % 50;
+
+			fprintf(f, "%s %u\n", line, c);
+			cr_assert_eq(prs_fg_add(b, fr, (size_t)depth, c), 0);
+		}
+	}
+	fclose(f);
+	f = fmemopen(text, tlen, "r");
+	cr_assert_eq(prs_folded_read(f, "random.folded", &p, &err), 0, "%s", err.msg);
+	fclose(f);
+	cr_assert_eq(prs_fg_from_profile(a, p, PRS_VIEW_CPU, false, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_fg_total(a), prs_fg_total(b), "seed %u", seed);
+	svg1 = render(a, NULL);
+	svg2 = render(b, NULL);
+	cr_assert(strcmp(svg1, svg2) == 0, "the two paths differ (seed %u)", seed);
+	free(svg1);
+	free(svg2);
+	free(text);
+	prs_profile_free(p);
+	prs_fg_free(a);
+	prs_fg_free(b);
+}
+
+/* A symbolized raw frame expands to its inline chain; each inlined function is its own box with
+ * its own line, and the raw frame's label stands for an unsymbolized one. */
+Test(flamegraph, inline_expansions_and_raw_frames)
+{
+	struct prs_profile *p = prs_profile_new();
+	struct prs_mapping mp = { .start = 0x400000, .end = 0x500000, .offset = 0 };
+	struct prs_fg *fg = prs_fg_new();
+	struct prs_err err = { 0 };
+	uint32_t map, raw1, raw2, leaf, mix, top, s1, s2, s3, ids[2];
+	struct box b[16];
+	size_t n;
+	char *svg;
+	const struct box *bl, *bm, *bu;
+
+	mp.path = prs_profile_string(p, "/usr/bin/app", 12);
+	map = prs_profile_mapping(p, &mp);
+	raw1 = prs_profile_raw_frame(p, map, 0x401234, true);
+	raw2 = prs_profile_raw_frame(p, map, 0x402000, false);
+	top = prs_profile_named_frame(p, PRS_KIND_RUST, prs_profile_string(p, "app::main", 9),
+				      prs_profile_string(p, "main.rs", 7), 5);
+	leaf = prs_profile_named_frame(p, PRS_KIND_RUST, prs_profile_string(p, "app::leaf", 9),
+				       prs_profile_string(p, "main.rs", 7), 40);
+	mix = prs_profile_named_frame(p, PRS_KIND_RUST, prs_profile_string(p, "app::mix", 8),
+				      prs_profile_string(p, "main.rs", 7), 12);
+	ids[0] = leaf;
+	ids[1] = mix;
+	cr_assert_eq(prs_profile_expand(p, raw1, ids, 2), 0);
+	s1 = prs_profile_stack(p, 0, top);
+	s2 = prs_profile_stack(p, s1, raw1);
+	s3 = prs_profile_stack(p, s1, raw2);
+	for (int i = 0; i < 5; i++) {
+		struct prs_sample s = { .tid = 1, .state = PRS_STATE_RUNNING, .syscall = -1, .stack = i < 3 ? s2 : s3,
+					.weight = 1 };
+
+		cr_assert_eq(prs_profile_sample(p, &s), 0);
+	}
+	cr_assert_eq(prs_fg_from_profile(fg, p, PRS_VIEW_CPU, false, &err), 0, "%s", err.msg);
+	svg = render(fg, NULL);
+	n = boxes(svg, b, 16);
+	bl = find(b, n, "app::leaf", 2);
+	bm = find(b, n, "app::mix", 3);
+	bu = find(b, n, "app+0x2000", 2);
+	cr_assert(bl && bm && bu, "leaf, mix inlined above it, and the unsymbolized frame");
+	cr_assert_eq(bl->c, 3);
+	cr_assert_eq(bm->c, 3);
+	cr_assert_eq(bu->c, 2);
+	cr_assert(strstr(bl->title, "main.rs:40"), "%s", bl->title);
+	cr_assert(strstr(bm->title, "main.rs:12"), "%s", bm->title);
+	cr_assert(strstr(find(b, n, "app::main", 1)->title, "main.rs:5"));
+	free(svg);
+	prs_fg_free(fg);
+	prs_profile_free(p);
+}
