@@ -378,8 +378,9 @@ static int reader_init(struct reader *rd, const char *name, struct prs_err *err)
 	rd->zout = malloc(rd->zout_cap);
 	if (!rd->p || !rd->dctx || !rd->zout)
 		return prs_err_set(err, -ENOMEM, "%s: out of memory", name);
-	/* bound the decoder's window so a hostile frame header cannot make it allocate gigabytes */
-	ZSTD_DCtx_setParameter(rd->dctx, ZSTD_d_windowLogMax, 27);
+	/* bound the decoder's window (16 MiB; the writer uses 2 MiB) so a hostile frame header
+	 * cannot make it allocate gigabytes */
+	ZSTD_DCtx_setParameter(rd->dctx, ZSTD_d_windowLogMax, 24);
 	return 0;
 }
 

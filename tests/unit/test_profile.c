@@ -827,3 +827,78 @@ Test(pyrs, matches_the_documented_example, .init = make_tmpdir, .fini = rm_tmpdi
 	ZSTD_freeDCtx(d);
 	free(file);
 }
+
+/* While the recorder runs, the file on disk holds exactly what was flushed. */
+Test(pyrs, readable_while_recording, .init = make_tmpdir, .fini = rm_tmpdir)
+{
+	struct prs_recorder *r;
+	struct prs_profile *p, *back;
+	struct prs_err err;
+	char path[128], warn[256];
+	uint32_t f, st, round, i;
+
+	snprintf(path, sizeof(path), "%s/live.pyrs", tmpdir);
+	cr_assert_eq(prs_recorder_open(path, &r, &err), 0);
+	p = prs_recorder_profile(r);
+	for (round = 1; round <= 5; round++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%u", round);
+		f = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, name), 0, 0);
+		st = prs_profile_stack(p, 0, f);
+		for (i = 0; i < 100; i++)
+			prs_profile_sample(p, &(struct prs_sample){ .time_ns = round * 1000 + i, .syscall = -1,
+				.stack = st, .weight = 1 });
+		cr_assert_eq(prs_recorder_flush(r, &err), 0, "%s", err.msg);
+		/* samples added after the flush are not on disk yet */
+		prs_profile_sample(p, &(struct prs_sample){ .syscall = -1, .stack = st, .weight = 1 });
+		cr_assert_eq(prs_pyrs_read(path, &back, warn, sizeof(warn), &err), 0, "%s", err.msg);
+		cr_assert_not(back->complete);
+		cr_assert_eq(back->nsamples, round * 101 - 1, "round %u", round);
+		cr_assert_eq(back->nstacks, round + 1);
+		snprintf(warn + 200, 56, "truncated after %u samples", round * 101 - 1);
+		cr_assert(strstr(warn, warn + 200), "%s", warn);
+		prs_profile_free(back);
+	}
+	cr_assert_eq(prs_recorder_close(r, NULL, &err), 0);
+	cr_assert_eq(prs_pyrs_read(path, &back, warn, sizeof(warn), &err), 0, "%s", err.msg);
+	cr_assert(back->complete);
+	cr_assert_eq(back->nsamples, 505);
+	prs_profile_free(back);
+	/* an unwritable path */
+	cr_assert_eq(prs_recorder_open("/nonexistent-dir/profile.pyrs", &r, &err), -ENOENT);
+	cr_assert_null(r);
+	cr_assert(strstr(err.msg, "/nonexistent-dir/profile.pyrs: "), "%s", err.msg);
+}
+
+/* .pyrs -> folded -> folded reader -> folded: the text is stable. */
+Test(pyrs, folded_from_recording, .init = make_tmpdir, .fini = rm_tmpdir)
+{
+	char path[128], *t1 = NULL, *t2 = NULL;
+	size_t l1 = 0, l2 = 0;
+	struct prs_profile *w, *back;
+	struct prs_err err;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/profile.pyrs", tmpdir);
+	w = record_small(path);
+	f = open_memstream(&t1, &l1);
+	cr_assert_eq(prs_export_folded(w, PRS_VIEW_WALL, PRS_FOLDED_PER_THREAD, f, &err), 0);
+	fclose(f);
+	/* raw frames 1 and 2 are expanded; the leaf of the io-worker's samples is their syscall */
+	cr_assert_str_eq(t1,
+		"thread 100 (main);libfoo.so+0x1000;foo::bar;foo::inlined;foo::bar;libfoo.so+0x1300 5\n"
+		"thread 101 (io-worker);libfoo.so+0x1000;foo::bar;foo::inlined;foo::bar;libfoo.so+0x1300;compute;[clock_nanosleep] 1\n"
+		"thread 101 (io-worker);libfoo.so+0x1000;foo::bar;foo::inlined;foo::bar;libfoo.so+0x1300;compute;[read] 14\n");
+	f = fmemopen(t1, l1, "r");
+	cr_assert_eq(prs_folded_read(f, "t1", &back, &err), 0, "%s", err.msg);
+	fclose(f);
+	f = open_memstream(&t2, &l2);
+	cr_assert_eq(prs_export_folded(back, PRS_VIEW_CPU, 0, f, &err), 0);
+	fclose(f);
+	cr_assert_str_eq(t2, t1);
+	free(t1);
+	free(t2);
+	prs_profile_free(back);
+	prs_profile_free(w);
+}
