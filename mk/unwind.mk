@@ -23,3 +23,8 @@ $(BUILD)/bench/unwind_bench: $(BUILD)/tests/bench/unwind_bench.o $(BUILD)/tests/
 
 # The harness (spawn a target, ptrace samples, eu-stack as the oracle) is linked into the unit tests.
 UNIT_SRCS += tests/fixtures/unwind/harness.c
+
+# Records tests/fixtures/unwind/<name>/ from a live target (see capture.c).
+$(UNWIND_TDIR)/capture: $(BUILD)/tests/fixtures/unwind/capture.o $(BUILD)/tests/fixtures/unwind/harness.o
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^

@@ -80,6 +80,15 @@ const char *prs_unwind_method_name(enum prs_unwind_method m);
  */
 int prs_unwinder_new(pid_t pid, struct prs_unwinder **out, struct prs_err *err);
 
+/*
+ * Creates an unwinder with no live process, for fixtures: maps_text is a saved /proc/PID/maps
+ * (copied), and dir holds the mapped files under their base names (files missing from dir end the
+ * unwind at their frames). Reads are served from the snapshot and those files only; there is no
+ * inode check (the fixture is trusted to hold the right files). Returns 0 or -errno as above.
+ */
+int prs_unwinder_new_offline(const char *maps_text, size_t len, const char *dir,
+			     struct prs_unwinder **out, struct prs_err *err);
+
 /* Frees u and everything it owns (Dwfl, local mmaps, caches). u may be NULL. */
 void prs_unwinder_free(struct prs_unwinder *u);
 

@@ -63,7 +63,8 @@ struct lmap {
 };
 
 struct prs_unwinder {
-	pid_t pid;
+	pid_t pid;          /* 0 when offline */
+	char *root;         /* offline: directory holding the mapped files by base name */
 	enum prs_unwind_method method;
 	uint64_t generation;
 	Dwfl *dwfl;
@@ -141,6 +142,15 @@ static void lmap_open(struct prs_unwinder *u, size_t i)
 	void *p;
 
 	l->state = -1;
+	if (u->root) {
+		const char *bn = strrchr(m->path, '/');
+
+		snprintf(path, sizeof(path), "%s/%s", u->root, bn ? bn + 1 : m->path);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) != 0)
+			goto out;
+		goto mapit;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)u->pid, m->path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0 && (fstat(fd, &st) != 0 || !same_file(&st, m))) {
@@ -157,6 +167,7 @@ static void lmap_open(struct prs_unwinder *u, size_t i)
 		if (fstat(fd, &st) != 0 || st.st_ino != m->inode)
 			goto out;
 	}
+mapit:
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size <= m->offset)
 		goto out;
 	/* Never map past EOF: touching those pages would SIGBUS us. */
@@ -169,7 +180,8 @@ static void lmap_open(struct prs_unwinder *u, size_t i)
 	l->base = p;
 	l->state = 1;
 out:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 }
 
 /* Reads len bytes at addr: snapshot, local file view, then process_vm_readv. */
@@ -202,6 +214,8 @@ static int read_mem(struct prs_unwinder *u, uint64_t addr, void *buf, size_t len
 		struct iovec remote = { (void *)(uintptr_t)addr, len };
 		ssize_t r;
 
+		if (u->pid <= 0)
+			return -EFAULT;
 		u->remote_reads++;
 		r = process_vm_readv(u->pid, &local, 1, &remote, 1, 0);
 		return r == (ssize_t)len ? 0 : -EFAULT;
@@ -274,10 +288,36 @@ static const Dwfl_Callbacks proc_callbacks = {
 	.debuginfo_path = &debuginfo_path,
 };
 
+/* Offline: report each file mapped at offset 0 as a module loaded at that mapping's start. */
+static int dwfl_report_offline_maps(struct prs_unwinder *u, struct prs_err *err)
+{
+	char path[PRS_MAPS_MAX_LINE + 64];
+
+	dwfl_report_begin(u->dwfl);
+	for (size_t i = 0; i < u->maps.n; i++) {
+		const struct prs_map *m = &u->maps.v[i];
+		const char *bn = strrchr(m->path, '/');
+
+		if (m->path[0] != '/' || m->offset != 0 || (i > 0 && !strcmp(m->path, u->maps.v[i - 1].path)))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", u->root, bn + 1);
+		if (access(path, R_OK) != 0)
+			continue; /* not in the fixture: its frames end the unwind */
+		if (!dwfl_report_elf(u->dwfl, bn + 1, path, -1, m->start, false))
+			return prs_err_set(err, -EIO, "report %s at %#llx: %s", path,
+					   (unsigned long long)m->start, dwfl_errmsg(-1));
+	}
+	if (dwfl_report_end(u->dwfl, NULL, NULL) != 0)
+		return prs_err_set(err, -EIO, "report fixture modules: %s", dwfl_errmsg(-1));
+	return 0;
+}
+
 static int dwfl_report(struct prs_unwinder *u, struct prs_err *err)
 {
 	int r;
 
+	if (u->root)
+		return dwfl_report_offline_maps(u, err);
 	dwfl_report_begin(u->dwfl);
 	r = dwfl_linux_proc_report(u->dwfl, u->pid);
 	if (dwfl_report_end(u->dwfl, NULL, NULL) != 0 && r == 0)
@@ -551,6 +591,40 @@ static int unwind_fast(struct prs_unwinder *u, uint64_t *pcs, int max, struct pr
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
 
+/* Common part of new and new_offline: u->pid, u->root and u->text are set. */
+static int unwinder_init(struct prs_unwinder *u, struct prs_err *err)
+{
+	static const Dwfl_Callbacks offline_callbacks = {
+		.find_elf = dwfl_build_id_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+		.debuginfo_path = &debuginfo_path,
+	};
+	int rc;
+
+	u->generation = 1;
+	u->cache = calloc(CACHE_SIZE, sizeof(*u->cache));
+	u->dwfl = dwfl_begin(u->root ? &offline_callbacks : &proc_callbacks);
+	if (!u->cache || !u->dwfl)
+		return prs_err_set(err, -ENOMEM, "unwinder for pid %d: out of memory", (int)u->pid);
+	rc = prs_maps_parse(u->text, u->text_len, &u->maps, err);
+	if (rc)
+		return rc;
+	u->lmaps = calloc(u->maps.n ? u->maps.n : 1, sizeof(*u->lmaps));
+	if (!u->lmaps)
+		return prs_err_set(err, -ENOMEM, "unwinder for pid %d: out of memory", (int)u->pid);
+	rc = dwfl_report(u, err);
+	if (rc)
+		return rc;
+	/* dwfl_attach_state wants a pid; offline it is only a label (dwfl_getthread_frames' tid). */
+	if (u->root)
+		u->pid = 0;
+	if (!dwfl_attach_state(u->dwfl, NULL, u->pid > 0 ? u->pid : 1, &thread_callbacks, u))
+		return prs_err_set(err, -EIO, "attach unwind state to pid %d: %s", (int)u->pid,
+				   dwfl_errmsg(-1));
+	return 0;
+}
+
 int prs_unwinder_new(pid_t pid, struct prs_unwinder **out, struct prs_err *err)
 {
 	struct prs_unwinder *u;
@@ -561,37 +635,40 @@ int prs_unwinder_new(pid_t pid, struct prs_unwinder **out, struct prs_err *err)
 	if (!u)
 		return prs_err_set(err, -ENOMEM, "unwinder for pid %d: out of memory", (int)pid);
 	u->pid = pid;
-	u->generation = 1;
-	u->cache = calloc(CACHE_SIZE, sizeof(*u->cache));
-	u->dwfl = dwfl_begin(&proc_callbacks);
-	if (!u->cache || !u->dwfl) {
-		rc = prs_err_set(err, -ENOMEM, "unwinder for pid %d: out of memory", (int)pid);
-		goto fail;
-	}
 	rc = prs_maps_read_text(pid, &u->text, &u->text_cap, &u->text_len, err);
-	if (rc)
-		goto fail;
-	rc = prs_maps_parse(u->text, u->text_len, &u->maps, err);
-	if (rc)
-		goto fail;
-	u->lmaps = calloc(u->maps.n ? u->maps.n : 1, sizeof(*u->lmaps));
-	if (!u->lmaps) {
-		rc = prs_err_set(err, -ENOMEM, "unwinder for pid %d: out of memory", (int)pid);
-		goto fail;
-	}
-	rc = dwfl_report(u, err);
-	if (rc)
-		goto fail;
-	if (!dwfl_attach_state(u->dwfl, NULL, pid, &thread_callbacks, u)) {
-		rc = prs_err_set(err, -EIO, "attach unwind state to pid %d: %s", (int)pid,
-				 dwfl_errmsg(-1));
-		goto fail;
+	if (rc == 0)
+		rc = unwinder_init(u, err);
+	if (rc) {
+		prs_unwinder_free(u);
+		return rc;
 	}
 	*out = u;
 	return 0;
-fail:
-	prs_unwinder_free(u);
-	return rc;
+}
+
+int prs_unwinder_new_offline(const char *maps_text, size_t len, const char *dir,
+			     struct prs_unwinder **out, struct prs_err *err)
+{
+	struct prs_unwinder *u;
+	int rc;
+
+	*out = NULL;
+	u = calloc(1, sizeof(*u));
+	if (!u || !(u->root = strdup(dir)) || !(u->text = malloc(len + 1))) {
+		prs_unwinder_free(u);
+		return prs_err_set(err, -ENOMEM, "offline unwinder: out of memory");
+	}
+	memcpy(u->text, maps_text, len);
+	u->text_len = len;
+	u->text_cap = len + 1;
+	u->pid = -1;
+	rc = unwinder_init(u, err);
+	if (rc) {
+		prs_unwinder_free(u);
+		return rc;
+	}
+	*out = u;
+	return 0;
 }
 
 void prs_unwinder_free(struct prs_unwinder *u)
@@ -603,6 +680,7 @@ void prs_unwinder_free(struct prs_unwinder *u)
 	lmaps_drop(u);
 	prs_maps_release(&u->maps);
 	free(u->text);
+	free(u->root);
 	free(u->scratch);
 	free(u->cache);
 	free(u);
@@ -631,6 +709,8 @@ int prs_unwinder_refresh(struct prs_unwinder *u, struct prs_err *err)
 	int rc;
 	char *t;
 
+	if (u->root)
+		return 0; /* offline: the maps never change */
 	rc = prs_maps_read_text(u->pid, &u->scratch, &u->scratch_cap, &len, err);
 	if (rc)
 		return rc == -ENOENT ? -ESRCH : rc;

@@ -281,3 +281,84 @@ Test(unwind, refresh_and_errors, .timeout = 60)
 	cr_assert_eq(prs_unwinder_refresh(u, &err), -ESRCH);
 	prs_unwinder_free(u);
 }
+
+/*
+ * No live process: a sample recorded by tests/fixtures/unwind/capture.c from the C chain (regs,
+ * stack snapshot, maps, the binary) with eu-stack's output at capture time as the truth. libc is
+ * not in the fixture, so the truth is compared up to main's return address (frames 0..30); the
+ * unwind must then stop there without claiming a clean end.
+ */
+Test(unwind, fixture_c_chain_offline)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	static uint8_t stack[64 * 1024];
+	char *maps = NULL;
+	size_t maps_len = 0, maps_cap = 0, slen;
+	struct prs_regs regs;
+	struct uh_stack truth;
+	struct prs_unwinder *u = NULL;
+	struct prs_err err;
+	uint64_t pcs[PRS_MAX_NATIVE_FRAMES];
+	struct prs_unwind_info info;
+	struct prs_snapshot s;
+	FILE *f;
+	int idx, nregs = 0;
+	unsigned long long v;
+
+	snprintf(dir, sizeof(dir), "%s/tests/fixtures/unwind/c-chain",
+		 getenv("PRS_SRCDIR") ? getenv("PRS_SRCDIR") : ".");
+	snprintf(path, sizeof(path), "%s/regs.txt", dir);
+	f = fopen(path, "r");
+	if (!f)
+		cr_skip_test("%s not found (run from the repository root or set PRS_SRCDIR)", path);
+	memset(&regs, 0, sizeof(regs));
+	while (fscanf(f, "%d %llx", &idx, &v) == 2 && idx >= 0 && idx < PRS_NREGS) {
+		regs.r[idx] = v;
+		nregs++;
+	}
+	fclose(f);
+	cr_assert_eq(nregs, PRS_NREGS);
+	snprintf(path, sizeof(path), "%s/stack.bin", dir);
+	f = fopen(path, "rb");
+	cr_assert_not_null(f);
+	slen = fread(stack, 1, sizeof(stack), f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/maps.txt", dir);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	maps_cap = 1 << 16;
+	maps = malloc(maps_cap);
+	maps_len = fread(maps, 1, maps_cap, f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/eustack.txt", dir);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	uh_eustack_parse(f, &truth);
+	fclose(f);
+	cr_assert_eq(truth.n, 33);
+	cr_assert_str_eq(truth.name[29], "main");
+
+	cr_assert_eq(prs_unwinder_new_offline(maps, maps_len, dir, &u, &err), 0, "%s", err.msg);
+	s = (struct prs_snapshot){ regs.r[PRS_REG_RSP], slen, stack };
+	for (int m = PRS_UNWIND_AUTO; m <= PRS_UNWIND_DWFL; m++) {
+		int n;
+
+		prs_unwinder_set_method(u, (enum prs_unwind_method)m);
+		n = prs_unwind(u, &regs, &s, pcs, PRS_MAX_NATIVE_FRAMES, &info);
+		/* 31: frame 30 is main's return address into libc, read from main's frame */
+		cr_assert_eq(n, 31, "%s: %d frames (end %s)", prs_unwind_method_name(m), n,
+			     prs_unwind_end_name(info.end));
+		cr_assert(info.end == PRS_UNWIND_END_NO_CFI || info.end == PRS_UNWIND_END_READ,
+			  "%s: end %s", prs_unwind_method_name(m), prs_unwind_end_name(info.end));
+		for (int i = 0; i < n; i++)
+			cr_assert_eq(pcs[i], truth.pc[i], "%s frame %d (%s)", prs_unwind_method_name(m), i,
+				     truth.name[i]);
+		cr_assert_eq(info.remote_reads, 0);
+	}
+	/* warm: nothing decoded again */
+	prs_unwinder_set_method(u, PRS_UNWIND_FAST);
+	prs_unwind(u, &regs, &s, pcs, PRS_MAX_NATIVE_FRAMES, &info);
+	cr_assert_eq(info.cache_misses, 0);
+	prs_unwinder_free(u);
+	free(maps);
+}
