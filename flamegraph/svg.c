@@ -243,7 +243,7 @@ struct palette {
 };
 
 static const struct palette palettes[PRS_KIND__COUNT] = {
-	[PRS_KIND_UNKNOWN] = { 0, 0, 0, 0, 0.66, 0.08, "unknown" },
+	[PRS_KIND_UNKNOWN] = { 20, 30, 0.06, 0.08, 0.60, 0.16, "unknown" },
 	[PRS_KIND_NATIVE] = { 2, 36, 0.78, 0.17, 0.56, 0.09, "native (C/C++)" },
 	[PRS_KIND_CPP] = { 2, 36, 0.78, 0.17, 0.56, 0.09, "native (C/C++)" },
 	[PRS_KIND_RUST] = { 24, 16, 0.34, 0.14, 0.50, 0.10, "Rust" },
@@ -276,7 +276,7 @@ static struct rgb kind_color(uint8_t kind, uint32_t h)
 /* Red grew, blue shrank; t in [-1, 1] is the change in share relative to the largest change. */
 static struct rgb diff_color(double t)
 {
-	int k = (int)lround(195 * fabs(t));
+	int k = (int)lround(150 * fabs(t)); /* keeps dark text readable at the extremes */
 
 	if (fabs(t) < 0.02)
 		return (struct rgb){ 238, 238, 238 };
