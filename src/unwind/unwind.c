@@ -45,12 +45,16 @@ enum reg_rule {
 	RULE_OFFSET,    /* saved at CFA + off */
 };
 
+/* cfa_reg value for the x86_64 .plt rule (see is_plt_expr) */
+#define CFA_PLT 0xfe
+
 /* One decoded CFI row for one lookup PC. 24 bytes. */
 struct row {
 	uint64_t key;     /* lookup address: pc for frame 0, return address - 1 otherwise */
 	uint8_t kind;     /* enum row_kind */
-	uint8_t cfa_reg;  /* PRS_REG_RSP or PRS_REG_RBP */
+	uint8_t cfa_reg;  /* PRS_REG_RSP, PRS_REG_RBP or CFA_PLT */
 	uint8_t ra_rule, rbp_rule;
+	uint8_t plt_k;    /* CFA_PLT: CFA = RSP + 8 + ((RIP & 15) >= plt_k ? 8 : 0) */
 	int32_t cfa_off;
 	int32_t ra_off, rbp_off;
 };
@@ -428,6 +432,25 @@ static bool parse_reg_rule(int rc, const Dwarf_Op *ops, size_t nops, uint8_t *ru
 	return false; /* register rule, val_offset (DW_OP_stack_value) or an expression */
 }
 
+/*
+ * The CFA expression binutils emits for x86_64 .plt entries (the push of the relocation index
+ * moves RSP by 8 at byte 11 of a 16-byte entry, 10 with IBT):
+ *   DW_OP_breg7 8; DW_OP_breg16 0; DW_OP_lit15; DW_OP_and; DW_OP_litK; DW_OP_ge; DW_OP_lit3;
+ *   DW_OP_shl; DW_OP_plus
+ * Programs that call through the PLT (CPython does, constantly) would otherwise send every
+ * sample interrupted in a PLT stub to Dwfl.
+ */
+static bool is_plt_expr(const Dwarf_Op *o, size_t n, uint8_t *k)
+{
+	if (n != 9 || o[0].atom != DW_OP_breg7 || o[0].number != 8 || o[1].atom != DW_OP_breg16 ||
+	    o[1].number != 0 || o[2].atom != DW_OP_lit15 || o[3].atom != DW_OP_and ||
+	    o[4].atom < DW_OP_lit0 || o[4].atom > DW_OP_lit15 || o[5].atom != DW_OP_ge ||
+	    o[6].atom != DW_OP_lit3 || o[7].atom != DW_OP_shl || o[8].atom != DW_OP_plus)
+		return false;
+	*k = (uint8_t)(o[4].atom - DW_OP_lit0);
+	return true;
+}
+
 static void decode_row(Dwarf_CFI *cfi, Dwarf_Addr bias, uint64_t key, struct row *r, bool *found)
 {
 	Dwarf_Frame *fr = NULL;
@@ -444,13 +467,20 @@ static void decode_row(Dwarf_CFI *cfi, Dwarf_Addr bias, uint64_t key, struct row
 	ra = dwarf_frame_info(fr, NULL, NULL, &signalp);
 	if (ra != PRS_REG_RIP || signalp)
 		goto out;
-	if (dwarf_frame_cfa(fr, &ops, &nops) != 0 || nops != 1 || ops[0].atom != DW_OP_bregx ||
-	    (ops[0].number != PRS_REG_RSP && ops[0].number != PRS_REG_RBP))
+	if (dwarf_frame_cfa(fr, &ops, &nops) != 0)
 		goto out;
-	if ((int64_t)ops[0].number2 < INT32_MIN || (int64_t)ops[0].number2 > INT32_MAX)
-		goto out;
-	r->cfa_reg = (uint8_t)ops[0].number;
-	r->cfa_off = (int32_t)(int64_t)ops[0].number2;
+	if (is_plt_expr(ops, nops, &r->plt_k)) {
+		r->cfa_reg = CFA_PLT;
+		r->cfa_off = 8;
+	} else {
+		if (nops != 1 || ops[0].atom != DW_OP_bregx ||
+		    (ops[0].number != PRS_REG_RSP && ops[0].number != PRS_REG_RBP))
+			goto out;
+		if ((int64_t)ops[0].number2 < INT32_MIN || (int64_t)ops[0].number2 > INT32_MAX)
+			goto out;
+		r->cfa_reg = (uint8_t)ops[0].number;
+		r->cfa_off = (int32_t)(int64_t)ops[0].number2;
+	}
 	/* (separate statements: ops and nops are out-parameters of dwarf_frame_register) */
 	rc = dwarf_frame_register(fr, PRS_REG_RIP, mem, &ops, &nops);
 	if (!parse_reg_rule(rc, ops, nops, &r->ra_rule, &r->ra_off) || r->ra_rule == RULE_SAME)
@@ -553,8 +583,10 @@ static int unwind_fast(struct prs_unwinder *u, uint64_t *pcs, int max, struct pr
 				info->end = PRS_UNWIND_END_UNSUPPORTED;
 				break;
 			}
-			base = r->cfa_reg == PRS_REG_RSP ? sp : bp;
+			base = r->cfa_reg == PRS_REG_RBP ? bp : sp;
 			cfa = base + (uint64_t)(int64_t)r->cfa_off;
+			if (r->cfa_reg == CFA_PLT && (pc & 15) >= r->plt_k)
+				cfa += 8;
 			if (r->ra_rule == RULE_UNDEF) {
 				info->end = PRS_UNWIND_END_CLEAN;
 				break;

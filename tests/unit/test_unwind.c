@@ -362,3 +362,59 @@ Test(unwind, fixture_c_chain_offline)
 	prs_unwinder_free(u);
 	free(maps);
 }
+
+/*
+ * CPython's native stack changes on every sample (allocator, number ops, PLT stubs), so this
+ * compares the FAST path with libdw's Dwfl (checked against eu-stack above) on 300 running
+ * samples: identical PCs on every one, and FAST must handle most samples itself.
+ */
+Test(unwind, cpython312_fast_equals_dwfl_running, .timeout = 120)
+{
+	char py[PATH_MAX], script[PATH_MAX];
+	char *argv[] = { py, script, NULL };
+	static uint8_t stack[SNAP_CAP];
+	uint64_t a[PRS_MAX_NATIVE_FRAMES], b[PRS_MAX_NATIVE_FRAMES];
+	struct prs_unwinder *u = NULL;
+	struct prs_unwind_info ia, ib;
+	struct prs_regs regs;
+	struct prs_err err;
+	int fast = 0, total = 0;
+	size_t len;
+	pid_t pid;
+
+	if (!find_python312(py, sizeof(py)))
+		cr_skip_test("no pyenv CPython 3.12 under $PYENV_ROOT/versions");
+	snprintf(script, sizeof(script), "%s/tests/fixtures/unwind/loop.py",
+		 getenv("PRS_SRCDIR") ? getenv("PRS_SRCDIR") : ".");
+	if (access(script, R_OK) != 0)
+		cr_skip_test("%s not found", script);
+	pid = uh_spawn(argv);
+	cr_assert_gt(pid, 0);
+	if (uh_seize(pid) != 0) {
+		uh_kill(pid);
+		cr_skip_test("ptrace not permitted");
+	}
+	cr_assert_eq(prs_unwinder_new(pid, &u, &err), 0, "%s", err.msg);
+	for (int i = 0; i < 300; i++) {
+		struct prs_snapshot s;
+		int na, nb;
+
+		usleep(1000);
+		cr_assert_eq(uh_sample(pid, &regs, stack, SNAP_CAP, &len, NULL, false), 0);
+		s = (struct prs_snapshot){ regs.r[PRS_REG_RSP], len, stack };
+		prs_unwinder_set_method(u, PRS_UNWIND_AUTO);
+		na = prs_unwind(u, &regs, &s, a, PRS_MAX_NATIVE_FRAMES, &ia);
+		prs_unwinder_set_method(u, PRS_UNWIND_DWFL);
+		nb = prs_unwind(u, &regs, &s, b, PRS_MAX_NATIVE_FRAMES, &ib);
+		cr_assert_eq(na, nb, "sample %d: auto(%s) %d frames, dwfl %d", i,
+			     prs_unwind_method_name(ia.method), na, nb);
+		for (int k = 0; k < na; k++)
+			cr_assert_eq(a[k], b[k], "sample %d frame %d", i, k);
+		cr_assert_eq(ia.end, ib.end, "sample %d", i);
+		fast += ia.method == PRS_UNWIND_FAST;
+		total++;
+	}
+	cr_assert_geq(fast * 10, total * 9, "fast path handled only %d of %d samples", fast, total);
+	prs_unwinder_free(u);
+	uh_kill(pid);
+}
