@@ -182,3 +182,22 @@ def test_dump_prints_every_thread(run_prs, targets, outdir):
         assert str(t.pid) in text and "main" in text
     finally:
         t.kill()
+
+
+def test_dump_rust_innermost_first(run_prs, targets, outdir):
+    """dump on the Rust target: demangled frames, innermost first (hot_X before main)."""
+    t = Target([targets / "cpu_split_rs", "3"], outdir / "t.out")
+    try:
+        time.sleep(0.5)
+        res = run_prs(["dump", t.pid], timeout=20)
+        assert_clean(res)
+        assert res.rc == 0, res.describe()
+        text = res.out
+        hot = [text.find(f) for f in ("cpu_split::hot_a", "cpu_split::hot_b") if f in text]
+        assert hot, f"no hot function in the dump:\n{text}"
+        assert "cpu_split::main" in text, text
+        assert min(hot) < text.index("cpu_split::main"), f"not innermost first:\n{text}"
+        rc, _ = t.finish()
+        assert rc == 0
+    finally:
+        t.kill()

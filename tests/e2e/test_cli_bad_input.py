@@ -248,3 +248,16 @@ def test_truncated_profile_is_read_and_said(run_prs, record, outdir):
     assert "truncat" in res.err.lower(), res.describe()
     assert res.out.strip(), "nothing read before the cut"
     assert all(l.startswith("pyrsprof: ") for l in res.err.splitlines() if l.strip())
+
+
+@pytest.mark.parametrize("rate", ["1", "10000", "250.5"])
+def test_rate_bounds_accepted(run_prs, targets, outdir, rate):
+    """The edges of the valid range are accepted (the absurd-rate check is not off by one), and
+    --stats adds only "pyrsprof: " lines."""
+    res = run_prs(["run", "-r", rate, "-d", "0.5", "--stats", "-o", outdir / "p", "--",
+                   targets / "exitwith", "0", "0.3"], timeout=30)
+    assert_clean(res)
+    assert res.rc == 0, res.describe()
+    assert res.out == "exitwith: 0\n"
+    assert all(l.startswith("pyrsprof: ") for l in res.err.splitlines() if l.strip()), \
+        res.describe()
