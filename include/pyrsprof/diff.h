@@ -5,9 +5,11 @@
  * noise. The differential flame graph is drawn by the flame graph renderer
  * (prs_fg_diff_from_profiles in flamegraph.h); this module writes the table next to it.
  *
- * A function is (display name, file, kind): prs_profile_frame_label() with inline expansions
- * applied, so an inlined callee is a function of its own, and in the wall view an off-CPU leaf
- * ("[read]") is one too. Self = samples whose leaf it is; total = samples with it anywhere on the
+ * A function is (display name, file): prs_profile_frame_label() with inline expansions applied,
+ * so an inlined callee is a function of its own, and in the wall view an off-CPU leaf ("[read]")
+ * is one too. When one of the profiles has no file names at all (folded stacks), functions are
+ * matched by name alone, so a recording compares with a folded export. The kind shown is the
+ * first known one. Self = samples whose leaf it is; total = samples with it anywhere on the
  * stack (counted once per sample under recursion). Shares are of the total sample weight of the
  * view in each profile (CPU: running samples; wall: all), so profiles of different lengths or
  * rates compare.
@@ -60,7 +62,8 @@ struct prs_diff_summary {
  * DIR/diff.json (every function; see docs in the file's "about" field), each written to a
  * temporary name in DIR and renamed, so a reader never sees half a file. DIR is created if it
  * does not exist (one level). Rows are sorted by max(|self delta|, |total delta|), largest first,
- * then by total share after, then by name. summary (may be NULL) gets the counts and the top movers, for the CLI's 3-5 lines.
+ * then by total share after, then by name. summary (may be NULL) gets the counts and the top
+ * movers, for the CLI's 3-5 lines.
  * Returns 0, -EINVAL (a profile has no samples in the view), -ENOMEM, or the negative errno of a
  * failed mkdir/write/rename, with err set. Neither profile is modified.
  */

@@ -32,7 +32,10 @@
 #define MD_MAX_ROWS 50
 
 struct fn {
-	char *key;      /* kind byte, name, NUL, file (owned); the strmap key */
+	char *key;      /* name, NUL, file (owned); the strmap key */
+	enum prs_kind kind; /* the first known kind seen */
+	char *file;         /* the first file seen (owned), NULL for none */
+	size_t filelen;
 	size_t keylen;
 	uint64_t self[2], total[2];
 	uint64_t stamp; /* last stack group that counted this function's total */
@@ -45,6 +48,7 @@ struct dctx {
 	struct prs_buf key, scratch;
 	uint32_t *fbuf;
 	uint64_t serial;
+	bool use_files; /* both profiles know files: match on name and file, else on the name */
 };
 
 /* The function of (kind, label, file); its index, or UINT32_MAX on ENOMEM. */
@@ -55,27 +59,36 @@ static uint32_t fn_of(struct dctx *c, enum prs_kind kind, const char *label, con
 	char *copy;
 
 	prs_buf_reset(&c->key);
-	if (prs_buf_putc(&c->key, (uint8_t)(kind + 1)) ||
-	    prs_buf_append(&c->key, label, strlen(label) + 1) || prs_buf_append(&c->key, file, flen))
+	if (prs_buf_append(&c->key, label, strlen(label) + 1) ||
+	    prs_buf_append(&c->key, file, c->use_files ? flen : 0))
 		return UINT32_MAX;
 	v = prs_strmap_get(&c->map, c->key.data, c->key.len);
-	if (v != PRS_MAP_NONE)
-		return v;
-	if (c->nfns >= UINT32_MAX - 1 ||
-	    prs_array_grow((void **)&c->fns, &c->cap_fns, c->nfns + 1, sizeof(*c->fns)))
-		return UINT32_MAX;
-	copy = malloc(c->key.len);
-	if (!copy)
-		return UINT32_MAX;
-	memcpy(copy, c->key.data, c->key.len);
-	if (prs_strmap_put(&c->map, copy, c->key.len, (uint32_t)c->nfns)) {
-		free(copy);
-		return UINT32_MAX;
+	if (v == PRS_MAP_NONE) {
+		if (c->nfns >= UINT32_MAX - 1 ||
+		    prs_array_grow((void **)&c->fns, &c->cap_fns, c->nfns + 1, sizeof(*c->fns)))
+			return UINT32_MAX;
+		copy = malloc(c->key.len);
+		if (!copy)
+			return UINT32_MAX;
+		memcpy(copy, c->key.data, c->key.len);
+		if (prs_strmap_put(&c->map, copy, c->key.len, (uint32_t)c->nfns)) {
+			free(copy);
+			return UINT32_MAX;
+		}
+		memset(&c->fns[c->nfns], 0, sizeof(c->fns[0]));
+		c->fns[c->nfns].key = copy;
+		c->fns[c->nfns].keylen = c->key.len;
+		v = (uint32_t)c->nfns++;
 	}
-	memset(&c->fns[c->nfns], 0, sizeof(c->fns[0]));
-	c->fns[c->nfns].key = copy;
-	c->fns[c->nfns].keylen = c->key.len;
-	return (uint32_t)c->nfns++;
+	if (c->fns[v].kind == PRS_KIND_UNKNOWN)
+		c->fns[v].kind = kind;
+	if (!c->fns[v].file && flen) {
+		if (!(c->fns[v].file = malloc(flen)))
+			return UINT32_MAX;
+		memcpy(c->fns[v].file, file, flen);
+		c->fns[v].filelen = flen;
+	}
+	return v;
 }
 
 static uint32_t frame_fn(struct dctx *c, const struct prs_profile *p, uint32_t fid)
@@ -88,6 +101,17 @@ static uint32_t frame_fn(struct dctx *c, const struct prs_profile *p, uint32_t f
 	if (!label[0])
 		snprintf(label, sizeof(label), "[unknown]");
 	return fn_of(c, (enum prs_kind)f->kind, label, p->strings[file], p->string_lens[file]);
+}
+
+/* True if some named frame of p has a file (a symbolized recording; folded input has none). */
+static bool has_files(const struct prs_profile *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->nframes; i++)
+		if (!p->frames[i].raw && p->frames[i].file)
+			return true;
+	return false;
 }
 
 struct group {
@@ -264,9 +288,7 @@ static int row_cmp(const void *x, const void *y)
 		return a->total_pct_after > b->total_pct_after ? -1 : 1;
 	if ((r = strcmp(a->name, b->name)))
 		return r;
-	if ((r = strcmp(a->file, b->file)))
-		return r;
-	return (int)a->kind - (int)b->kind;
+	return strcmp(a->file, b->file);
 }
 
 int prs_diff_compute(const struct prs_profile *before, const struct prs_profile *after,
@@ -291,6 +313,7 @@ int prs_diff_compute(const struct prs_profile *before, const struct prs_profile 
 		rc = prs_err_set(err, -ENOMEM, "diff: out of memory");
 		goto out;
 	}
+	c.use_files = has_files(before) && has_files(after);
 	if ((rc = count_profile(&c, before, view, 0, &nb, err)) ||
 	    (rc = count_profile(&c, after, view, 1, &na, err)))
 		goto out;
@@ -306,12 +329,12 @@ int prs_diff_compute(const struct prs_profile *before, const struct prs_profile 
 	}
 	for (i = 0; i < c.nfns; i++) {
 		const struct fn *f = &c.fns[i];
-		const char *name = f->key + 1, *file = name + strlen(name) + 1;
+		const char *name = f->key;
 		struct prs_diff_row *row = &r[i];
 
 		copy_utf8(&c, row->name, sizeof(row->name), name, strlen(name));
-		copy_utf8(&c, row->file, sizeof(row->file), file, (size_t)(f->key + f->keylen - file));
-		row->kind = (enum prs_kind)((unsigned char)f->key[0] - 1);
+		copy_utf8(&c, row->file, sizeof(row->file), f->file ? f->file : "", f->filelen);
+		row->kind = f->kind;
 		row->self_before = f->self[0];
 		row->self_after = f->self[1];
 		row->total_before = f->total[0];
@@ -353,8 +376,10 @@ int prs_diff_compute(const struct prs_profile *before, const struct prs_profile 
 	r = NULL;
 	rc = 0;
 out:
-	for (i = 0; i < c.nfns; i++)
+	for (i = 0; i < c.nfns; i++) {
 		free(c.fns[i].key);
+		free(c.fns[i].file);
+	}
 	free(c.fns);
 	free(r);
 	free(c.fbuf);

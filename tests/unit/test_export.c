@@ -803,3 +803,33 @@ Test(diff, writes_markdown_and_json_atomically)
 	prs_profile_free(a);
 	prs_profile_free(b);
 }
+
+Test(diff, a_recording_matches_its_folded_export)
+{
+	/* the folded text has no files and no kinds: functions then match by name */
+	struct built b = build("w");
+	struct prs_err err = { 0 };
+	char *text = NULL;
+	size_t len = 0, n, i;
+	FILE *f = open_memstream(&text, &len);
+	struct prs_profile *fp;
+	struct prs_diff_row *rows;
+	struct prs_diff_summary s;
+
+	cr_assert_eq(prs_export_folded(b.p, PRS_VIEW_WALL, 0, f, &err), 0);
+	fclose(f);
+	fp = folded(text);
+	cr_assert_eq(prs_diff_compute(b.p, fp, PRS_VIEW_WALL, &rows, &n, &s, &err), 0, "%s", err.msg);
+	cr_assert_eq(s.samples_before, s.samples_after);
+	cr_assert_eq(n, 7); /* main helper work hot app+0x2000 [empty stack] [read] */
+	for (i = 0; i < n; i++) {
+		cr_assert_float_eq(rows[i].total_delta_pt, 0, 1e-9, "%s", rows[i].name);
+		cr_assert_float_eq(rows[i].self_delta_pt, 0, 1e-9, "%s", rows[i].name);
+	}
+	cr_assert_str_eq(find_row(rows, n, "work")->file, "job.py");
+	cr_assert_eq(find_row(rows, n, "work")->kind, PRS_KIND_PYTHON);
+	free(rows);
+	free(text);
+	prs_profile_free(fp);
+	prs_profile_free(b.p);
+}
