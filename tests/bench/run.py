@@ -15,6 +15,8 @@
    lost time; lost-time % unprofiled vs profiled.
 4. Every executable in the bench folder next to the pyrsprof binary (BUILD/bench/, i.e.
    build/release/bench/ for `make bench`; override with PRS_BENCH_DIR): run, output printed.
+5. Every other tests/bench/*.py (other subsystems' benchmarks, e.g. the CPython reader's), run
+   with the same PYRSPROF (and --quick when given), output printed.
 
 Processes are pinned (profiler CPU 0, target CPU 1) when the machine has 2+ CPUs, unless
 --no-pin. Needs build/targets (make targets).
@@ -233,11 +235,34 @@ class Bench:
             print(f"   ({time.monotonic() - t0:.1f} s)")
 
 
+    # ---- 5 -----------------------------------------------------------------------------------
+
+    def scripts(self):
+        here = Path(__file__).resolve()
+        found = sorted(p for p in here.parent.glob("*.py") if p != here)
+        print(f"\n5. benchmark scripts in {here.parent}: {len(found)} found")
+        env = dict(os.environ, PYRSPROF=str(self.prs))
+        for script in found:
+            print(f"\n== {script.name}", flush=True)
+            t0 = time.monotonic()
+            try:
+                p = subprocess.run([sys.executable, str(script), *(["--quick"] if self.quick else [])],
+                                   capture_output=True, text=True, timeout=900, cwd=REPO, env=env)
+                sys.stdout.write(p.stdout)
+                if p.returncode != 0:
+                    print(f"   ({script.name} exited {p.returncode}; stderr tail: "
+                          f"{p.stderr[-500:].strip()})")
+            except subprocess.TimeoutExpired:
+                print(f"   ({script.name} timed out)")
+            print(f"   ({time.monotonic() - t0:.1f} s)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="shorter runs (a smoke test)")
     ap.add_argument("--no-pin", action="store_true", help="do not pin profiler and target")
-    ap.add_argument("--only", choices=["cost", "slowdown", "gaps", "others"], action="append",
+    ap.add_argument("--only", choices=["cost", "slowdown", "gaps", "others", "scripts"],
+                    action="append",
                     help="run only these parts (repeatable)")
     args = ap.parse_args()
     prs = Path(os.environ.get("PYRSPROF", REPO / "bin" / "pyrsprof")).resolve()
@@ -255,11 +280,11 @@ def main():
     if load[0] > 0.5 * (os.cpu_count() or 1):
         print("WARNING: the machine is busy (load above half the CPUs): the numbers below "
               "measure the contention as much as pyrsprof")
-    parts = args.only or ["cost", "slowdown", "gaps", "others"]
+    parts = args.only or ["cost", "slowdown", "gaps", "others", "scripts"]
     try:
         for part in parts:
             {"cost": b.sample_cost, "slowdown": b.slowdown, "gaps": b.gaps,
-             "others": b.others}[part]()
+             "others": b.others, "scripts": b.scripts}[part]()
             sys.stdout.flush()
     finally:
         shutil.rmtree(b.tmp, ignore_errors=True)
