@@ -786,6 +786,11 @@ int prs_unwind(struct prs_unwinder *u, const struct prs_regs *regs, const struct
 	memset(info, 0, sizeof(*info));
 	if (max > PRS_MAX_NATIVE_FRAMES)
 		max = PRS_MAX_NATIVE_FRAMES;
+	if (max <= 0 || !regs) {
+		info->end = max <= 0 ? PRS_UNWIND_END_MAX : PRS_UNWIND_END_BAD_FRAME;
+		info->flags = max <= 0 ? PRS_UNWIND_TRUNCATED : PRS_UNWIND_INCOMPLETE;
+		return 0;
+	}
 	u->cur_regs = regs;
 	u->cur_snap = snap;
 	u->remote_reads = 0;

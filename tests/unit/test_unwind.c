@@ -135,6 +135,16 @@ Test(unwind, c_chain_matches_eustack, .timeout = 60)
 	for (int i = 0; i < 5; i++)
 		cr_assert_eq(pcs[i], l.truth.pc[i]);
 
+	/* max 0 writes nothing, whatever the method */
+	for (int m = PRS_UNWIND_AUTO; m <= PRS_UNWIND_FP; m++) {
+		prs_unwinder_set_method(l.u, (enum prs_unwind_method)m);
+		pcs[0] = 7;
+		cr_assert_eq(prs_unwind(l.u, &l.regs, &s, pcs, 0, &info), 0);
+		cr_assert_eq(pcs[0], 7);
+		cr_assert_eq(info.end, PRS_UNWIND_END_MAX);
+	}
+	prs_unwinder_set_method(l.u, PRS_UNWIND_AUTO);
+
 	/* A 64-byte snapshot: the rest of the stack is read from the (frozen) process. */
 	s.len = 64;
 	n = prs_unwind(l.u, &l.regs, &s, pcs, PRS_MAX_NATIVE_FRAMES, &info);
