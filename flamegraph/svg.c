@@ -694,14 +694,22 @@ int prs_fg_write_svg(struct prs_fg *fg, FILE *out, const struct prs_fg_opts *opt
 	g.ytop = o.subtitle && o.subtitle[0] ? 64 : 46;
 
 	fg->ndraw = 0;
-	if (total) {
-		L.scale = g.scale;
-		L.min_width = min_width;
+	/* Deep graphs can hold plotw / min_width boxes on every level: past PRS_FG_MAX_DRAWN, the
+	 * min width doubles until the picture fits (unless every frame was asked for, min_width < 0),
+	 * so that a browser can still open the file. */
+	for (;;) {
+		if (!total)
+			break;
+		L = (struct layout){ .fg = fg, .scale = g.scale, .min_width = min_width };
+		fg->ndraw = 0;
 		lay(&L, 0, 0, 0);
 		if (L.err < 0) {
 			fg->ndraw = 0;
 			return prs_err_set(err, L.err, "flame graph layout: %s", strerror(-L.err));
 		}
+		if (fg->ndraw <= PRS_FG_MAX_DRAWN || min_width < 0 || min_width > g.plotw)
+			break;
+		min_width *= 2;
 	}
 	g.maxdepth = L.maxdepth;
 	kinds = kinds_drawn(fg);

@@ -95,14 +95,19 @@ struct prs_fg_opts {
 	bool diff;            /* color by the change between the before and after counts */
 };
 
+/* At most this many boxes are drawn unless min_width < 0 (see prs_fg_write_svg). */
+#define PRS_FG_MAX_DRAWN 200000
+
 /* Fills opts with the defaults (every field 0/NULL, which means: the defaults above). */
 void prs_fg_opts_init(struct prs_fg_opts *opts);
 
 /*
  * Writes the SVG of fg to out (buffered; out is not closed). Frames narrower than
  * opts->min_width are not drawn: the narrow children of one parent are summed into one box
- * "[N frames]" when that box is wide enough, so the size of the file follows the picture, not the
- * number of stacks. An empty tree gives a valid SVG that says "no samples".
+ * "[N small frames]" when that box is wide enough, so the size of the file follows the picture, not
+ * the number of stacks. If more than PRS_FG_MAX_DRAWN boxes would still be drawn (a very deep
+ * graph), min_width is doubled until they fit, unless min_width < 0 (draw every frame).
+ * An empty tree gives a valid SVG that says "no samples".
  * opts may be NULL (defaults). Returns 0 or a negative errno (-EIO on a write error, -ENOMEM)
  * with err set.
  */

@@ -677,3 +677,31 @@ Test(flamegraph, inline_expansions_and_raw_frames)
 	prs_fg_free(fg);
 	prs_profile_free(p);
 }
+
+Test(flamegraph, drawn_boxes_are_capped)
+{
+	struct prs_fg *fg = prs_fg_new();
+	struct prs_fg_frame fr[210];
+	static char names[210][16];
+	struct prs_fg_opts o;
+	char *svg;
+
+	/* 1000 stacks of 210 distinct frames, each 1.18 px wide: 210001 boxes at the default width */
+	for (int i = 0; i < 1000; i++) {
+		for (int k = 0; k < 210; k++) {
+			snprintf(names[k], sizeof(names[k]), "s%d_%d", i, k);
+			fr[k] = (struct prs_fg_frame){ .name = names[k], .kind = PRS_KIND_NATIVE };
+		}
+		cr_assert_eq(prs_fg_add(fg, fr, 210, 1), 0);
+	}
+	svg = render(fg, NULL);
+	cr_assert_leq(prs_fg_drawn(fg), PRS_FG_MAX_DRAWN);
+	cr_assert(strstr(svg, "[1000 small frames]"), "the narrow roots merged once the cap was hit");
+	free(svg);
+	prs_fg_opts_init(&o);
+	o.min_width = -1; /* every frame, as asked */
+	svg = render(fg, &o);
+	cr_assert_eq(prs_fg_drawn(fg), 210001);
+	free(svg);
+	prs_fg_free(fg);
+}
