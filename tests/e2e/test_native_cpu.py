@@ -5,11 +5,15 @@ and the sampled CPU split against the split each target measures and prints itse
 One 4 s recording at 200 Hz per language serves every test of this module.
 """
 
+import os
 import re
+import shutil
+import subprocess
 
 import pytest
 
-from conftest import (body_range, count_where, has_frame, markers, read_truth_split, total)
+from conftest import (body_range, count_where, has_frame, markers, parse_folded,
+                      read_truth_split, total)
 
 RATE = 200
 SECONDS = 4
@@ -179,3 +183,35 @@ def test_rust_reaches_main(rs_cpu):
     with_main = count_where(rs_cpu, lambda fr: has_frame("cpu_split::hot_a")(fr)
                             and has_frame("cpu_split::main")(fr))
     assert in_a > 0 and with_main >= 0.9 * in_a, f"main under hot_a in {with_main} of {in_a}"
+
+
+# ---- contention: waiting in the run queue is not CPU time ------------------------------------
+
+def test_cpu_view_counts_cpu_time_not_runqueue(run_prs, targets, tmp_path):
+    """cpu_split shares one CPU with a spinner, so it is runnable but not running about half of
+    the time. DESIGN: a thread waiting in the run queue is off-CPU. So the CPU view's samples in
+    hot_a/hot_b must match rate x the CPU time the target measured in them (within 25 %), not
+    rate x wall time; the split must still hold."""
+    if not shutil.which("taskset"):
+        pytest.skip("taskset missing")
+    cpu = str(max(os.sched_getaffinity(0)))
+    hog = subprocess.Popen(["taskset", "-c", cpu, targets / "deep30", "spin", "6"],
+                           stdout=subprocess.DEVNULL)
+    try:
+        d = tmp_path / "p"
+        res = run_prs(["run", "-r", RATE, "-o", d, "--", "taskset", "-c", cpu,
+                       targets / "cpu_split", 3], timeout=60)
+        assert res.rc == 0, res.describe()
+    finally:
+        hog.kill()
+        hog.wait()
+    m = re.search(r"^cpu_s hot_a=([0-9.]+) hot_b=([0-9.]+)$", res.out, re.M)
+    cpu_s = float(m.group(1)) + float(m.group(2))
+    assert cpu_s < 2.4, f"no contention happened (target got {cpu_s:.2f} CPU s of 3 s)"
+    recs = run_prs(["export", d / "profile.pyrs", "--format", "folded", "--view", "cpu"])
+    assert recs.rc == 0, recs.describe()
+    folded = parse_folded(recs.out)
+    n = count_where(folded, lambda fr: has_frame("hot_a")(fr) or has_frame("hot_b")(fr))
+    expect = RATE * cpu_s
+    assert 0.75 * expect <= n <= 1.25 * expect, \
+        f"{n} CPU samples in hot_a/hot_b, expected ~{expect:.0f} ({cpu_s:.2f} CPU s at {RATE} Hz)"
