@@ -6,9 +6,9 @@
 PY_TOOLS := $(BUILD)/tools/pystacks
 PY_TARGETS := build/targets/py/libpyrs_ffi.so
 
-$(BUILD)/tools/pystacks: tools/pystacks.c $(LIB)
+$(BUILD)/tools/pystacks: tools/pystacks.c $(BUILD)/libpyrsprof.a
 	@mkdir -p $(dir $@)
-	$(call say,LD,$@)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libpyrsprof.a $(LDLIBS)
 
 build/targets/py/libpyrs_ffi.so: tests/targets/py/pyrs_ffi.rs
 	@mkdir -p $(dir $@)

@@ -106,8 +106,8 @@ int main(int argc, char **argv)
 	p = prs_profile_new();
 	if (!p)
 		return 1;
-	fprintf(stderr, "pystacks: pid %d python %s layout %s binary %s\n", pid, prs_py_version(py),
-		prs_py_layout_source(py), prs_py_binary(py));
+	fprintf(stderr, "pystacks: pid %d python %s layout %s binary %s anchor %s\n", pid, prs_py_version(py),
+		prs_py_layout_source(py), prs_py_binary(py), prs_py_anchor(py));
 	if (bench > 0) {
 		double *t = calloc((size_t)bench, sizeof(double));
 

@@ -78,6 +78,9 @@ const char *prs_py_version(const struct prs_py *py);
 uint32_t prs_py_version_hex(const struct prs_py *py);
 /* Where the layout came from: "table" (generated from headers) or "debug-offsets". Borrowed. */
 const char *prs_py_layout_source(const struct prs_py *py);
+/* How the interpreter state was found: "_PyRuntime symbol", ".PyRuntime section", "interp_head
+ * symbol", "PyInterpreterState_Head code" (3.6, stripped) or "scan of .data/.bss". Borrowed. */
+const char *prs_py_anchor(const struct prs_py *py);
 /* Path of the file holding the interpreter (the executable or libpython). Borrowed. */
 const char *prs_py_binary(const struct prs_py *py);
 

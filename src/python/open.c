@@ -38,9 +38,22 @@ struct elfinfo {
 	bool is_elf;
 };
 
+/* PYRSPROF_PY_IGNORE_ANCHORS=1 makes the reader behave as on a fully stripped binary (tests);
+ * "1+" keeps PyInterpreterState_Head (the 3.6 decoding path). */
+static bool ignore_anchors(void)
+{
+	const char *e = getenv("PYRSPROF_PY_IGNORE_ANCHORS");
+
+	return e && *e == '1';
+}
+
 static void take_sym(struct elfinfo *ei, const char *name, const GElf_Sym *s)
 {
 	if (s->st_shndx == SHN_UNDEF || !s->st_value)
+		return;
+	if (ignore_anchors() && (!strcmp(name, "_PyRuntime") || !strcmp(name, "interp_head") ||
+				 (!strcmp(name, "PyInterpreterState_Head") &&
+				  getenv("PYRSPROF_PY_IGNORE_ANCHORS")[1] != '+')))
 		return;
 	if (!strcmp(name, "_PyRuntime"))
 		ei->runtime = s->st_value;
@@ -105,7 +118,7 @@ static int read_elf(int fd, struct elfinfo *ei)
 		if (!gelf_getshdr(scn, &sh))
 			continue;
 		sname = elf_strptr(e, shstrndx, sh.sh_name);
-		if (sname && !strcmp(sname, ".PyRuntime")) {
+		if (sname && !strcmp(sname, ".PyRuntime") && !ignore_anchors()) {
 			ei->pyruntime_sec = sh.sh_addr;
 			ei->pyruntime_sec_size = sh.sh_size;
 		}
@@ -293,6 +306,82 @@ const char *prs_py_version(const struct prs_py *py) { return py->version; }
 uint32_t prs_py_version_hex(const struct prs_py *py) { return py->version_hex; }
 const char *prs_py_layout_source(const struct prs_py *py) { return py->layout_source; }
 const char *prs_py_binary(const struct prs_py *py) { return py->binary; }
+const char *prs_py_anchor(const struct prs_py *py) { return py->anchor ? py->anchor : ""; }
+
+/*
+ * 3.6 without .symtab: PyInterpreterState_Head() is `mov interp_head(%rip),%rax; ret` with gcc
+ * (48 8b 05 disp32 c3), so the variable's address is the end of that instruction plus disp32.
+ */
+static uint64_t decode_head_fn(struct prs_py *py, uint64_t fn)
+{
+	uint8_t code[8];
+	int32_t disp;
+
+	if (py->mr.read(py->mr.ctx, fn, code, sizeof(code)) || code[0] != 0x48 || code[1] != 0x8b ||
+	    code[2] != 0x05 || code[7] != 0xc3)
+		return 0;
+	memcpy(&disp, code + 3, 4);
+	return fn + 7 + (uint64_t)(int64_t)disp;
+}
+
+/*
+ * 3.7+ with no _PyRuntime symbol and no .PyRuntime section: scan the binary's .data/.bss in the
+ * target for a _PyRuntimeState whose interpreters.head equals interpreters.main (true with one
+ * interpreter, checked locally on the copy), that fits in the data, holds its main interpreter
+ * (3.11+), and whose interpreter's first thread state points back at it and has a pthread id
+ * (checked remotely). Bounded by 64 MiB of data; run once at open. Evidence: Debian's 3.11 has a
+ * false match in .data without the size and containment checks.
+ */
+static uint64_t scan_runtime(struct prs_py *py, uint64_t lo, uint64_t hi)
+{
+	const struct prs_py_layout *L = &py->L;
+	static const size_t chunk = 1u << 20;
+	int32_t dh = L->runtime_interp_head, dm = L->runtime_interp_main;
+	uint8_t *buf;
+	uint64_t a, found = 0;
+
+	if (dh < 0 || dm < 0 || hi <= lo || hi - lo > (64u << 20))
+		return 0;
+	buf = malloc(chunk + 4096);
+	if (!buf)
+		return 0;
+	lo &= ~(uint64_t)7;
+	for (a = lo; a < hi && !found; a += chunk) {
+		size_t len = hi - a < chunk + 4096 ? hi - a : chunk + 4096, i, p;
+
+		for (p = 0; p < len; p += 4096) { /* page by page: .bss may have holes */
+			size_t pl = len - p < 4096 ? len - p : 4096;
+
+			if (py->mr.read(py->mr.ctx, a + p, buf + p, pl))
+				memset(buf + p, 0, pl);
+		}
+		for (i = 0; i + 8 <= len && i < chunk && !found; i += 8) {
+			uint64_t head, main, ts = 0, back = 0;
+			int64_t mi = (int64_t)i + dm - dh;
+
+			memcpy(&head, buf + i, 8);
+			if (head < 4096 || head >= (1ull << 47) || (head & 7) || mi < 0 || (size_t)mi + 8 > len)
+				continue;
+			memcpy(&main, buf + mi, 8);
+			if (main != head)
+				continue;
+			uint64_t r = a + i - (uint64_t)dh, tid = 0;
+
+			/* the whole runtime lies in the data; from 3.11 the main interpreter is inside it */
+			if (r < lo || r + (uint64_t)L->runtime_size > hi ||
+			    (L->tstate_native_thread_id >= 0 && (head < r || head >= r + (uint64_t)L->runtime_size)))
+				continue;
+			if (py->mr.read(py->mr.ctx, head + (uint64_t)L->interp_tstate_head, &ts, 8) || !ts ||
+			    py->mr.read(py->mr.ctx, ts + (uint64_t)L->tstate_interp, &back, 8) || back != head ||
+			    py->mr.read(py->mr.ctx, ts + (uint64_t)L->tstate_thread_id, &tid, 8) ||
+			    tid < 4096 || (tid & 7))
+				continue;
+			found = r;
+		}
+	}
+	free(buf);
+	return found;
+}
 
 /* Follows runtime -> interpreter -> first thread state and checks that tstate->interp points back. */
 static int validate(struct prs_py *py, struct prs_err *err)
@@ -401,8 +490,16 @@ int prs_py_open(pid_t pid, struct prs_py **out, struct prs_err *err)
 		if (!bias_of(&maps, m->inode, m->dev_major, m->dev_minor, &ei, &bias))
 			continue;
 		runtime = ei.runtime ? ei.runtime : ei.pyruntime_sec;
-		if (!runtime && !ei.interp_head && !ei.tstate_current && !ei.interp_head_fn)
-			continue; /* not a Python binary (e.g. an exe linked to libpython) */
+		if (!runtime && !ei.interp_head && !ei.tstate_current && !ei.interp_head_fn) {
+			/* no anchor at all: a Python binary only if Py_GetVersion()'s text is in its data */
+			struct prs_py tmp = { .mr = mr };
+			char v2[32];
+
+			if (!ei.data_lo || !(is_libpython(m->path) || ei.py_version || ei.code_type ||
+					     strstr(m->path, "python")) ||
+			    !scan_version(&tmp, ei.data_lo + bias, ei.data_hi + bias, -1, v2, sizeof(v2)))
+				continue; /* not a Python binary (e.g. an exe linked to libpython) */
+		}
 		if (runtime)
 			runtime += bias;
 		/* the version, from the binary */
@@ -488,8 +585,11 @@ int prs_py_open(pid_t pid, struct prs_py **out, struct prs_err *err)
 		snprintf(py->version, sizeof(py->version), "%s", ver);
 		snprintf(py->binary, sizeof(py->binary), "%s", m->path);
 		py->runtime = (py->L.runtime_interp_head >= 0) ? runtime : 0;
-		if (ei.interp_head)
+		py->anchor = !py->runtime ? "" : ei.runtime ? "_PyRuntime symbol" : ".PyRuntime section";
+		if (ei.interp_head) {
 			py->interp_head_var = ei.interp_head + bias;
+			py->anchor = "interp_head symbol";
+		}
 		if (ei.tstate_current)
 			py->tstate_current_var = ei.tstate_current + bias;
 		if (ei.code_type)
@@ -515,10 +615,18 @@ int prs_py_open(pid_t pid, struct prs_py **out, struct prs_err *err)
 					py->interp_hi[py->ninterp++] = maps.v[k].end;
 				}
 		}
+		if (!py->runtime && !py->interp_head_var && minor == 6 && ei.interp_head_fn) {
+			py->interp_head_var = decode_head_fn(py, ei.interp_head_fn + bias);
+			py->anchor = "PyInterpreterState_Head code";
+		}
+		if (!py->runtime && !py->interp_head_var && minor >= 7) {
+			py->runtime = scan_runtime(py, ei.data_lo + bias, ei.data_hi + bias);
+			py->anchor = "scan of .data/.bss";
+		}
 		if (!py->runtime && !py->interp_head_var) {
 			prs_maps_release(&maps);
 			prs_py_free(py);
-			return prs_err_set(err, -ENOTSUP, "pid %d: python %s: no interp_head symbol (stripped 3.6 is not supported)",
+			return prs_err_set(err, -ENOTSUP, "pid %d: python %s: no _PyRuntime/interp_head symbol and no interpreter state found in its data",
 					   pid, ver);
 		}
 		rc = validate(py, err);

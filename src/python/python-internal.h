@@ -69,6 +69,7 @@ struct prs_py {
 	struct prs_memreader mr;
 	struct prs_py_layout L;
 	const char *layout_source;
+	const char *anchor; /* how the runtime was found (prs_py_anchor) */
 	char version[32];
 	uint32_t version_hex;
 	char binary[512];

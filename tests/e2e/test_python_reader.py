@@ -213,3 +213,24 @@ def test_generic_debug_offsets_path_3_13(pystacks):
         assert len(th1) == 5
     finally:
         t.stop()
+
+
+@pytest.mark.parametrize("py", PARAMS)
+def test_stripped_binary_fallbacks(py, pystacks):
+    """With the anchor symbols and the .PyRuntime section ignored (as on a fully stripped binary),
+    the runtime is found by scanning .data/.bss (3.7+) or by decoding PyInterpreterState_Head
+    (3.6), and the stacks are the same as through the symbols."""
+    exe = python_or_skip(py)
+    t = T.Target(exe, "threads4.py", "sleep", 30)
+    try:
+        rc1, th1, err1 = T.pystacks_dump(t.pid)
+        minor = int(err1.split(" python ")[1].split(".")[1])
+        env = {"PYRSPROF_PY_IGNORE_ANCHORS": "1+" if minor == 6 else "1"}
+        rc2, th2, err2 = T.pystacks_dump(t.pid, env=env)
+        assert rc1 == 0 and rc2 == 0, (err1, err2)
+        assert ("PyInterpreterState_Head code" if minor == 6 else "scan of .data/.bss") in err2, err2
+        key = lambda th: th["tid"]
+        assert sorted(th1, key=key) == sorted(th2, key=key)
+        assert len(th2) == 5
+    finally:
+        t.stop()
