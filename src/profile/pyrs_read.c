@@ -432,12 +432,15 @@ int prs_pyrs_read(const char *path, struct prs_profile **out, char *warning, siz
 		goto out;
 	}
 	while (!rd.ended) {
-		size_t n = fread(buf, 1, ZSTD_DStreamInSize(), f);
+		size_t n;
+
+		errno = 0;
+		n = fread(buf, 1, ZSTD_DStreamInSize(), f);
 
 		if (n == 0) {
 			if (ferror(f)) {
-				rc = -EIO;
-				prs_err_set(err, rc, "%s: read error", path);
+				rc = errno ? -errno : -EIO;
+				prs_err_set(err, rc, "%s: %s", path, strerror(-rc));
 				goto out;
 			}
 			break;

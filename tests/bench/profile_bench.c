@@ -39,6 +39,7 @@ int main(int argc, char **argv)
 	struct stat st;
 	uint64_t t0, t1, t_intern, t_stack, t_flush, t_read;
 	uint32_t stack = 0;
+	uint64_t x = 88172645463325252ULL;
 	int rc;
 
 	snprintf(path, sizeof(path), "/tmp/profile_bench.%d.pyrs", (int)getpid());
@@ -55,8 +56,13 @@ int main(int argc, char **argv)
 
 	t0 = prs_now_ns();
 	for (i = 0; i < n; i++) {
-		stack = intern_stack(p, 0x400000 + (i % 64) * 4096);
-		rc = prs_profile_sample(p, &(struct prs_sample){ .time_ns = i * 5000, .tid = 1 + (int32_t)(i % 4),
+		/* a pseudo-random leaf and timing jitter, so that the file size is not a best case */
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		stack = intern_stack(p, 0x400000 + (x % 64) * 4096);
+		rc = prs_profile_sample(p, &(struct prs_sample){ .time_ns = i * 5000 + (x >> 40) % 1000,
+			.tid = 1 + (int32_t)(i % 4),
 			.state = PRS_STATE_RUNNING, .syscall = -1, .stack = stack, .weight = 1 });
 		if (rc)
 			return 1;

@@ -952,3 +952,13 @@ Test(pyrs, flipped_record_bytes, .init = make_tmpdir, .fini = rm_tmpdir)
 	free(file);
 	prs_profile_free(w);
 }
+
+Test(pyrs, directory_is_not_a_profile)
+{
+	struct prs_profile *r;
+	struct prs_err err;
+
+	cr_assert_eq(prs_pyrs_read("/tmp", &r, NULL, 0, &err), -EISDIR);
+	cr_assert_str_eq(err.msg, "/tmp: Is a directory");
+	cr_assert_not(prs_pyrs_sniff("/tmp"));
+}
