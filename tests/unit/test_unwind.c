@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,6 +426,123 @@ Test(unwind, cpython312_fast_equals_dwfl_running, .timeout = 120)
 		total++;
 	}
 	cr_assert_geq(fast * 10, total * 9, "fast path handled only %d of %d samples", fast, total);
+	prs_unwinder_free(u);
+	uh_kill(pid);
+}
+
+/* A thread other than the leader: its stack is an anonymous mapping and ends in clone3. */
+Test(unwind, thread_stack_matches_eustack, .timeout = 60)
+{
+	char path[PATH_MAX], tdir[64];
+	char arg[] = "thread";
+	char *argv[] = { path, arg, NULL };
+	static uint8_t stack[SNAP_CAP];
+	uint64_t pcs[PRS_MAX_NATIVE_FRAMES];
+	struct prs_unwinder *u = NULL;
+	struct prs_unwind_info info;
+	struct prs_snapshot s;
+	struct prs_regs regs;
+	struct uh_stack truth;
+	struct prs_err err;
+	struct dirent *e;
+	pid_t pid, tid = 0;
+	size_t len;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/chain", uh_target_dir());
+	if (access(path, X_OK) != 0 || access("/usr/bin/eu-stack", X_OK) != 0)
+		cr_skip_test("target %s or eu-stack missing", path);
+	pid = uh_spawn(argv);
+	cr_assert_gt(pid, 0);
+	snprintf(tdir, sizeof(tdir), "/proc/%d/task", (int)pid);
+	d = opendir(tdir);
+	cr_assert_not_null(d);
+	while ((e = readdir(d)))
+		if (atoi(e->d_name) > 0 && atoi(e->d_name) != pid)
+			tid = atoi(e->d_name);
+	closedir(d);
+	cr_assert_gt(tid, 0, "no second thread");
+	if (uh_seize(tid) != 0) {
+		uh_kill(pid);
+		cr_skip_test("ptrace not permitted");
+	}
+	cr_assert_eq(prs_unwinder_new(pid, &u, &err), 0, "%s", err.msg);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(uh_sample(tid, &regs, stack, SNAP_CAP, &len, NULL, false), 0);
+		s = (struct prs_snapshot){ regs.r[PRS_REG_RSP], len, stack };
+		prs_unwind(u, &regs, &s, pcs, PRS_MAX_NATIVE_FRAMES, &info);
+		usleep(2000);
+	}
+	cr_assert_eq(uh_sample(tid, &regs, stack, SNAP_CAP, &len, NULL, true), 0);
+	cr_assert_eq(uh_eustack_tid(pid, tid, &truth), 0);
+	/* leaf, f28..f1, thread_main, start_thread, clone3 */
+	cr_assert_eq(truth.n, 32, "eu-stack gave %d frames for tid %d", truth.n, (int)tid);
+	s = (struct prs_snapshot){ regs.r[PRS_REG_RSP], len, stack };
+	for (int m = PRS_UNWIND_AUTO; m <= PRS_UNWIND_DWFL; m++) {
+		int n;
+
+		prs_unwinder_set_method(u, (enum prs_unwind_method)m);
+		n = prs_unwind(u, &regs, &s, pcs, PRS_MAX_NATIVE_FRAMES, &info);
+		cr_assert_eq(n, truth.n, "%s: %d frames, eu-stack %d (end %s)",
+			     prs_unwind_method_name(m), n, truth.n, prs_unwind_end_name(info.end));
+		for (int i = 0; i < n; i++)
+			cr_assert_eq(pcs[i], truth.pc[i], "%s frame %d (%s)", prs_unwind_method_name(m), i,
+				     truth.name[i]);
+		cr_assert_eq(info.end, PRS_UNWIND_END_CLEAN);
+	}
+	prs_unwinder_free(u);
+	uh_kill(pid);
+}
+
+/* The target maps a file: refresh must see it, bump the generation, and unwinding still agree. */
+Test(unwind, refresh_after_mmap, .timeout = 60)
+{
+	char path[PATH_MAX];
+	char arg[] = "mmap";
+	char *argv[] = { path, arg, NULL };
+	static uint8_t stack[SNAP_CAP];
+	uint64_t pcs[PRS_MAX_NATIVE_FRAMES];
+	struct prs_unwinder *u = NULL;
+	struct prs_unwind_info info;
+	struct prs_snapshot s;
+	struct prs_regs regs;
+	struct uh_stack truth;
+	struct prs_err err;
+	uint64_t gen;
+	size_t n0, len;
+	pid_t pid;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/chain", uh_target_dir());
+	if (access(path, X_OK) != 0 || access("/usr/bin/eu-stack", X_OK) != 0)
+		cr_skip_test("target %s or eu-stack missing", path);
+	pid = uh_spawn(argv);
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(prs_unwinder_new(pid, &u, &err), 0, "%s", err.msg);
+	gen = prs_unwinder_generation(u);
+	n0 = prs_unwinder_maps(u)->n;
+	kill(pid, SIGUSR1);
+	for (int i = 0; i < 200 && prs_unwinder_generation(u) == gen; i++) {
+		usleep(5000);
+		cr_assert_eq(prs_unwinder_refresh(u, &err), 0, "%s", err.msg);
+	}
+	cr_assert_eq(prs_unwinder_generation(u), gen + 1);
+	cr_assert_eq(prs_unwinder_maps(u)->n, n0 + 1);
+	if (uh_seize(pid) != 0) {
+		uh_kill(pid);
+		cr_skip_test("ptrace not permitted");
+	}
+	cr_assert_eq(uh_sample(pid, &regs, stack, SNAP_CAP, &len, NULL, true), 0);
+	cr_assert_eq(uh_eustack(pid, &truth), 0);
+	s = (struct prs_snapshot){ regs.r[PRS_REG_RSP], len, stack };
+	for (int m = PRS_UNWIND_AUTO; m <= PRS_UNWIND_DWFL; m++) {
+		prs_unwinder_set_method(u, (enum prs_unwind_method)m);
+		n = prs_unwind(u, &regs, &s, pcs, PRS_MAX_NATIVE_FRAMES, &info);
+		cr_assert_eq(n, truth.n, "%s after refresh: %d frames, eu-stack %d",
+			     prs_unwind_method_name(m), n, truth.n);
+		for (int i = 0; i < n; i++)
+			cr_assert_eq(pcs[i], truth.pc[i]);
+	}
 	prs_unwinder_free(u);
 	uh_kill(pid);
 }
