@@ -100,10 +100,14 @@
 		return d > 0 ? (100 * n / d).toFixed(2) + "%" : "0%";
 	}
 
+	/* The bottom line: name, counts and shares (the title's counts line), location. */
 	function showDetails(f) {
-		var s = f.name + "  (" + f.c.toLocaleString("en-US") + " " + unit + ", " + pct(f.c, total) + ")";
-		if (f.lines.length > 1 && !/^[0-9,]+ /.test(f.lines[1])) s += "  " + f.lines[1];
-		details.textContent = s;
+		var counts = "", where = "";
+		for (var i = 1; i < f.lines.length; i++) {
+			if (!counts && /^[0-9,]+ /.test(f.lines[i])) counts = f.lines[i];
+			else if (i === 1 && !/^[0-9,]+ /.test(f.lines[i])) where = f.lines[i];
+		}
+		details.textContent = [f.name, counts, where].filter(function (x) { return x; }).join("  \u00b7  ");
 	}
 
 	/* The share of samples under matched frames, without counting nested matches twice. */

@@ -103,6 +103,11 @@ def test_click_zoom_search_and_no_errors(prs, tmp_path):
     assert res["unzoom_visible"] is True
     assert res["hidden_after_zoom"] > 0
     assert res["details"].startswith("load"), res["details"]
+    load = sum(c for st, c in STACKS if st.startswith("main;run;load;"))
+    run = sum(c for st, c in STACKS if st.startswith("main;run;"))
+    total = sum(c for _, c in STACKS)
+    want = f"{load} samples, {100 * load / total:.2f}% of total, {100 * load / run:.2f}% of parent"
+    assert want in res["details"], (want, res["details"])
     total = sum(c for _, c in STACKS)
     assert abs(res["width_reset"] - 240 / total * res["plotw"]) < 0.01, "Esc restores the widths"
     # search: the matched share is what the input says; every highlighted frame matches
