@@ -150,9 +150,11 @@ def thread_tids(stdout: str):
 
 
 def thread_root(frames):
-    """(tid, name or None) of a per-thread root frame "thread <tid>" / "thread <tid> (<name>)"."""
-    m = re.match(r"^thread (\d+)(?: \((.*)\))?$", frames[0].name if frames[0].file is None
-                 else f"{frames[0].name} ({frames[0].file}:{frames[0].line})")
+    """(tid, name or None) of a per-thread root frame "thread <tid>" / "thread <tid> (<name>)",
+    or None. A thread name like "a:1" looks like a location to parse_frame: undo that."""
+    f = frames[0]
+    text = f.name if f.file is None else f"{f.name} ({f.file}:{f.line})"
+    m = re.fullmatch(r"thread (\d+)(?: \((.*)\))?", text)
     return (int(m.group(1)), m.group(2)) if m else None
 
 

@@ -42,8 +42,8 @@ def test_threads4_each_thread_its_function(t4, export_folded):
         own = count_where(recs, has_frame(fn))
         others = [o for o in WORKERS.values() if o != fn and count_where(recs, has_frame(o))]
         assert not others, f"{wname} has samples in {others}"
-        # 3 s at 100 Hz is ~300 ticks; with 4 spinning threads on 2 cores each runs half the time,
-        # but wall ticks still sample each; the CPU view keeps its on-CPU share.
+        # 3 s at 100 Hz is ~300 ticks; 4 spinning threads on 2 CPUs are each on CPU about half
+        # the time, so ~150 CPU samples each; 50 is a loose floor.
         assert n >= 50, f"only {n} CPU samples for {wname}"
         assert own >= 0.9 * n, f"{fn} in {own} of {n} samples of {wname}"
 
