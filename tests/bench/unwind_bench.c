@@ -157,6 +157,7 @@ static int run_one(const char *label, char *const argv[], int nsamp, bool stable
 	unw_addr_space_t as;
 	uint64_t t0, first_fast = 0, first_dwfl = 0, new_ns = 0;
 	int ns = 0, fell_back = 0, lu_frames0 = 0;
+	double refresh_med = 0;
 	pid_t pid;
 	size_t len;
 	/* each sample's PCs per method, to compare with eu-stack afterwards */
@@ -266,9 +267,23 @@ static int run_one(const char *label, char *const argv[], int nsamp, bool stable
 			stable[m] += keepn[i][m] == truth.n && truth.n > 1 &&
 				     memcmp(keep[i][m] + 1, truth.pc + 1, (size_t)(truth.n - 1) * 8) == 0;
 
-	printf("\n%s: %d samples, eu-stack %d frames; prs_unwinder_new %.0f µs; first unwind fast %.0f µs, "
+	{
+		/* an unchanged refresh: one read of /proc/PID/maps and a memcmp */
+		uint64_t r[50];
+
+		for (int i = 0; i < 50; i++) {
+			uint64_t a = uh_now_ns();
+
+			prs_unwinder_refresh(u, NULL);
+			r[i] = uh_now_ns() - a;
+		}
+		qsort(r, 50, sizeof(r[0]), cmp_u64);
+		refresh_med = (double)r[25] / 1000;
+	}
+	printf("\n%s: %d samples, eu-stack %d frames; prs_unwinder_new %.0f µs; unchanged refresh %.1f µs; "
+	       "first unwind fast %.0f µs, "
 	       "dwfl %.0f µs; auto fell back to dwfl on %d samples; libunwind frames on sample 0: %d\n",
-	       label, ns, truth.n, (double)new_ns / 1000, (double)first_fast / 1000,
+	       label, ns, truth.n, (double)new_ns / 1000, refresh_med, (double)first_fast / 1000,
 	       (double)first_dwfl / 1000, fell_back, lu_frames0);
 	printf("| %-34s | frames | median µs | p10 µs | p90 µs | frozen = eu-stack | running = eu-stack below leaf |\n",
 	       "step");
