@@ -315,7 +315,18 @@ static int cmp_nodes(const void *a, const void *b, void *arg)
 {
 	const struct prs_fg *fg = arg;
 	const struct fg_node *x = &fg->nodes[*(const uint32_t *)a], *y = &fg->nodes[*(const uint32_t *)b];
-	int c = strcmp(fg->arena + fg->strs[x->name].off, fg->arena + fg->strs[y->name].off);
+	const char *xn = fg->arena + fg->strs[x->name].off, *yn = fg->arena + fg->strs[y->name].off;
+	int c;
+
+	/* thread roots ("thread <tid> ...") in tid order, not "thread 11" before "thread 2" */
+	if (x->kind == PRS_KIND_THREAD && y->kind == PRS_KIND_THREAD && strncmp(xn, "thread ", 7) == 0 &&
+	    strncmp(yn, "thread ", 7) == 0) {
+		long long tx = strtoll(xn + 7, NULL, 10), ty = strtoll(yn + 7, NULL, 10);
+
+		if (tx != ty)
+			return tx < ty ? -1 : 1;
+	}
+	c = strcmp(xn, yn);
 
 	if (c)
 		return c;

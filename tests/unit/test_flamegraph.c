@@ -705,3 +705,26 @@ Test(flamegraph, drawn_boxes_are_capped)
 	free(svg);
 	prs_fg_free(fg);
 }
+
+Test(flamegraph, thread_roots_in_tid_order)
+{
+	struct prs_fg *fg = prs_fg_new();
+	const char *tids[] = { "thread 11 (b)", "thread 2", "thread 100 (a)", "thread 7" };
+	struct box b[16];
+	size_t n;
+	char *svg;
+
+	for (int i = 0; i < 4; i++) {
+		struct prs_fg_frame fr[] = { { tids[i], NULL, 0, PRS_KIND_THREAD }, { "work", NULL, 0, PRS_KIND_NATIVE } };
+
+		cr_assert_eq(prs_fg_add(fg, fr, 2, 1), 0);
+	}
+	svg = render(fg, NULL);
+	n = boxes(svg, b, 16);
+	cr_assert_eq(find(b, n, "thread 2", 1)->x, 0);
+	cr_assert_eq(find(b, n, "thread 7", 1)->x, 1);
+	cr_assert_eq(find(b, n, "thread 11 (b)", 1)->x, 2);
+	cr_assert_eq(find(b, n, "thread 100 (a)", 1)->x, 3);
+	free(svg);
+	prs_fg_free(fg);
+}
