@@ -220,7 +220,7 @@ enum prs_view {
 	PRS_VIEW_WALL, /* every sample; off-CPU samples get a leaf labelled with the syscall */
 };
 
-#define PRS_FOLDED_LINES 1u      /* frame text "name (file:line)" where file and line are known */
+#define PRS_FOLDED_LINES 1u      /* frame text "name (file:line)" where known ("name (file)" without a line) */
 #define PRS_FOLDED_PER_THREAD 2u /* a root frame "thread <tid>" or "thread <tid> (<name>)" */
 
 /*

@@ -105,28 +105,65 @@ static int folded_line(struct prs_profile *p, char *line, size_t len, const char
 	return 0;
 }
 
+/*
+ * A bounded line reader: getline() would grow its buffer to the size of a file without newlines
+ * (binary junk), this one holds at most MAX_LINE + 1 bytes.
+ */
+struct lines {
+	FILE *f;
+	char *buf; /* MAX_LINE + 2 bytes */
+	size_t start, end;
+	bool eof;
+};
+
+/* Returns 1 with *line / *len set (the newline removed, NUL-terminated), 0 at the end,
+ * -E2BIG for a line longer than MAX_LINE, -EIO on a read error. */
+static int next_line(struct lines *l, char **line, size_t *len)
+{
+	for (;;) {
+		char *nl = memchr(l->buf + l->start, '\n', l->end - l->start);
+
+		if (nl || (l->eof && l->end > l->start)) {
+			char *e = nl ? nl : l->buf + l->end;
+
+			*line = l->buf + l->start;
+			*len = (size_t)(e - *line);
+			*e = '\0';
+			l->start = nl ? (size_t)(nl - l->buf) + 1 : l->end;
+			return 1;
+		}
+		if (l->eof)
+			return 0;
+		if (l->end - l->start > MAX_LINE)
+			return -E2BIG;
+		memmove(l->buf, l->buf + l->start, l->end - l->start);
+		l->end -= l->start;
+		l->start = 0;
+		l->end += fread(l->buf + l->end, 1, MAX_LINE + 1 - l->end, l->f);
+		if (l->end < MAX_LINE + 1) {
+			if (ferror(l->f))
+				return -EIO;
+			l->eof = feof(l->f);
+		}
+	}
+}
+
 int prs_folded_read(FILE *f, const char *name, struct prs_profile **out, struct prs_err *err)
 {
 	struct prs_profile *p = prs_profile_new();
+	struct lines l = { .f = f, .buf = malloc(MAX_LINE + 2) };
 	unsigned long lineno = 0;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	int rc = 0;
+	char *line;
+	size_t len;
+	int rc = 0, got;
 
 	*out = NULL;
-	if (!p)
-		return prs_err_set(err, -ENOMEM, "%s: out of memory", name);
-	errno = 0;
-	while ((n = getline(&line, &cap, f)) >= 0) {
-		size_t len = (size_t)n;
-
+	if (!p || !l.buf) {
+		rc = prs_err_set(err, -ENOMEM, "%s: out of memory", name);
+		goto out;
+	}
+	while ((got = next_line(&l, &line, &len)) > 0) {
 		lineno++;
-		if (len > MAX_LINE) {
-			rc = prs_err_set(err, -EINVAL, "%s:%lu: line longer than %u bytes", name, lineno,
-					 MAX_LINE);
-			goto out;
-		}
 		if (memchr(line, '\0', len)) {
 			rc = prs_err_set(err, -EINVAL, "%s:%lu: NUL byte: not a folded stacks text file",
 					 name, lineno);
@@ -141,7 +178,12 @@ int prs_folded_read(FILE *f, const char *name, struct prs_profile **out, struct 
 		if (rc)
 			goto out;
 	}
-	if (ferror(f)) {
+	if (got == -E2BIG) {
+		rc = prs_err_set(err, -EINVAL, "%s:%lu: line longer than %u bytes", name, lineno + 1,
+				 MAX_LINE);
+		goto out;
+	}
+	if (got < 0) {
 		rc = prs_err_set(err, -EIO, "%s: read error", name);
 		goto out;
 	}
@@ -153,7 +195,7 @@ int prs_folded_read(FILE *f, const char *name, struct prs_profile **out, struct 
 	*out = p;
 	p = NULL;
 out:
-	free(line);
+	free(l.buf);
 	prs_profile_free(p);
 	return rc;
 }

@@ -79,9 +79,10 @@ static int compress_out(struct prs_recorder *r, ZSTD_EndDirective mode, struct p
 /* Appends the record (type, payload length, payload) from r->payload to r->rec. */
 static int end_record(struct prs_recorder *r, uint8_t type)
 {
-	int rc;
+	/* reserve first so that a record is appended whole or not at all */
+	int rc = prs_buf_reserve(&r->rec, 1 + PRS_LEB128_MAX + r->payload.len);
 
-	if ((rc = prs_buf_putc(&r->rec, type)) || (rc = prs_buf_put_uleb(&r->rec, r->payload.len)) ||
+	if (rc || (rc = prs_buf_putc(&r->rec, type)) || (rc = prs_buf_put_uleb(&r->rec, r->payload.len)) ||
 	    (rc = prs_buf_append(&r->rec, r->payload.data, r->payload.len)))
 		return rc;
 	prs_buf_reset(&r->payload);

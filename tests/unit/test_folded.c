@@ -291,3 +291,26 @@ Test(folded, symbolized_expansion_in_export)
 	free(got);
 	prs_profile_free(p);
 }
+
+Test(folded, long_lines_and_no_final_newline)
+{
+	size_t n = (4u << 20) + 10, i;
+	char *big = malloc(n + 1);
+	struct prs_profile *p;
+	struct prs_err err;
+	FILE *f;
+
+	/* 4 MiB of junk without a newline: refused without reading it all into one line */
+	for (i = 0; i < n; i++)
+		big[i] = 'a';
+	f = fmemopen(big, n, "r");
+	cr_assert_eq(prs_folded_read(f, "big", &p, &err), -EINVAL);
+	fclose(f);
+	cr_assert_str_eq(err.msg, "big:1: line longer than 4194304 bytes");
+	free(big);
+	/* a last line without its newline is a line */
+	cr_assert_eq(read_text("a;b 1\na;c 2", &p, &err), 0, "%s", err.msg);
+	cr_assert_eq(p->nsamples, 2);
+	cr_assert_eq(p->samples[1].weight, 2);
+	prs_profile_free(p);
+}
