@@ -108,7 +108,10 @@ struct ss_ctx {
 	char leaves[MAX_LEAVES][48];
 	uint32_t nleaves;
 	uint32_t *fbuf;       /* MAX_FRAMES */
-	struct prs_buf scratch;
+	struct prs_buf scratch, key;
+	struct prs_strmap frame_map; /* "name\0file\0line" -> index: equal frames share an entry */
+	char **keys;                 /* owned keys of frame_map */
+	size_t nkeys, cap_keys;
 	struct prs_map64 stack_cache; /* (stack << 11 | leaf) -> index in arrays */
 	json_t **arrays;
 	size_t narrays, cap_arrays;
@@ -123,19 +126,33 @@ static json_t *jstr(struct ss_ctx *c, const char *s, size_t len)
 	return t ? json_stringn(t, n) : NULL;
 }
 
-/* Appends {"name", "file"?, "line"?} to the frame table. Returns its index, or UINT32_MAX. */
+/*
+ * The index of {"name", "file"?, "line"?} in the frame table, appended if new (speedscope keys
+ * frames by index, so two equal frames must share one, or its views would split them).
+ * Returns UINT32_MAX on ENOMEM.
+ */
 static uint32_t add_frame(struct ss_ctx *c, const char *name, uint32_t file, uint32_t line)
 {
-	json_t *o = json_object();
-	json_t *v;
+	const char *fs = file ? c->p->strings[file] : "";
+	size_t flen = file ? c->p->string_lens[file] : 0;
+	json_t *o, *v;
+	uint32_t idx;
+	char *k;
 
-	if (!o)
+	prs_buf_reset(&c->key);
+	if (prs_buf_append(&c->key, name, strlen(name) + 1) || prs_buf_append(&c->key, fs, flen) ||
+	    prs_buf_putc(&c->key, '\0') || prs_buf_printf(&c->key, "%u", file ? line : 0))
+		return UINT32_MAX;
+	idx = prs_strmap_get(&c->frame_map, c->key.data, c->key.len);
+	if (idx != PRS_MAP_NONE)
+		return idx;
+	if (!(o = json_object()))
 		return UINT32_MAX;
 	v = jstr(c, name, strlen(name));
 	if (!v || json_object_set_new(o, "name", v))
 		goto fail;
 	if (file) {
-		v = jstr(c, c->p->strings[file], c->p->string_lens[file]);
+		v = jstr(c, fs, flen);
 		if (!v || json_object_set_new(o, "file", v))
 			goto fail;
 		if (line && json_object_set_new(o, "line", json_integer(line)))
@@ -143,7 +160,15 @@ static uint32_t add_frame(struct ss_ctx *c, const char *name, uint32_t file, uin
 	}
 	if (json_array_append_new(c->frames, o))
 		return UINT32_MAX;
-	return (uint32_t)(json_array_size(c->frames) - 1);
+	idx = (uint32_t)(json_array_size(c->frames) - 1);
+	if (prs_array_grow((void **)&c->keys, &c->cap_keys, c->nkeys + 1, sizeof(*c->keys)) ||
+	    !(k = malloc(c->key.len)))
+		return UINT32_MAX;
+	memcpy(k, c->key.data, c->key.len);
+	c->keys[c->nkeys++] = k;
+	if (prs_strmap_put(&c->frame_map, k, c->key.len, idx))
+		return UINT32_MAX;
+	return idx;
 fail:
 	json_decref(o);
 	return UINT32_MAX;
@@ -349,6 +374,8 @@ int prs_export_speedscope(const struct prs_profile *p, enum prs_view view, FILE 
 	}
 	c->p = p;
 	prs_buf_init(&c->scratch);
+	prs_buf_init(&c->key);
+	prs_strmap_init(&c->frame_map);
 	prs_map64_init(&c->stack_cache);
 	c->frame_idx = calloc(p->nframes ? p->nframes : 1, sizeof(*c->frame_idx));
 	c->fbuf = malloc(MAX_FRAMES * sizeof(*c->fbuf));
@@ -400,6 +427,11 @@ out:
 	free(c->frame_idx);
 	free(c->fbuf);
 	prs_buf_release(&c->scratch);
+	prs_buf_release(&c->key);
+	prs_strmap_release(&c->frame_map);
+	for (i = 0; i < c->nkeys; i++)
+		free(c->keys[i]);
+	free(c->keys);
 	prs_map64_release(&c->stack_cache);
 	free(c);
 	json_decref(root);

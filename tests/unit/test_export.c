@@ -833,3 +833,27 @@ Test(diff, a_recording_matches_its_folded_export)
 	prs_profile_free(fp);
 	prs_profile_free(b.p);
 }
+
+Test(export_speedscope, equal_frames_share_one_entry)
+{
+	/* two raw frames outside every mapping: different frame ids, both "[unknown]" */
+	struct prs_profile *p = prs_profile_new();
+	uint32_t f1 = prs_profile_raw_frame(p, PRS_NO_MAPPING, 0x1000, false);
+	uint32_t f2 = prs_profile_raw_frame(p, PRS_NO_MAPPING, 0x2000, false);
+	uint32_t s1 = prs_profile_stack(p, 0, f1), s2 = prs_profile_stack(p, 0, f2);
+	char *text;
+	json_t *root, *samples;
+
+	add_sample(p, 1, 0, s1, 1, PRS_STATE_RUNNING, -1);
+	add_sample(p, 1, 1, s2, 1, PRS_STATE_RUNNING, -1);
+	text = run_export(prs_export_speedscope, p, PRS_VIEW_CPU, NULL);
+	root = parse_json(text);
+	cr_assert_eq(json_array_size(json_object_get(json_object_get(root, "shared"), "frames")), 1);
+	cr_assert_str_eq(ss_frame(root, 0), "[unknown]");
+	samples = json_object_get(json_array_get(json_object_get(root, "profiles"), 0), "samples");
+	/* different stacks, printed alike: two samples (not merged), the same frame */
+	cr_assert_eq(json_array_size(samples), 2);
+	json_decref(root);
+	free(text);
+	prs_profile_free(p);
+}
