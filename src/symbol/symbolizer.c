@@ -259,7 +259,25 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 
 	(void)modname;
 	(void)base;
-	(void)crc;
+	if (debuglink && debuglink[0] && crc == 0) {
+		/*
+		 * libdwfl asks for the .gnu_debugaltlink (dwz) file this way: debuglink is its name,
+		 * absolute or relative to the debug file (file_name), and there is no CRC.
+		 */
+		const char *slash = file_name ? strrchr(file_name, '/') : NULL;
+
+		if (debuglink[0] == '/')
+			n = snprintf(path, sizeof(path), "%s%s", root, debuglink);
+		else if (slash)
+			n = snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - file_name), file_name,
+				     debuglink);
+		else
+			return -1;
+		if (n <= 0 || (size_t)n >= sizeof(path))
+			return -1;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		goto out;
+	}
 	idlen = dwfl_module_build_id(mod, &bits, &vaddr);
 	if (idlen > 1 && idlen <= PRS_BUILD_ID_MAX_SYM) {
 		int off = snprintf(path, sizeof(path), "%s/usr/lib/debug/.build-id/%02x/", root, bits[0]);
@@ -297,6 +315,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 			}
 		}
 	}
+out:
 	if (fd >= 0 && debuginfo_file_name) {
 		*debuginfo_file_name = strdup(path);
 		if (!*debuginfo_file_name) {

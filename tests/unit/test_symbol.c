@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -631,4 +632,82 @@ Test(symbol, cache_and_root)
 	cr_expect_eq(st.files, 1);
 	cr_expect_eq(st.inlined, 2);
 	prs_symbolizer_free(s);
+}
+
+/* Corrupted DWARF (random bytes written into every .debug_* section): no crash, no hang. */
+Test(symbol, hostile_dwarf, .timeout = 120)
+{
+	const char *bins[] = { "symtest_c", "symtest_rs" };
+	unsigned seed = (unsigned)time(NULL);
+	const char *env = getenv("PRS_SEED");
+	char dir[] = "/tmp/prs-dwarf-XXXXXX", bin[512], path[600];
+
+	if (env)
+		seed = (unsigned)strtoul(env, NULL, 10);
+	cr_log_info("seed %u (PRS_SEED=%u to replay)", seed, seed);
+	srand(seed);
+	cr_assert(mkdtemp(dir));
+	cr_assert_neq(elf_version(EV_CURRENT), EV_NONE);
+	for (size_t b = 0; b < 2; b++) {
+		GElf_Phdr text = { 0 };
+		uint8_t *img;
+		size_t len, shstr, nph;
+		Elf_Scn *scn = NULL;
+		Elf *e;
+		FILE *f;
+		int fd;
+
+		fixture(bins[b], bin, sizeof(bin));
+		fd = open(bin, O_RDONLY);
+		cr_assert_geq(fd, 0);
+		e = elf_begin(fd, ELF_C_READ, NULL);
+		cr_assert(e && elf_getshdrstrndx(e, &shstr) == 0 && elf_getphdrnum(e, &nph) == 0);
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+				text = ph;
+		}
+		cr_assert(text.p_memsz);
+		f = fopen(bin, "rb");
+		fseek(f, 0, SEEK_END);
+		len = (size_t)ftell(f);
+		rewind(f);
+		img = malloc(len);
+		cr_assert_eq(fread(img, 1, len, f), len);
+		fclose(f);
+		for (int it = 0; it < 4; it++) {
+			uint8_t *copy = malloc(len);
+			struct prs_symbolizer *s = prs_symbolizer_new();
+			struct prs_symmap m = { path, NULL, 0, 0x555500000000 + (text.p_vaddr & ~0xfffull),
+						0x555500000000 + text.p_vaddr + text.p_memsz,
+						text.p_offset & ~0xfffull };
+			struct prs_symframe fr[PRS_SYM_MAX_INLINE];
+
+			memcpy(copy, img, len);
+			scn = NULL;
+			while ((scn = elf_nextscn(e, scn))) {
+				GElf_Shdr sh;
+				const char *name;
+
+				if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(e, shstr, sh.sh_name)) ||
+				    strncmp(name, ".debug_", 7) != 0 || sh.sh_size == 0 ||
+				    sh.sh_offset + sh.sh_size > len)
+					continue;
+				for (int k = 1 + rand() % 16; k > 0; k--)
+					copy[sh.sh_offset + (size_t)rand() % sh.sh_size] = (uint8_t)rand();
+			}
+			snprintf(path, sizeof(path), "%s/%s.%d", dir, bins[b], it);
+			write_file(path, copy, len);
+			for (uint64_t a = m.start; a < m.end; a += 1 + (uint64_t)rand() % 24)
+				cr_expect_geq(prs_symbolize(s, &m, a, a & 1, fr, PRS_SYM_MAX_INLINE), 0);
+			prs_symbolizer_free(s);
+			free(copy);
+		}
+		free(img);
+		elf_end(e);
+		close(fd);
+	}
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	sh(path);
 }
