@@ -426,6 +426,7 @@ const char *prs_fg_describe_profile(const struct prs_profile *p, enum prs_view v
 	const char *rate = prs_profile_meta_get(p, "rate_hz");
 	const char *dur = prs_profile_meta_get(p, "duration_s");
 	uint64_t samples = 0, last_ns = 0;
+	bool offcpu = false; /* folded input has none: then "samples" is not qualified */
 	size_t off = 0;
 	int k;
 
@@ -435,6 +436,7 @@ const char *prs_fg_describe_profile(const struct prs_profile *p, enum prs_view v
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct prs_sample *s = &p->samples[i];
 
+		offcpu |= s->state != PRS_STATE_RUNNING;
 		if (view == PRS_VIEW_CPU && s->state != PRS_STATE_RUNNING)
 			continue;
 		samples += s->weight;
@@ -452,7 +454,8 @@ const char *prs_fg_describe_profile(const struct prs_profile *p, enum prs_view v
 		APPEND("%s%.2f s", off ? " · " : "", strtod(dur, NULL));
 	else if (last_ns)
 		APPEND("%s%.2f s", off ? " · " : "", (double)last_ns / 1e9);
-	APPEND("%s%" PRIu64 " %s samples", off ? " · " : "", samples, view == PRS_VIEW_CPU ? "on-CPU" : "wall");
+	APPEND("%s%" PRIu64 " %s%ssamples", off ? " · " : "", samples,
+	       !offcpu ? "" : view == PRS_VIEW_CPU ? "on-CPU" : "wall", offcpu ? " " : "");
 	if (rate && rate[0])
 		APPEND(" · %s Hz", rate);
 #undef APPEND
