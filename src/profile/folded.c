@@ -296,6 +296,7 @@ int prs_export_folded(const struct prs_profile *p, enum prs_view view, unsigned 
 	struct line *lines = NULL;
 	size_t naggs = 0, nlines = 0, i, j;
 	uint32_t *frames = NULL;
+	const char *tn = NULL;
 	struct prs_buf b;
 	int rc = 0;
 
@@ -342,8 +343,11 @@ int prs_export_folded(const struct prs_profile *p, enum prs_view view, unsigned 
 			count += aggs[j].count;
 		prs_buf_reset(&b);
 		if (flags & PRS_FOLDED_PER_THREAD) {
-			const char *tn = thread_name(p, aggs[i].tid);
 			char root[PRS_MAX_NAME + 32];
+
+			/* aggs are sorted by tid: look each thread's name up once */
+			if (i == 0 || aggs[i].tid != aggs[i - 1].tid)
+				tn = thread_name(p, aggs[i].tid);
 
 			if (tn)
 				snprintf(root, sizeof(root), "thread %" PRId32 " (%s)", aggs[i].tid, tn);
