@@ -28,3 +28,8 @@ UNIT_SRCS += tests/fixtures/unwind/harness.c
 $(UNWIND_TDIR)/capture: $(BUILD)/tests/fixtures/unwind/capture.o $(BUILD)/tests/fixtures/unwind/harness.o
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^
+
+# `make BUILD=build/me unwind-bench` builds and runs the unwind benchmark (prints the tables).
+unwind-bench: $(BUILD)/bench/unwind_bench
+	$(Q)$(BUILD)/bench/unwind_bench $(UNWIND_BENCH_SAMPLES)
+.PHONY: unwind-bench

@@ -48,7 +48,7 @@ enum reg_rule {
 /* cfa_reg value for the x86_64 .plt rule (see is_plt_expr) */
 #define CFA_PLT 0xfe
 
-/* One decoded CFI row for one lookup PC. 24 bytes. */
+/* One decoded CFI row for one lookup PC (32 bytes; the table is 512 KiB). */
 struct row {
 	uint64_t key;     /* lookup address: pc for frame 0, return address - 1 otherwise */
 	uint8_t kind;     /* enum row_kind */
