@@ -56,5 +56,6 @@ int cmd_dump(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 #endif

@@ -6,9 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/render.h"
+#include "pyrsprof/diff.h"
+#include "pyrsprof/export.h"
 #include "pyrsprof/symbol.h"
 #include "util/banned.h"
 
@@ -225,9 +228,11 @@ int cmd_export(int argc, char **argv)
 			flags |= PRS_FOLDED_PER_THREAD;
 			break;
 		case 'h':
-			puts("usage: pyrsprof export FILE --format folded [--view cpu|wall] [--lines]\n"
-			     "       [--per-thread] [-o OUT]\n"
-			     "  Writes folded stacks (flamegraph.pl / inferno format) to OUT or stdout.");
+			puts("usage: pyrsprof export FILE --format folded|speedscope|pprof [--view cpu|wall]\n"
+			     "       [--lines] [--per-thread] [-o OUT]\n"
+			     "  folded: stacks as flamegraph.pl and inferno read them (--lines adds file:line,\n"
+			     "  --per-thread a root frame per thread); speedscope: JSON for speedscope.app, a\n"
+			     "  profile per thread; pprof: gzip'd profile.proto for `go tool pprof` (needs -o).");
 			return EXIT_OK;
 		default:
 			return bad_option(argv, "export");
@@ -238,11 +243,16 @@ int cmd_export(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (!format) {
-		cli_msg("export: no --format (folded)");
+		cli_msg("export: no --format (folded, speedscope or pprof)");
 		return EXIT_USAGE;
 	}
-	if (strcmp(format, "folded") != 0) {
-		cli_msg("export: unknown format '%s' (folded)", format);
+	if (strcmp(format, "folded") != 0 && strcmp(format, "speedscope") != 0 &&
+	    strcmp(format, "pprof") != 0) {
+		cli_msg("export: unknown format '%s' (folded, speedscope or pprof)", format);
+		return EXIT_USAGE;
+	}
+	if (strcmp(format, "pprof") == 0 && !out && isatty(STDOUT_FILENO)) {
+		cli_msg("export: pprof is binary: give -o FILE.pb.gz");
 		return EXIT_USAGE;
 	}
 	p = cli_load_profile(argv[optind]);
@@ -254,7 +264,12 @@ int cmd_export(int argc, char **argv)
 		prs_profile_free(p);
 		return EXIT_FAIL;
 	}
-	rc = prs_export_folded(p, view, flags, f, &err);
+	if (strcmp(format, "speedscope") == 0)
+		rc = prs_export_speedscope(p, view, f, &err);
+	else if (strcmp(format, "pprof") == 0)
+		rc = prs_export_pprof(p, view, f, &err);
+	else
+		rc = prs_export_folded(p, view, flags, f, &err);
 	prs_profile_free(p);
 	if (rc)
 		cli_err(&err, "export");
@@ -265,4 +280,106 @@ int cmd_export(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	return rc ? EXIT_FAIL : EXIT_OK;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "view", required_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum prs_view view = PRS_VIEW_CPU;
+	const char *outdir = NULL;
+	struct prs_profile *before = NULL, *after = NULL;
+	struct prs_diff_summary sum;
+	struct prs_err err = { 0 };
+	struct prs_fg_opts fo;
+	struct cli_atomic a;
+	struct prs_fg *fg = NULL;
+	char path[4096];
+	bool created;
+	int c, rc = EXIT_FAIL;
+	FILE *f;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			outdir = optarg;
+			break;
+		case 'v':
+			if (!parse_view(optarg, &view))
+				return EXIT_USAGE;
+			break;
+		case 'h':
+			puts("usage: pyrsprof diff BEFORE AFTER -o DIR [--view cpu|wall]\n"
+			     "  BEFORE and AFTER are .pyrs profiles or folded stacks. Writes DIR/diff.svg (red\n"
+			     "  grew, blue shrank, normalized to each profile's total), DIR/diff.md and\n"
+			     "  DIR/diff.json (per-function deltas, with which are beyond sampling noise).");
+			return EXIT_OK;
+		default:
+			return bad_option(argv, "diff");
+		}
+	}
+	if (optind != argc - 2) {
+		cli_msg("diff: give two profiles (usage: pyrsprof diff BEFORE AFTER -o DIR)");
+		return EXIT_USAGE;
+	}
+	if (!outdir) {
+		cli_msg("diff: no output folder (-o DIR)");
+		return EXIT_USAGE;
+	}
+	before = cli_load_profile(argv[optind]);
+	if (!before)
+		return EXIT_FAIL;
+	after = cli_load_profile(argv[optind + 1]);
+	if (!after)
+		goto out;
+	if (cli_make_dir(outdir, &created) != 0)
+		goto out;
+	symbolize_if_needed(before);
+	symbolize_if_needed(after);
+	if (prs_diff_write(before, after, view, outdir, &sum, &err) != 0) {
+		cli_err(&err, "diff");
+		goto out;
+	}
+	fg = prs_fg_new();
+	if (!fg || prs_fg_diff_from_profiles(fg, before, after, view, false, &err) != 0) {
+		cli_err(&err, "diff flame graph");
+		goto out;
+	}
+	prs_fg_opts_init(&fo);
+	fo.diff = true;
+	fo.title = "Differential flame graph";
+	fo.subtitle = "widths: after; red grew, blue shrank (shares of each profile's total samples)";
+	snprintf(path, sizeof(path), "%s/diff.svg", outdir);
+	f = cli_atomic_open(&a, path);
+	if (!f)
+		goto out;
+	if (prs_fg_write_svg(fg, f, &fo, &err) != 0) {
+		cli_err(&err, path);
+		cli_atomic_close(&a, false);
+		goto out;
+	}
+	if (cli_atomic_close(&a, true) != 0)
+		goto out;
+	cli_msg("%llu samples before, %llu after; %zu of %zu functions changed beyond noise (%zu grew, "
+		"%zu shrank)", (unsigned long long)sum.samples_before,
+		(unsigned long long)sum.samples_after, sum.significant, sum.functions, sum.grew, sum.shrank);
+	for (size_t i = 0; i < sum.ntop && i < 5; i++) {
+		const struct prs_diff_row *r = &sum.top[i];
+
+		cli_msg("  %+6.1f pt total, %+6.1f pt self  %s%s", r->total_delta_pt, r->self_delta_pt,
+			r->name, r->significant ? "" : "  (noise)");
+	}
+	cli_msg("wrote %s/{diff.svg,diff.md,diff.json}", outdir);
+	rc = EXIT_OK;
+out:
+	prs_fg_free(fg);
+	prs_profile_free(before);
+	prs_profile_free(after);
+	return rc;
 }
