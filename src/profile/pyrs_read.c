@@ -77,6 +77,9 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 
 	switch (type) {
 	case PRS_REC_STRING:
+		if (len > PRS_PROFILE_MAX_STRING)
+			return corrupt(rd, "string %" PRIu64 " is longer than %u bytes", (uint64_t)p->nstrings,
+				       PRS_PROFILE_MAX_STRING);
 		if (memchr(data, '\0', len))
 			return corrupt(rd, "string %" PRIu64 " contains a NUL byte", (uint64_t)p->nstrings);
 		if (prs_profile_string_append(p, (const char *)data, len) == UINT32_MAX)

@@ -664,6 +664,15 @@ Test(pyrs, hostile_records)
 	cr_assert_eq(read_records(&b, &r, NULL, 0, &err), -EINVAL);
 	cr_assert(strstr(err.msg, "exceeds the limit"), "%s", err.msg);
 	prs_buf_release(&b);
+	/* a string over 1 MiB (the payload itself is within the record limit) */
+	prs_buf_init(&b);
+	prs_buf_putc(&b, PRS_REC_STRING);
+	prs_buf_put_uleb(&b, (1u << 20) + 1);
+	for (i = 0; i < (1u << 20) + 1; i++)
+		prs_buf_putc(&b, 'x');
+	cr_assert_eq(read_records(&b, &r, NULL, 0, &err), -EINVAL);
+	cr_assert(strstr(err.msg, "string 1 is longer than 1048576 bytes"), "%s", err.msg);
+	prs_buf_release(&b);
 	/* a NUL inside a string */
 	prs_buf_init(&b);
 	prs_buf_putc(&b, PRS_REC_STRING);
