@@ -20,7 +20,7 @@
 #include "util/banned.h"
 
 #define MAX_LINE (4u << 20)     /* bytes per line */
-#define MAX_FRAMES (64u * 1024) /* frames per line */
+#define MAX_FRAMES PRS_PROFILE_MAX_DEPTH /* frames per line */
 #define MAX_COUNT ((uint64_t)UINT32_MAX * 256)
 
 static bool is_space(char c)

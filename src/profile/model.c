@@ -292,7 +292,8 @@ uint32_t prs_profile_stack_append(struct prs_profile *p, uint32_t parent, uint32
 	struct prs_profile_index *ix = p->index;
 	uint32_t id = p->nstacks, old;
 
-	if (id == UINT32_MAX - 1 || parent >= id || frame >= p->nframes)
+	if (id == UINT32_MAX - 1 || parent >= id || frame >= p->nframes ||
+	    p->stacks[parent].depth >= PRS_PROFILE_MAX_DEPTH)
 		return UINT32_MAX;
 	if (GROW(p->stacks, ix->cap_stacks, (size_t)id + 1))
 		return UINT32_MAX;
@@ -311,7 +312,8 @@ uint32_t prs_profile_stack(struct prs_profile *p, uint32_t parent, uint32_t fram
 	uint32_t id = p->nstacks, got;
 	int rc;
 
-	if (id == UINT32_MAX - 1 || parent >= id || frame >= p->nframes)
+	if (id == UINT32_MAX - 1 || parent >= id || frame >= p->nframes ||
+	    p->stacks[parent].depth >= PRS_PROFILE_MAX_DEPTH)
 		return UINT32_MAX;
 	/* reserve the slot first so that a hit and a miss cost one probe */
 	if (id >= ix->cap_stacks && GROW(p->stacks, ix->cap_stacks, (size_t)id + 1))

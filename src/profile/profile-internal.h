@@ -21,6 +21,9 @@ struct prs_profile_index {
 	size_t nexpand_log, cap_expand_log;
 };
 
+/* Deepest stack the model holds (folded input can be deeper than a sampled stack). */
+#define PRS_PROFILE_MAX_DEPTH (64u * 1024)
+
 /* Maximum length of one string in a profile (bytes); longer input is truncated by the model. */
 #define PRS_PROFILE_MAX_STRING (1u << 20)
 

@@ -141,6 +141,8 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 			return corrupt(rd, "stack parent %" PRIu64 " of %" PRIu64, parent, (uint64_t)p->nstacks);
 		if (frame >= p->nframes)
 			return corrupt(rd, "stack frame %" PRIu64 " of %" PRIu64, frame, (uint64_t)p->nframes);
+		if (p->stacks[parent].depth >= PRS_PROFILE_MAX_DEPTH)
+			return corrupt(rd, "stack deeper than %u frames", PRS_PROFILE_MAX_DEPTH);
 		if (prs_profile_stack_append(p, (uint32_t)parent, (uint32_t)frame) == UINT32_MAX)
 			goto nomem;
 		return 0;

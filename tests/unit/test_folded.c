@@ -314,3 +314,26 @@ Test(folded, long_lines_and_no_final_newline)
 	cr_assert_eq(p->samples[1].weight, 2);
 	prs_profile_free(p);
 }
+
+Test(folded, too_many_frames)
+{
+	size_t n = 65537, i;
+	char *line = malloc(n * 2 + 8), *c = line;
+	struct prs_profile *p;
+	struct prs_err err;
+
+	for (i = 0; i < n; i++) {
+		*c++ = i ? ';' : 'x';
+		if (i)
+			*c++ = 'x';
+	}
+	memcpy(c, " 1\n", 4);
+	cr_assert_eq(read_text(line, &p, &err), -EINVAL);
+	cr_assert_str_eq(err.msg, "in.folded:1: more than 65536 frames");
+	/* one frame fewer is fine */
+	memcpy(c - 2, " 1\n", 4);
+	cr_assert_eq(read_text(line, &p, &err), 0, "%s", err.msg);
+	cr_assert_eq(p->stacks[p->samples[0].stack].depth, 65536);
+	prs_profile_free(p);
+	free(line);
+}

@@ -971,3 +971,17 @@ Test(pyrs, directory_is_not_a_profile)
 	cr_assert_str_eq(err.msg, "/tmp: Is a directory");
 	cr_assert_not(prs_pyrs_sniff("/tmp"));
 }
+
+Test(profile, stack_depth_is_bounded)
+{
+	struct prs_profile *p = prs_profile_new();
+	uint32_t f = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "rec"), 0, 0), s = 0, i;
+
+	for (i = 0; i < 65536; i++) {
+		s = prs_profile_stack(p, s, f);
+		cr_assert_neq(s, UINT32_MAX, "depth %u", i + 1);
+	}
+	cr_assert_eq(p->stacks[s].depth, 65536);
+	cr_assert_eq(prs_profile_stack(p, s, f), UINT32_MAX);
+	prs_profile_free(p);
+}
