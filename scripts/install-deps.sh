@@ -47,8 +47,9 @@ fi
 # used by tests/e2e/test_export_speedscope.py. Skipped when already installed (idempotent, quiet).
 here="$(cd "$(dirname "$0")/.." && pwd)"
 for d in tests/schema; do
-  if [ -f "$here/$d/package.json" ] && [ ! -d "$here/$d/node_modules/ajv" ] && command -v npm >/dev/null; then
-    echo "install-deps: npm install in $d"
-    (cd "$here/$d" && npm install --no-audit --no-fund --silent >/dev/null)
+  if [ -f "$here/$d/package.json" ] && command -v npm >/dev/null &&
+     { [ ! -d "$here/$d/node_modules/ajv" ] || [ ! -d "$here/$d/node_modules/speedscope" ]; }; then
+    echo "install-deps: npm ci in $d"
+    (cd "$here/$d" && npm ci --no-audit --no-fund --silent >/dev/null)
   fi
 done
