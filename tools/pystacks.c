@@ -4,7 +4,8 @@
  * reads only (no ptrace stop), using the CPython reader (include/pyrsprof/python.h).
  *
  *   pystacks PID                       every thread once: tid, pthread id, GIL, frames innermost first
- *   pystacks -r HZ -d SEC PID          sample in vm mode, print folded stacks (root first) with counts
+ *   pystacks -r HZ -d SEC PID          sample in vm mode (jittered period), one line per thread-sample:
+ *                                      "TID GIL frame;frame;..." (root first, GIL 1 = held it)
  *   pystacks --bench N PID             time N samples back to back, print the cost per sample
  *   --stats                            print the reader's counters to stderr at the end
  *
@@ -144,7 +145,8 @@ int main(int argc, char **argv)
 				s.state = th[i].holds_gil ? 1 : 0; /* abused locally: 1 = held the GIL */
 				prs_profile_sample(p, &s);
 			}
-			next += period;
+			/* jittered period (uniform in [0.5, 1.5) periods): no aliasing with periodic workloads */
+			next += period * (0.5 + (double)rand() / ((double)RAND_MAX + 1.0));
 			{
 				double d = next - now_s();
 
