@@ -57,7 +57,7 @@ def merged_cost(py):
 
 
 def run_work(py, sampler=None, hz=0):
-    """Runs cpuwork.py once; with sampler "vm" or "merged" at hz. Returns its elapsed seconds."""
+    """Runs cpuwork.py once; with sampler "vm" or "merged" at hz. Returns (wall, cpu) seconds."""
     n = 1500000 if QUICK else 4000000
     if sampler == "merged":
         with tempfile.TemporaryDirectory() as d:
@@ -76,20 +76,22 @@ def run_work(py, sampler=None, hz=0):
             s.wait(timeout=30)
     for line in out.splitlines():
         if line.startswith("elapsed "):
-            return float(line.split()[1])
+            w = line.split()
+            return float(w[1]), float(w[3])
     return None
 
 
 def slowdown(py, sampler, hz, reps):
     # interleaved pairs, median of the per-pair ratios: the machine is shared and noisy (±10 %)
-    ratios = []
+    wall, cpu = [], []
     for _ in range(reps):
         b = run_work(py)
         s = run_work(py, sampler, hz)
         if b is None or s is None:
             return None
-        ratios.append(s / b)
-    return 100.0 * (statistics.median(ratios) - 1.0)
+        wall.append(s[0] / b[0])
+        cpu.append(s[1] / b[1])
+    return 100.0 * (statistics.median(wall) - 1.0), 100.0 * (statistics.median(cpu) - 1.0)
 
 
 def main():
@@ -106,7 +108,8 @@ def main():
         mg = merged_cost(py)
         print("| %s | %.1f / %.1f | %s |" % (v, vm[0], vm[1],
                                             "%.1f / %.1f" % mg if mg and mg[0] is not None else "n/a"))
-    print("\n## slowdown of a pure-Python CPU workload (%, median of runs; negative = noise)\n")
+    print("\n## slowdown of a pure-Python CPU workload (%%, median of %d interleaved pairs; wall / target CPU;"
+          " negative = noise; load average %.1f)\n" % (5 if QUICK else 9, os.getloadavg()[0]))
     print("| python | mode | 100 Hz | 1000 Hz |")
     print("|---|---|---|---|")
     reps = 5 if QUICK else 9
@@ -118,7 +121,7 @@ def main():
             cells = []
             for hz in (100, 1000):
                 s = slowdown(py, mode, hz, reps)
-                cells.append("%.1f" % s if s is not None else "n/a")
+                cells.append("%.1f / %.1f" % s if s is not None else "n/a")
             print("| %s | %s | %s | %s |" % (v, mode, cells[0], cells[1]))
 
 
