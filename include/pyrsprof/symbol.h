@@ -97,8 +97,11 @@ int prs_symbolizer_set_root(struct prs_symbolizer *s, const char *root);
  * out[1] = {mix, file, line from the line table}. When the chain is longer than max, the innermost
  * max entries are kept.
  *
+ * A "[vdso]" mapping is symbolized with this process's own vDSO image (the same kernel's); other
+ * pseudo-mappings ("[heap]", anonymous "") and relative paths are not looked up.
+ *
  * Returns the count n >= 1; 0 when nothing is known (no such file, a build-id mismatch, no symbol
- * covers the address, a pseudo-mapping like "[vdso]"): the caller shows "lib+0xoff". Returns
+ * covers the address, a pseudo-mapping): the caller shows "lib+0xoff". Returns
  * -EINVAL for bad arguments and -ENOMEM. Strings in out are borrowed, valid until
  * prs_symbolizer_free(). The first call for a file opens it (0.3-30 ms for big libraries); later
  * calls for an address already seen are a hash lookup.

@@ -28,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -356,6 +358,38 @@ static uint64_t module_key(const char *path, size_t plen, const uint8_t *id, siz
 	return hash_bytes(id, idlen, hash_bytes(path, plen, 0xcbf29ce484222325ull));
 }
 
+#define VDSO_NAME "[vdso]"
+#define VDSO_MAX_BYTES (1u << 20)
+
+/*
+ * The target's [vdso] is the kernel's vDSO image, the same in every process of this kernel: we
+ * symbolize it with our own copy (AT_SYSINFO_EHDR), written to a memfd so libdwfl can read it
+ * like a file. Its size is the extent of the ELF (section headers are at the end), bounded.
+ * A recorded build id, when there is one, is still checked (a profile read on another machine).
+ */
+static int vdso_fd(void)
+{
+	const unsigned char *img = (const void *)getauxval(AT_SYSINFO_EHDR);
+	const Elf64_Ehdr *eh = (const void *)img;
+	uint64_t size;
+	int fd;
+
+	if (!img || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shentsize != sizeof(Elf64_Shdr))
+		return -1;
+	size = eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr);
+	if (size < sizeof(*eh) || size > VDSO_MAX_BYTES)
+		return -1;
+	fd = memfd_create("pyrsprof-vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (write(fd, img, size) != (ssize_t)size) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* Opens the file of a new module and sets its state. Only ENOMEM is an error. */
 static int module_open(struct prs_symbolizer *s, struct module *m)
 {
@@ -367,10 +401,15 @@ static int module_open(struct prs_symbolizer *s, struct module *m)
 
 	s->st.files++;
 	m->state = MOD_MISSING;
-	n = snprintf(full, sizeof(full), "%s%s", s->root ? s->root : "", m->path);
-	if (n <= 0 || (size_t)n >= sizeof(full))
-		goto missing;
-	m->fd = open(full, O_RDONLY | O_CLOEXEC);
+	if (strcmp(m->path, VDSO_NAME) == 0) {
+		snprintf(full, sizeof(full), "%s", VDSO_NAME);
+		m->fd = vdso_fd();
+	} else {
+		n = snprintf(full, sizeof(full), "%s%s", s->root ? s->root : "", m->path);
+		if (n <= 0 || (size_t)n >= sizeof(full))
+			goto missing;
+		m->fd = open(full, O_RDONLY | O_CLOEXEC);
+	}
 	if (m->fd < 0)
 		goto missing;
 	elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
@@ -1135,7 +1174,8 @@ static int symbolize(struct prs_symbolizer *s, const struct prs_symmap *map, uin
 	if (!activation && pc == 0)
 		return 0;
 	a = activation ? pc : pc - 1;
-	if (a < map->start || a >= map->end || map->path[0] != '/')
+	if (a < map->start || a >= map->end ||
+	    (map->path[0] != '/' && strcmp(map->path, VDSO_NAME) != 0))
 		return 0;
 	rc = module_get(s, map, &m);
 	if (rc)

@@ -392,7 +392,7 @@ Test(symbol, missing_and_pseudo_files)
 	struct prs_symbolize_stats st;
 	struct prs_symframe fr[8];
 	struct prs_symmap m = { "/nonexistent/libgone.so", NULL, 0, 0x7f0000000000, 0x7f0000100000, 0 };
-	struct prs_symmap v = { "[vdso]", NULL, 0, 0x7fff0000, 0x7fff2000, 0 };
+	struct prs_symmap v = { "[heap]", NULL, 0, 0x7fff0000, 0x7fff2000, 0 };
 
 	cr_expect_eq(prs_symbolize(s, &m, 0x7f0000001234, true, fr, 8), 0);
 	cr_expect_eq(prs_symbolize(s, &m, 0x7f0000005678, false, fr, 8), 0);
@@ -710,4 +710,62 @@ Test(symbol, hostile_dwarf, .timeout = 120)
 	}
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	sh(path);
+}
+
+/* [vdso] frames: symbolized with our own vDSO (same kernel); the truth is its .dynsym, read here. */
+Test(symbol, vdso)
+{
+	struct prs_symbolizer *s = prs_symbolizer_new();
+	uint64_t base = 0, end = 0, target = 0;
+	struct prs_symframe fr[4];
+	char line[512], names[8][64];
+	int nnames = 0, n;
+	Elf_Scn *scn = NULL;
+	Elf *e;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "[vdso]"))
+			cr_assert_eq(sscanf(line, "%" SCNx64 "-%" SCNx64, &base, &end), 2);
+	fclose(f);
+	if (!base)
+		cr_skip_test("no [vdso] mapping");
+	cr_assert_neq(elf_version(EV_CURRENT), EV_NONE);
+	e = elf_memory((char *)(uintptr_t)base, end - base);
+	cr_assert(e);
+	/* the address of __vdso_clock_gettime, and every name defined there */
+	for (int pass = 0; pass < 2; pass++) {
+		scn = NULL;
+		while ((scn = elf_nextscn(e, scn))) {
+			GElf_Shdr sh;
+			Elf_Data *d;
+
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !(d = elf_getdata(scn, NULL)))
+				continue;
+			for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+				GElf_Sym sym;
+				const char *nm;
+
+				if (!gelf_getsym(d, (int)i, &sym) || !(nm = elf_strptr(e, sh.sh_link, sym.st_name)))
+					continue;
+				if (pass == 0 && strcmp(nm, "__vdso_clock_gettime") == 0)
+					target = sym.st_value;
+				if (pass == 1 && target && sym.st_value == target && nnames < 8)
+					snprintf(names[nnames++], sizeof(names[0]), "%s", nm);
+			}
+		}
+	}
+	elf_end(e);
+	cr_assert(target, "no __vdso_clock_gettime in the vDSO");
+	{
+		struct prs_symmap m = { "[vdso]", NULL, 0, base, end, 0 };
+		bool ok = false;
+
+		n = prs_symbolize(s, &m, base + target + 2, true, fr, 4);
+		cr_assert_eq(n, 1);
+		for (int i = 0; i < nnames; i++)
+			ok |= strcmp(fr[0].name, names[i]) == 0;
+		cr_expect(ok, "got %s for __vdso_clock_gettime", fr[0].name);
+	}
+	prs_symbolizer_free(s);
 }
