@@ -857,3 +857,53 @@ Test(export_speedscope, equal_frames_share_one_entry)
 	free(text);
 	prs_profile_free(p);
 }
+
+Test(export_pprof, main_binary_first_and_names_cleaned)
+{
+	/* libc is recorded first, but the command's program must be pprof's mapping[0] */
+	struct prs_profile *p = prs_profile_new();
+	struct prs_mapping libc = { .start = 0x7f0000000000, .end = 0x7f0000100000, .offset = 0x1000 };
+	struct prs_mapping app = { .start = 0x400000, .end = 0x500000 };
+	uint32_t ml, ma, fl, fa, bad, s;
+	size_t len, i;
+	char *gz;
+	Perftools__Profiles__Profile *pr;
+	bool found = false;
+
+	libc.path = str(p, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+	app.path = str(p, "/srv/bin/server");
+	ml = prs_profile_mapping(p, &libc);
+	ma = prs_profile_mapping(p, &app);
+	fl = prs_profile_raw_frame(p, ml, 0x7f0000000100, false);
+	fa = prs_profile_raw_frame(p, ma, 0x400100, false);
+	bad = prs_profile_named_frame(p, PRS_KIND_PYTHON, prs_profile_string(p, "f\xc3(x)", 5), 0, 0);
+	s = prs_profile_stack(p, prs_profile_stack(p, prs_profile_stack(p, 0, fa), fl), bad);
+	add_sample(p, 5, 0, s, 1, PRS_STATE_RUNNING, -1);
+	prs_profile_meta(p, "command", "/srv/bin/server --port 80");
+	gz = run_export(prs_export_pprof, p, PRS_VIEW_CPU, &len);
+	pr = decode_pprof(gz, len);
+	cr_assert_eq(pr->n_mapping, 2);
+	cr_assert_str_eq(pstr(pr, pr->mapping[0]->filename), "/srv/bin/server");
+	cr_assert_eq(pr->mapping[0]->id, 1);
+	cr_assert_str_eq(pstr(pr, pr->mapping[1]->filename), "/usr/lib/x86_64-linux-gnu/libc.so.6");
+	cr_assert_eq(pr->mapping[1]->id, 2);
+	cr_assert_eq(pr->mapping[1]->file_offset, 0x1000);
+	cr_assert_str_eq(pstr(pr, pr->mapping[1]->build_id), ""); /* none known */
+	for (i = 0; i < pr->n_location; i++) {
+		const Perftools__Profiles__Location *l = pr->location[i];
+
+		if (l->address == 0x400100)
+			cr_assert_eq(l->mapping_id, 1);
+		if (l->address == 0x7f0000000100) {
+			cr_assert_eq(l->mapping_id, 2);
+			/* unsymbolized: named by file offset, addr - start + offset */
+			cr_assert_str_eq(pstr(pr, pfunc(pr, l->line[0]->function_id)->name), "libc.so.6+0x1100");
+		}
+	}
+	for (i = 0; i < pr->n_function; i++)
+		found |= strcmp(pstr(pr, pr->function[i]->name), "f\xef\xbf\xbd(x)") == 0;
+	cr_assert(found, "the invalid byte is replaced by U+FFFD");
+	perftools__profiles__profile__free_unpacked(pr, NULL);
+	free(gz);
+	prs_profile_free(p);
+}
