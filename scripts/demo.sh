@@ -22,10 +22,12 @@ echo "demo: $prs run -r 200 -o $out -- $target 3"
 "$prs" run -r 200 -o "$out" -- "$target" 3
 
 echo
-echo "demo: hottest stacks (CPU view, with file:line):"
-"$prs" export "$out/profile.pyrs" --format folded --lines |
-  awk '{ n = $NF; $NF = ""; print n "\t" $0 }' | sort -rn |
-  awk -F'\t' 'NR <= 5 { printf "  %6d  %s\n", $1, substr($2, 1, 200) }'
+echo "demo: hottest stacks (CPU view, innermost 4 frames):"
+"$prs" export "$out/profile.pyrs" --format folded |
+  awk '{ n = $NF; $NF = ""; sub(/ $/, ""); k = split($0, f, ";"); s = (k > 4 ? "...;" : "")
+         for (i = (k > 4 ? k - 3 : 1); i <= k; i++) s = s f[i] (i < k ? ";" : "")
+         print n "\t" s }' | sort -rn |
+  awk -F'\t' 'NR <= 5 { printf "  %6d  %s\n", $1, $2 }'
 
 echo
 echo "demo: open these in a browser (interactive: click to zoom, Ctrl-F to search):"
