@@ -133,6 +133,12 @@ struct prs_py_stats {
  */
 int prs_py_sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread *threads, int max,
 		  int *n, struct prs_err *err);
+/*
+ * Notes for callers: the frame ids are cached per profile, keyed by the pointer p; passing a
+ * different profile flushes the caches (so do not free a profile and pass a new one allocated at
+ * the same address with the same py). After the target execs, free py and prs_py_open() again
+ * (the old anchors point into the replaced image; samples then fail with -EINVAL, never crash).
+ */
 
 /* Copies the counters. */
 void prs_py_get_stats(const struct prs_py *py, struct prs_py_stats *out);

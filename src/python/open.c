@@ -275,6 +275,17 @@ int prs_py_new_raw(const struct prs_py_layout *L, const struct prs_memreader *mr
 	hex_to_version(version_hex, py->version, sizeof(py->version));
 	py->layout_source = "table";
 	py->tid_off = -1;
+	{
+		const int32_t f[] = { L->tstate_next, L->tstate_interp, L->tstate_thread_id,
+				      L->tstate_native_thread_id, L->tstate_frame, L->tstate_cframe,
+				      L->tstate_current_frame };
+		size_t k, m = 0;
+
+		for (k = 0; k < sizeof(f) / sizeof(f[0]); k++)
+			if (f[k] >= 0 && (size_t)f[k] + 8 > m)
+				m = (size_t)f[k] + 8;
+		py->tstate_read = m <= 4096 ? m : 4096;
+	}
 	py->pc.mr = *mr;
 	py->pc.syscalls = &py->st.syscalls;
 	py->pc.data = malloc(PRS_PY_NPAGES * (size_t)PRS_PY_PAGE);
@@ -561,6 +572,12 @@ int prs_py_open(pid_t pid, struct prs_py **out, struct prs_err *err)
 
 			if (getenv("PYRSPROF_PY_DEBUG_OFFSETS_ONLY"))
 				base = &prs_py_layouts[prs_py_nlayouts - 1]; /* the newest row, for what dbg lacks */
+			if (mr.read(mr.ctx, runtime, dbg, sizeof(dbg)) == 0 && !memcmp(dbg, "xdebugpy", 8) &&
+			    dbg[16] == 1) {
+				prs_maps_release(&maps);
+				return prs_err_set(err, -ENOTSUP, "pid %d: python %s is a free-threaded build, which is not supported yet",
+						   pid, ver);
+			}
 			if (mr.read(mr.ctx, runtime, dbg, sizeof(dbg)) == 0 &&
 			    prs_py_layout_from_debug_offsets(dbg, sizeof(dbg), base, &L) == 0) {
 				row = &L;

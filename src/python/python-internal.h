@@ -86,6 +86,7 @@ struct prs_py {
 	unsigned ninterp;
 	/* ≤3.10: offset of the kernel tid inside glibc's struct pthread (-1 = unknown) */
 	int tid_off;
+	size_t tstate_read; /* bytes of a PyThreadState read per thread: up to its last field we use */
 	struct prs_py_pagecache pc;
 	/* open-addressing code cache */
 	struct prs_py_code *codes;

@@ -420,7 +420,7 @@ static int resolve_frames(struct prs_py *py, struct prs_profile *p, unsigned n, 
 			continue;
 		}
 		c = code_find(py, code, false);
-		if (c && code_matches(py, c, hdr)) {
+		if (c && code_matches(py, c, hdr) && c->name < p->nstrings && c->file < p->nstrings) {
 			py->st.code_hits++;
 		} else {
 			if (c)
@@ -546,7 +546,7 @@ int prs_py_sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread
 	unsigned ninterp = 0;
 	int nt = 0, rc;
 	uint8_t ts[4096];
-	size_t tslen = (size_t)L->tstate_size < sizeof(ts) ? (size_t)L->tstate_size : sizeof(ts);
+	size_t tslen = py->tstate_read;
 
 	*n = 0;
 	py->st.samples++;
@@ -600,7 +600,16 @@ int prs_py_sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread
 			unsigned nf;
 			uint64_t top;
 
+			bool seen = false;
+			int k;
+
 			if (++nth > MAX_THREADS) {
+				py->st.cycles++;
+				break;
+			}
+			for (k = nt - 1; k >= 0 && k >= nt - 64 && !seen; k--)
+				seen = threads[k].tstate == tstate;
+			if (seen) { /* a loop in the thread list (a thread state freed and reused meanwhile) */
 				py->st.cycles++;
 				break;
 			}
@@ -646,6 +655,10 @@ int prs_py_sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread
 			py->st.threads++;
 			nt++;
 			tstate = u64_at(ts, L->tstate_next);
+		}
+		if (next_interp == interp) {
+			py->st.cycles++;
+			break;
 		}
 		interp = next_interp;
 	}

@@ -468,3 +468,22 @@ Test(python_debug_offsets, measured_3_13_image)
 	memset(dbg + 184, 0xff, 8);
 	cr_assert_eq(prs_py_layout_from_debug_offsets(dbg, sizeof(dbg), row, &out), -ENOTSUP);
 }
+
+Test(python_walk, thread_list_loop_is_cut)
+{
+	uint64_t file = mkstr("f.py");
+	uint64_t c = mkcode(mkstr("t"), file, 1);
+	uint64_t ts2 = alloc((size_t)L->tstate_size);
+	struct prs_py_stats st;
+
+	set_top(mkframe(c, 1, 0, 0));
+	memcpy(im.mem + (ts2 - BASE), im.mem + (tstate - BASE), (size_t)L->tstate_size);
+	put32(ts2 + L->tstate_native_thread_id, 4343);
+	put64(tstate + L->tstate_next, ts2);
+	put64(ts2 + L->tstate_next, tstate); /* tstate -> ts2 -> tstate -> ... */
+	cr_assert_eq(sample(), 2);
+	cr_assert_eq(th[0].tid, 4242);
+	cr_assert_eq(th[1].tid, 4343);
+	prs_py_get_stats(py, &st);
+	cr_assert_eq(st.cycles, 1);
+}
