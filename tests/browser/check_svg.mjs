@@ -82,6 +82,13 @@ try {
 			await page.keyboard.press("Escape");
 			result.width_reset = await page.evaluate((i) =>
 				Number(window.prsFlameGraph.frames[i].rect.getAttribute("width")), idx);
+			// the same with the "Reset Zoom" button
+			await page.mouse.click(box.x, box.y);
+			await page.click("#unzoom");
+			result.width_reset_button = await page.evaluate((i) =>
+				Number(window.prsFlameGraph.frames[i].rect.getAttribute("width")), idx);
+			result.unzoom_hidden_after_reset = await page.evaluate(() =>
+				document.getElementById("unzoom").classList.contains("hide"));
 		}
 	}
 	if (searchRe !== null) {

@@ -110,6 +110,8 @@ def test_click_zoom_search_and_no_errors(prs, tmp_path):
     assert want in res["details"], (want, res["details"])
     total = sum(c for _, c in STACKS)
     assert abs(res["width_reset"] - 240 / total * res["plotw"]) < 0.01, "Esc restores the widths"
+    assert abs(res["width_reset_button"] - 240 / total * res["plotw"]) < 0.01, "so does Reset Zoom"
+    assert res["unzoom_hidden_after_reset"] is True
     # search: the matched share is what the input says; every highlighted frame matches
     want = matched_share(STACKS, regex)
     got = float(re.search(r"Matched: ([0-9.]+)%", res["matched"]).group(1))
