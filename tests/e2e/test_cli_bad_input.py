@@ -5,14 +5,16 @@ traceback. Where a usage error is given to `run`, the command must not have been
 
 import os
 import random
+import re
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import Result, assert_bad_input, assert_clean
+from conftest import Result, assert_bad_input, assert_clean, check_echo_output
 
 
 @pytest.fixture(scope="module")
@@ -261,3 +263,36 @@ def test_rate_bounds_accepted(run_prs, targets, outdir, rate):
     assert res.out == "exitwith: 0\n"
     assert all(l.startswith("pyrsprof: ") for l in res.err.splitlines() if l.strip()), \
         res.describe()
+
+
+def test_eperm_another_tracer(prs, run_prs, targets, outdir):
+    """A second pyrsprof on a process that one is already profiling: one line saying another
+    tracer holds it (naming its pid, from /proc/PID/status TracerPid); the first run is unharmed."""
+    t = subprocess.Popen([targets / "echo_output", "3", "20"], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+    first = None
+    try:
+        time.sleep(0.2)
+        first = subprocess.Popen([prs, "attach", str(t.pid), "-d", "2", "-o", outdir / "one"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        tracer = 0
+        end = time.monotonic() + 5
+        while tracer == 0 and time.monotonic() < end:
+            status = Path(f"/proc/{t.pid}/status").read_text()
+            tracer = int(re.search(r"^TracerPid:\s+(\d+)", status, re.M).group(1))
+            time.sleep(0.02)
+        assert tracer == first.pid, f"first pyrsprof is not the tracer ({tracer})"
+        res = run_prs(["attach", t.pid, "-d", 1, "-o", outdir / "two"], timeout=20)
+        assert_bad_input(res, 1, str(t.pid))
+        assert "trac" in res.err.lower(), res.describe()
+        assert str(first.pid) in res.err, f"the tracer's pid {first.pid} is not named\n" + \
+            res.describe()
+        assert first.wait(timeout=20) == 0, first.stderr.read().decode()
+        out, _ = t.communicate(timeout=20)
+        assert t.returncode == 0
+        check_echo_output(out, 60)
+    finally:
+        for p in (first, t):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
