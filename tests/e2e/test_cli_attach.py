@@ -206,3 +206,21 @@ def test_dump_rust_innermost_first(run_prs, targets, outdir):
         assert rc == 0
     finally:
         t.kill()
+
+
+def test_attach_to_stopped_process_leaves_it_stopped(run_prs, echo_target, outdir):
+    """attach to a Ctrl-Z'd (SIGSTOPped) process: no hang, no crash, and after pyrsprof ends
+    the process is still stopped (not resumed behind the user's back); SIGCONT then lets it
+    finish intact."""
+    os.kill(echo_target.pid, signal.SIGSTOP)
+    time.sleep(0.2)
+    assert proc_state(echo_target.pid) == "T"
+    res = run_prs(["attach", echo_target.pid, "-d", 1, "-o", outdir / "p"], timeout=20)
+    assert_clean(res)
+    assert res.rc == 0, res.describe()
+    time.sleep(0.2)
+    assert proc_state(echo_target.pid) == "T", "the stopped process was resumed or left traced"
+    os.kill(echo_target.pid, signal.SIGCONT)
+    rc, out = echo_target.finish()
+    assert rc == 6
+    check_echo_output(out, 100)
