@@ -351,6 +351,33 @@ Test(symbol, build_id)
 			break;
 	pclose(f);
 	cr_expect_str_eq(hex, want);
+	cr_expect_eq(len, 20);
+	/* without section headers (e_shoff = e_shnum = 0): found through the PT_NOTE segment */
+	{
+		char dir[] = "/tmp/prs-bid-XXXXXX", path[600];
+		uint8_t id2[64];
+		size_t len2 = 0;
+		FILE *in = fopen(bin, "rb"), *out;
+		Elf64_Ehdr eh;
+		int c;
+
+		cr_assert(in && mkdtemp(dir));
+		snprintf(path, sizeof(path), "%s/noshdr", dir);
+		out = fopen(path, "wb");
+		cr_assert(out && fread(&eh, sizeof(eh), 1, in) == 1);
+		eh.e_shoff = 0;
+		eh.e_shnum = 0;
+		eh.e_shstrndx = 0;
+		fwrite(&eh, sizeof(eh), 1, out);
+		while ((c = fgetc(in)) != EOF)
+			fputc(c, out);
+		fclose(in);
+		fclose(out);
+		cr_expect_eq(prs_elf_build_id(path, id2, sizeof(id2), &len2), 0);
+		cr_expect(len2 == len && memcmp(id, id2, len) == 0);
+		unlink(path);
+		rmdir(dir);
+	}
 	cr_expect_eq(prs_elf_build_id(bin, id, 4, &len), -ENOBUFS);
 	cr_expect_eq(prs_elf_build_id("/nonexistent/file", id, sizeof(id), &len), -ENOENT);
 	cr_expect_eq(prs_elf_build_id(PRS_SYMBOL_SRC "/symtest.c", id, sizeof(id), &len), -ENOEXEC);
