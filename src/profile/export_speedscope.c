@@ -117,6 +117,14 @@ struct ss_ctx {
 	size_t narrays, cap_arrays;
 };
 
+/* A JSON number: an integer when v is one (weights in ns or counts always are), else a real. */
+static json_t *jnum(double v)
+{
+	if (v >= 0 && v < 9e15 && v == (double)(json_int_t)v)
+		return json_integer((json_int_t)v);
+	return json_real(v);
+}
+
 /* A jansson string of the bytes s[0..len), cleaned to UTF-8. NULL on ENOMEM. */
 static json_t *jstr(struct ss_ctx *c, const char *s, size_t len)
 {
@@ -323,7 +331,7 @@ static json_t *thread_profile(struct ss_ctx *c, const struct ss_sample *ss, size
 			goto fail;
 		if (a != prev && prev) {
 			if (json_array_append(samples, prev) ||
-			    json_array_append_new(weights, json_real(w)))
+			    json_array_append_new(weights, jnum(w)))
 				goto fail;
 			w = 0;
 		}
@@ -331,14 +339,14 @@ static json_t *thread_profile(struct ss_ctx *c, const struct ss_sample *ss, size
 		w += (double)s->weight * unit;
 		sum += (double)s->weight * unit;
 	}
-	if (prev && (json_array_append(samples, prev) || json_array_append_new(weights, json_real(w))))
+	if (prev && (json_array_append(samples, prev) || json_array_append_new(weights, jnum(w))))
 		goto fail;
 	v = jstr(c, title, strlen(title));
 	if (!v || json_object_set_new(prof, "name", v) ||
 	    json_object_set_new(prof, "type", json_string("sampled")) ||
 	    json_object_set_new(prof, "unit", json_string(period ? "nanoseconds" : "none")) ||
 	    json_object_set_new(prof, "startValue", json_integer(0)) ||
-	    json_object_set_new(prof, "endValue", json_real(sum)))
+	    json_object_set_new(prof, "endValue", jnum(sum)))
 		goto fail;
 	*total = sum;
 	return prof;
