@@ -986,3 +986,40 @@ Test(profile, stack_depth_is_bounded)
 	cr_assert_eq(prs_profile_stack(p, s, f), UINT32_MAX);
 	prs_profile_free(p);
 }
+
+/* A frozen version-1 file (tests/fixtures/profile/README.md describes its content). */
+Test(pyrs, frozen_v1_fixture)
+{
+	struct prs_profile *p;
+	struct prs_err err;
+	char warn[128], *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	cr_assert_eq(prs_pyrs_read("tests/fixtures/profile/v1-small.pyrs", &p, warn, sizeof(warn), &err), 0,
+		     "%s (run from the repository root)", err.msg);
+	cr_assert(p->complete);
+	cr_assert_str_eq(prs_profile_meta_get(p, "command"), "python3 app.py");
+	cr_assert_str_eq(prs_profile_meta_get(p, "rate_hz"), "100");
+	cr_assert_eq(p->nmappings, 1);
+	cr_assert_eq(p->mappings[0].start, 0x555555554000ULL);
+	cr_assert_eq(p->mappings[0].build_id_len, 4);
+	cr_assert_eq(memcmp(p->mappings[0].build_id, "\xde\xad\xbe\xef", 4), 0);
+	cr_assert_str_eq(p->strings[p->mappings[0].path], "/usr/lib/libdemo.so");
+	cr_assert_eq(p->nsamples, 60);
+	cr_assert_eq(p->samples[29].time_ns, 300000000ULL);
+	cr_assert_eq(p->samples[30].time_ns, 10000005ULL);
+	cr_assert_eq(p->samples[59].syscall, 230);
+	cr_assert_eq(p->nthreads, 2);
+	check_invariants(p);
+	f = open_memstream(&text, &len);
+	cr_assert_eq(prs_export_folded(p, PRS_VIEW_WALL, PRS_FOLDED_PER_THREAD | PRS_FOLDED_LINES, f, &err), 0);
+	fclose(f);
+	cr_assert_str_eq(text,
+		"thread 1000 (MainThread);main (app.py:10);work (app.py:20) 30\n"
+		"thread 1001 (worker);main (app.py:10);[clock_nanosleep] 10\n"
+		"thread 1001 (worker);main (app.py:10);work (app.py:20);demo::kernel (src/lib.rs:7);"
+		"demo::inner (src/lib.rs:9) 20\n");
+	free(text);
+	prs_profile_free(p);
+}
