@@ -108,3 +108,16 @@ def test_diff_hostile_names_stay_in_their_cell(diff, tmp_path):
     row = next(l for l in md.splitlines() if "x\\|y" in l)
     # 10 cells: the name's '|' is escaped
     assert len([i for i, ch in enumerate(row) if ch == "|" and row[i - 1:i] != "\\"]) == 11
+
+
+def test_diff_wall_view_has_off_cpu_leaves(diff, record, tmp_path):
+    """In the wall view the off-CPU leaves are functions too: the blocked target's reader thread
+    spends its life in read(), so "[read]" holds about a third of the samples (3 threads)."""
+    rec = record("blocked", 1.0, rate=100)
+    doc, md, _ = diff(rec.pyrs, rec.pyrs, tmp_path / "wall", "--view", "wall")
+    assert doc["view"] == "wall"
+    assert doc["summary"]["significant"] == 0
+    read = fn(doc, "[read]")
+    assert read["kind"] == "off-io"
+    assert 20 < read["self_pct_before"] < 45, read
+    assert "\\[read\\]" in md
