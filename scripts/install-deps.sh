@@ -43,12 +43,19 @@ else
   echo "install-deps: done"
 fi
 
-# npm pieces (each folder pins its own package.json): the speedscope file-format schema and ajv,
-# used by tests/e2e/test_export_speedscope.py. Skipped when already installed (idempotent, quiet).
+# npm pieces, each folder pinning its own package-lock.json: tests/schema (the speedscope file-format
+# schema and ajv, for the speedscope export tests) and tests/browser (playwright-core, which drives
+# Debian's chromium in the flame graph tests). Installed when missing or older than the lock file.
 here="$(cd "$(dirname "$0")/.." && pwd)"
-for d in tests/schema; do
-  if [ -f "$here/$d/package.json" ] && command -v npm >/dev/null &&
-     { [ ! -d "$here/$d/node_modules/ajv" ] || [ ! -d "$here/$d/node_modules/speedscope" ]; }; then
+for d in tests/schema tests/browser; do
+  lock="$here/$d/package-lock.json"
+  stamp="$here/$d/node_modules/.package-lock.json"
+  [ -f "$lock" ] || continue
+  if ! command -v npm >/dev/null; then
+    echo "install-deps: npm is missing: cannot install $d (its tests will skip)" >&2
+    continue
+  fi
+  if [ ! -f "$stamp" ] || [ "$lock" -nt "$stamp" ]; then
     echo "install-deps: npm ci in $d"
     (cd "$here/$d" && npm ci --no-audit --no-fund --silent >/dev/null)
   fi

@@ -174,11 +174,23 @@ int cli_make_dir(const char *dir, bool *created)
 
 void *cli_atomic_open(struct cli_atomic *a, const char *path)
 {
+	struct stat st;
 	FILE *f;
 
 	snprintf(a->path, sizeof(a->path), "%s", path);
-	snprintf(a->tmp, sizeof(a->tmp), "%s.tmp%d", path, (int)getpid());
-	f = fopen(a->tmp, "we");
+	a->tmp[0] = '\0';
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* A device, FIFO or /dev/stdout: write in place; renaming over it would replace it. */
+		if (S_ISDIR(st.st_mode)) {
+			cli_msg("cannot write '%s': it is a folder", path);
+			a->f = NULL;
+			return NULL;
+		}
+		f = fopen(path, "we");
+	} else {
+		snprintf(a->tmp, sizeof(a->tmp), "%s.tmp%d", path, (int)getpid());
+		f = fopen(a->tmp, "we");
+	}
 	if (!f) {
 		cli_msg("cannot write '%s': %s", path, strerror(errno));
 		a->f = NULL;
@@ -191,6 +203,7 @@ void *cli_atomic_open(struct cli_atomic *a, const char *path)
 int cli_atomic_close(struct cli_atomic *a, bool ok)
 {
 	FILE *f = a->f;
+	bool in_place = a->tmp[0] == '\0';
 	int e = 0;
 
 	if (!f)
@@ -200,13 +213,14 @@ int cli_atomic_close(struct cli_atomic *a, bool ok)
 	if (fclose(f) != 0 && !e)
 		e = errno;
 	a->f = NULL;
-	if (ok && !e && rename(a->tmp, a->path) != 0)
+	if (ok && !e && !in_place && rename(a->tmp, a->path) != 0)
 		e = errno;
 	if (!ok || e) {
-		unlink(a->tmp);
-		if (e)
+		if (!in_place)
+			unlink(a->tmp);
+		if (ok && e)
 			cli_msg("cannot write '%s': %s", a->path, strerror(e));
-		return e ? -e : -ECANCELED;
+		return ok && e ? -e : -ECANCELED;
 	}
 	return 0;
 }

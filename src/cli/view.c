@@ -148,6 +148,8 @@ int cmd_flamegraph(int argc, char **argv)
 		case 'm':
 			if (!cli_parse_number("--min-width", optarg, 0, 1000, &o.fg.min_width))
 				return EXIT_USAGE;
+			if (o.fg.min_width == 0)
+				o.fg.min_width = -1; /* 0: draw every frame (the renderer's 0 is its default) */
 			break;
 		case 'i':
 			o.fg.icicle = true;

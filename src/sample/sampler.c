@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +34,7 @@
 #include "util/banned.h"
 
 #define MAX_THREADS 4096
+#define SYS_RESTART_SYSCALL 219 /* x86_64 */
 #define DIST_CAP 65536           /* durations kept per statistic (reservoir beyond) */
 /* After INTERRUPT, a runnable thread stops when it next gets a CPU, which on a loaded machine can
  * take a scheduler period or more; a thread in D state stops only when its syscall ends. Every
@@ -62,6 +64,7 @@ struct thr {
 	uint64_t t_interrupt, t_cont;
 	enum prs_state state;
 	int syscall;
+	int blocked_in;         /* the syscall of the last blocked sample, -1 after a running one */
 	struct prs_regs regs;
 	uint8_t *stack;
 	size_t stack_len;
@@ -184,6 +187,7 @@ static struct thr *thr_add(struct prs_sampler *s, pid_t tid)
 	if (!t->stack)
 		return NULL;
 	t->tid = tid;
+	t->blocked_in = -1;
 	s->nthr++;
 	s->st.threads_seen++;
 	return t;
@@ -233,6 +237,13 @@ static void take_sample(struct prs_sampler *s, struct thr *t)
 		ssize_t n;
 
 		t->state = prs_state_from_regs(&t->regs, &t->syscall);
+		/* A sleep our interrupt cut short resumes as restart_syscall (it is how the kernel
+		 * restarts nanosleep, poll or futex waits with a timeout): the next interrupt then sees
+		 * that number. Keep naming the syscall the thread was first seen blocked in. */
+		if (t->state == PRS_STATE_BLOCKED && t->syscall == SYS_RESTART_SYSCALL &&
+		    t->blocked_in >= 0)
+			t->syscall = t->blocked_in;
+		t->blocked_in = t->state == PRS_STATE_BLOCKED ? t->syscall : -1;
 		n = prs_read_stack(s->pid, t->regs.r[PRS_REG_RSP], t->stack, s->opts.stack_bytes);
 		if (n < 0) {
 			s->st.read_errors++;
