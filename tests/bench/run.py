@@ -18,8 +18,10 @@
 5. Every other tests/bench/*.py (other subsystems' benchmarks, e.g. the CPython reader's), run
    with the same PYRSPROF (and --quick when given), output printed.
 
-Processes are pinned (profiler CPU 0, target CPU 1) when the machine has 2+ CPUs, unless
---no-pin. Needs build/targets (make targets).
+Processes are pinned (profiler CPU 0, target CPU 1, as in limits.md) when the machine has 2+
+CPUs and is idle (1-min load < 1); on a busy machine pinning makes the target queue behind other
+work on its CPU, so it is skipped (--pin forces it, --no-pin disables it). Needs build/targets
+(make targets).
 """
 
 import argparse
@@ -69,11 +71,13 @@ def table(title, header, rows):
 
 
 class Bench:
-    def __init__(self, prs: Path, pin: bool, quick: bool):
+    def __init__(self, prs: Path, pin, quick: bool):
         self.prs = prs
         self.quick = quick
         self.tmp = Path(tempfile.mkdtemp(prefix="pyrsprof-bench-"))
         ncpu = len(os.sched_getaffinity(0))
+        if pin is None:
+            pin = os.getloadavg()[0] < 1.0
         self.pin = pin and ncpu >= 2 and shutil.which("taskset") is not None
         self.prof_cpu = ["taskset", "-c", "0"] if self.pin else []
         self.target_cpu = ["taskset", "-c", "1"] if self.pin else []
@@ -260,7 +264,10 @@ class Bench:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="shorter runs (a smoke test)")
-    ap.add_argument("--no-pin", action="store_true", help="do not pin profiler and target")
+    ap.add_argument("--pin", dest="pin", action="store_true", default=None,
+                    help="pin profiler and target to CPUs 0 and 1 even on a busy machine")
+    ap.add_argument("--no-pin", dest="pin", action="store_false",
+                    help="do not pin profiler and target")
     ap.add_argument("--only", choices=["cost", "slowdown", "gaps", "others", "scripts"],
                     action="append",
                     help="run only these parts (repeatable)")
@@ -270,7 +277,7 @@ def main():
         die(f"{prs} not found: set PYRSPROF to the built binary")
     if not (TARGETS / "deep30").exists():
         die("build/targets/deep30 missing: run `make targets`")
-    b = Bench(prs, pin=not args.no_pin, quick=args.quick)
+    b = Bench(prs, pin=args.pin, quick=args.quick)
     print(f"pyrsprof benchmarks: {prs}")
     load = os.getloadavg()
     print(f"machine: {os.cpu_count()} CPUs, {os.uname().release}; load {load[0]:.1f} "
