@@ -198,8 +198,10 @@ static int count_profile(struct dctx *c, const struct prs_profile *p, enum prs_v
 
 			if (fi == UINT32_MAX)
 				goto nomem;
-			c->fns[fi].stamp = c->serial;
-			c->fns[fi].total[side] += w;
+			if (c->fns[fi].stamp != c->serial) {
+				c->fns[fi].stamp = c->serial;
+				c->fns[fi].total[side] += w;
+			}
 			self = fi;
 		}
 		if (self == UINT32_MAX) {
