@@ -94,6 +94,7 @@ struct prs_sampler {
 	uint32_t *frame_ids;
 	uint64_t t0, last_flush, last_comm;
 	bool exited, stop_requested, attached, exec_failed;
+	bool exec_seen; /* launch: the child runs the program's image (before: pyrsprof's own) */
 	int exit_status; /* raw wait status of the leader */
 	int sigints;
 	unsigned rng;
@@ -337,6 +338,8 @@ static void handle_event(struct prs_sampler *s, pid_t tid, int status, bool in_t
 				i++;
 		}
 		s->maps_dirty = true;
+		s->last_maps_refresh = 0; /* refresh at the next tick, whatever the rate limit */
+		s->exec_seen = true;
 		prs_py_free(s->py);
 		s->py = NULL;
 		s->npyt = 0;
@@ -580,7 +583,8 @@ static void tick(struct prs_sampler *s)
 	uint64_t tick_ns = prs_now_ns();
 	size_t pending = 0;
 
-	if (s->maps_dirty && tick_ns - s->last_maps_refresh > MAPS_REFRESH_MIN_NS) {
+	if (s->maps_dirty && (s->last_maps_refresh == 0 ||
+			      tick_ns - s->last_maps_refresh > MAPS_REFRESH_MIN_NS)) {
 		prs_unwinder_refresh(s->uw, NULL);
 		s->maps_dirty = false;
 		s->last_maps_refresh = tick_ns;
@@ -1074,6 +1078,11 @@ int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)
 			break;
 		if (s->opts.max_ticks && s->st.ticks >= (uint64_t)s->opts.max_ticks)
 			break;
+		if (s->mode == PRS_SAMPLE_LAUNCH && s->attached && !s->exec_seen) {
+			/* Until the exec event the child is still a copy of pyrsprof: nothing to sample. */
+			wait_until(s, now + 1000000ull, false);
+			continue;
+		}
 		try_python(s, now, s->maps_dirty);
 		if (s->opts.source == PRS_SOURCE_VM) {
 			tick_vm(s);

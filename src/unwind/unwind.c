@@ -285,10 +285,26 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 	.set_initial_registers = cb_set_initial_registers,
 };
 
+/*
+ * Unwinding needs only the CFI of the mapped files (.eh_frame, or .debug_frame when the file itself
+ * has it). Separate debuginfo (/usr/lib/debug, e.g. libc6-dbg) is never looked up here: its
+ * compressed sections took about a second to inflate in the middle of a recording, the first time
+ * a PC without an .eh_frame row (the outermost frame) asked for .debug_frame. The symbolizer, which
+ * runs at the end, does use it.
+ */
+static int no_separate_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+				 Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+				 GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	(void)mod, (void)userdata, (void)modname, (void)base, (void)file_name;
+	(void)debuglink_file, (void)debuglink_crc, (void)debuginfo_file_name;
+	return -1;
+}
+
 static char *debuginfo_path;
 static const Dwfl_Callbacks proc_callbacks = {
 	.find_elf = dwfl_linux_proc_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = no_separate_debuginfo,
 	.debuginfo_path = &debuginfo_path,
 };
 
