@@ -997,3 +997,89 @@ Test(symbol, libpython_matches_eu_addr2line, .timeout = 120)
 	prs_symbolizer_free(s);
 	dlclose(h);
 }
+
+/*
+ * Rust inline chains against binutils' addr2line -i -C, which, unlike eu-addr2line, descends into
+ * the namespace DIEs rustc nests functions in: every 2nd byte of symtest::leaf and
+ * symtest::cpu::hot_a, for legacy and v0 mangling.
+ */
+static void rust_vs_binutils(const char *name)
+{
+	struct prs_symbolizer *s = prs_symbolizer_new();
+	char bin[512], cmd[16384], line[4096];
+	uint64_t lo[2] = { 0 }, sz[2] = { 0 }, bias = 0;
+	int compared = 0, chains = 0, bad = 0;
+	struct run r;
+	FILE *f;
+
+	run_fixture(name, &r);
+	fixture(name, bin, sizeof(bin));
+	snprintf(cmd, sizeof(cmd), "nm -S '%s'", bin);
+	f = popen(cmd, "r");
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t a, z;
+		char t[8], sym[2048];
+
+		if (sscanf(line, "%" SCNx64 " %" SCNx64 " %7s %2047s", &a, &z, t, sym) != 4)
+			continue;
+		if (strstr(sym, "7symtest4leaf"))
+			lo[0] = a, sz[0] = z;
+		if (strstr(sym, "7symtest3cpu5hot_a"))
+			lo[1] = a, sz[1] = z;
+	}
+	pclose(f);
+	cr_assert(lo[0] && lo[1] && sz[0] && sz[1]);
+	bias = addr_of(&r, "leaf") - lo[0];
+	cr_assert_eq(addr_of(&r, "hot_a") - lo[1], bias);
+	for (int k = 0; k < 2; k++) {
+		size_t off = (size_t)snprintf(cmd, sizeof(cmd), "addr2line -a -i -f -C -e '%s'", bin);
+		static struct a2l e;
+		bool more = true, have = false;
+		uint64_t cur = lo[k];
+
+		for (uint64_t v = lo[k]; v < lo[k] + sz[k] && off + 24 < sizeof(cmd); v += 2)
+			off += (size_t)snprintf(cmd + off, sizeof(cmd) - off, " %#" PRIx64, v);
+		f = popen(cmd, "r");
+		cr_assert(f);
+		while (more) {
+			more = fgets(line, sizeof(line), f) != NULL;
+			if (!more || strncmp(line, "0x", 2) == 0) {
+				if (have) {
+					struct prs_symframe fr[PRS_SYM_MAX_INLINE];
+					int n = prs_symbolize(s, map_of(&r, cur + bias), cur + bias, true, fr,
+							      PRS_SYM_MAX_INLINE);
+
+					if (!a2l_same(&e, fr, n) && bad++ < 5)
+						cr_log_warn("%s %#" PRIx64 ": addr2line %d frames (%s %s:%u), we %d "
+							    "(%s %s:%u)", name, cur, e.n, e.n ? e.names[0] : "-",
+							    e.n ? e.files[0] : "-", e.n ? e.lines[0] : 0, n,
+							    n > 0 ? fr[n - 1].name : "-",
+							    n > 0 && fr[n - 1].file ? fr[n - 1].file : "-",
+							    n > 0 ? fr[n - 1].line : 0);
+					chains += n > 1;
+					compared++;
+					cur += 2;
+				}
+				memset(&e, 0, sizeof(e));
+				have = true;
+				continue;
+			}
+			if (have) {
+				char loc[4096];
+
+				if (!fgets(loc, sizeof(loc), f))
+					break;
+				a2l_pair(&e, line, loc);
+			}
+		}
+		pclose(f);
+	}
+	cr_log_info("%s: %d addresses compared with binutils addr2line, %d with inlines, %d differ", name,
+		    compared, chains, bad);
+	cr_expect_gt(chains, 10);
+	cr_expect_eq(bad, 0);
+	prs_symbolizer_free(s);
+}
+
+Test(symbol, rust_matches_binutils_addr2line_legacy) { rust_vs_binutils("symtest_rs"); }
+Test(symbol, rust_matches_binutils_addr2line_v0) { rust_vs_binutils("symtest_rs_v0"); }
