@@ -127,15 +127,16 @@ def test_dump_gil_one_holder(py, python_cli, run_prs):
     try:
         workers = {v for k, v in t.tids().items() if k != "main"}
         holders_seen = collections.Counter()
-        for _ in range(8):
+        for _ in range(12):
             res = run_prs(["dump", t.pid], timeout=60)
             assert res.rc == 0, res.describe()
             threads = parse_dump(res.out)
             holders = [th["tid"] for th in threads if "holds the GIL" in th["state"]]
             assert len(holders) <= 1, res.out
             holders_seen.update(holders)
-        # a dump can land in the instant of a hand-over (GIL released, not yet taken): allow one
-        assert sum(holders_seen.values()) >= 7, holders_seen
+        # a dump can land in a hand-over (released, not yet taken: stopping the waiter that was
+        # about to take it keeps it free), seen in 2 of 8 dumps on 3.13: require 3 in 4
+        assert sum(holders_seen.values()) >= 9, holders_seen
         assert set(holders_seen) <= workers
     finally:
         t.stop()
