@@ -830,14 +830,26 @@ static size_t qualifier(Dwarf_Die *die, char *buf, size_t size)
 		if (dwarf_dieoffset(&best) == target)
 			return len;
 		switch (dwarf_tag(&best)) {
-		case DW_TAG_namespace:
-		case DW_TAG_structure_type:
 		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
 		case DW_TAG_union_type:
 		case DW_TAG_enumeration_type:
-		case DW_TAG_module: {
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+		case DW_TAG_subprogram: { /* C++ local classes (lambdas) live inside functions */
 			const char *n = dwarf_diename(&best);
-			int w = snprintf(buf + len, size - len, "%s::", n ? n : "{anon}");
+			int w;
+
+			/*
+			 * g++ emits a lambda's closure type as an unnamed structure: the only
+			 * unnamed struct/class whose member functions get called in practice.
+			 */
+			if (!n)
+				n = dwarf_tag(&best) == DW_TAG_class_type ||
+						    dwarf_tag(&best) == DW_TAG_structure_type
+					    ? "{lambda}"
+				    : dwarf_tag(&best) == DW_TAG_namespace ? "{anonymous}" : "{unnamed}";
+			w = snprintf(buf + len, size - len, "%s::", n);
 
 			if (w < 0 || (size_t)w >= size - len)
 				return len;
