@@ -84,8 +84,9 @@ void prs_symbolizer_free(struct prs_symbolizer *s);
 
 /*
  * Sets a directory prefixed to every mapping path before opening it, e.g. "/proc/1234/root" for a
- * target in another mount namespace (container). NULL or "" means none. Call before the first
- * prs_symbolize(). Returns 0 or -ENOMEM.
+ * target in another mount namespace (container). NULL or "" means none. Debug files are looked
+ * for under the same root. Call before the first prs_symbolize(): returns 0, -EBUSY once files
+ * are open, or -ENOMEM.
  */
 int prs_symbolizer_set_root(struct prs_symbolizer *s, const char *root);
 

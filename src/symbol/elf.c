@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * ELF helpers for symbolization with libelf: the GNU build id note (from SHT_NOTE sections, or
- * from PT_NOTE segments when a file has no section headers), and the file offset -> virtual
- * address translation through the PT_LOAD program headers. Every file is hostile input: libelf
+ * from PT_NOTE segments when a file has no section headers). Every file is hostile input: libelf
  * bounds sections and chunks by the file size, and we bound note sizes ourselves.
  */
 #include "symbol/symbol-internal.h"
@@ -113,29 +112,4 @@ int prs_elf_build_id(const char *path, uint8_t *out, size_t max, size_t *len)
 	elf_end(elf);
 	close(fd);
 	return rc;
-}
-
-int prs_elf_offset_to_vaddr(Elf *elf, uint64_t off, uint64_t *vaddr)
-{
-	size_t nphdr, i;
-	int found = 0;
-
-	if (elf_getphdrnum(elf, &nphdr) != 0)
-		return -ENOEXEC;
-	for (i = 0; i < nphdr && i < 4096; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		if (off < ph.p_offset || off - ph.p_offset >= ph.p_filesz)
-			continue;
-		/* Segments may share a file page (lld, ld -z noseparate-code): prefer the code. */
-		if (!found || (ph.p_flags & PF_X)) {
-			*vaddr = off - ph.p_offset + ph.p_vaddr;
-			found = 1;
-			if (ph.p_flags & PF_X)
-				break;
-		}
-	}
-	return found ? 0 : -ENOENT;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internal helpers of src/symbol shared between its files: ELF note and program-header readers
+ * Internal helpers of src/symbol shared between its files: libelf set-up and the build-id reader
  * over an open libelf handle. Not for use outside src/symbol.
  */
 #ifndef PYRSPROF_SYMBOL_INTERNAL_H
@@ -18,12 +18,5 @@ int prs_elf_init(void);
 
 /* prs_elf_build_id() over an already open ELF handle (same returns, but never -ENOENT). */
 int prs_elf_build_id_elf(Elf *elf, uint8_t *out, size_t max, size_t *len);
-
-/*
- * Maps a file offset to the ELF virtual address through the PT_LOAD segment containing it
- * (preferring an executable one when segments share a page). Returns 0 and *vaddr, or -ENOENT
- * when no PT_LOAD covers off, -ENOEXEC when the program headers cannot be read.
- */
-int prs_elf_offset_to_vaddr(Elf *elf, uint64_t off, uint64_t *vaddr);
 
 #endif

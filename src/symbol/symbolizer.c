@@ -1131,6 +1131,8 @@ int prs_symbolizer_set_root(struct prs_symbolizer *s, const char *root)
 
 	if (!s)
 		return -EINVAL;
+	if (s->nmods)
+		return -EBUSY; /* open modules borrow the old root for their debuginfo search */
 	if (root && root[0]) {
 		size_t len = strnlen(root, PATH_MAX_LEN);
 

@@ -754,6 +754,7 @@ Test(symbol, cache_and_root)
 	cr_assert_eq(prs_symbolizer_set_root(s, "/proc/self/root/"), 0);
 	cr_assert_eq(prs_symbolize(s, &m, ra, false, a, 8), 2);
 	cr_assert_eq(prs_symbolize(s, &m, ra, false, b, 8), 2);
+	cr_expect_eq(prs_symbolizer_set_root(s, "/"), -EBUSY);
 	cr_expect_eq(a[1].name, b[1].name);
 	cr_expect_eq(a[1].file, b[1].file);
 	prs_symbolizer_stats(s, &st);
