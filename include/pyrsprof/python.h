@@ -162,9 +162,10 @@ enum {
  * Without NATIVE_ALL: native frames inside the interpreter module between Python frames are hidden,
  * and the stack starts at the outermost Python frame; native frames above the innermost Python
  * frame (C extensions, libffi, Rust) and non-interpreter frames between Python frames are kept.
- * When eval frames and groups do not pair up (a truncated native unwind, a race), the extra
- * groups are appended as Python-only frames toward the root (or extra eval frames are dropped) and
- * stats.merge_mismatch is counted; the sample is never dropped. nnative == 0 gives the Python-only
+ * When eval frames and groups do not pair up, stats.merge_mismatch is counted and the sample is
+ * still merged: extra eval frames (a call being set up or torn down at the leaf) are paired from
+ * the root, the innermost ones owning no group; extra groups (a native unwind cut short toward the
+ * root) are appended as Python-only frames toward the root. nnative == 0 gives the Python-only
  * stack. Returns the number of frame ids written (the root side is dropped when it does not fit).
  * py is const except for the mismatch counter.
  */

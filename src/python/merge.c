@@ -47,7 +47,7 @@ size_t prs_py_merge(struct prs_py *py, const uint64_t *pcs, const uint32_t *nati
 		    size_t max)
 {
 	uint32_t tmp[PRS_MAX_STACK_FRAMES];
-	size_t n = 0, i, o, neval = 0, ngroups = 0, pf = 0;
+	size_t n = 0, i, o, neval = 0, ngroups = 0, pf = 0, skip;
 	size_t last_py = 0; /* tmp length right after the outermost Python frame written so far */
 	bool seen_eval = false, all = flags & PRS_PY_NATIVE_ALL;
 
@@ -59,9 +59,22 @@ size_t prs_py_merge(struct prs_py *py, const uint64_t *pcs, const uint32_t *nati
 			neval++;
 	if (neval != ngroups && nnative)
 		py->st.merge_mismatch++;
+	/*
+	 * More eval frames than groups: the innermost eval calls are setting up or tearing down a
+	 * frame not linked into the thread state (measured with sorted(key=f) and map(lambda): 5-14 %
+	 * of samples, the leaf in _PyEval_EvalFrameDefault's prologue/epilogue or in
+	 * _PyEvalFramePushAndInit), so pair from the root: the excess innermost evals own no group.
+	 */
+	skip = neval > ngroups ? neval - ngroups : 0;
 	for (i = 0; i < nnative; i++) {
 		if (prs_py_is_eval_pc(py, pcs[i])) {
 			seen_eval = true;
+			if (skip) {
+				skip--;
+				if (all)
+					push(tmp, &n, native_frame_ids[i]);
+				continue;
+			}
 			if (pf >= t->nframes) { /* more eval frames than groups */
 				if (all)
 					push(tmp, &n, native_frame_ids[i]);

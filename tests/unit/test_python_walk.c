@@ -487,3 +487,28 @@ Test(python_walk, thread_list_loop_is_cut)
 	prs_py_get_stats(py, &st);
 	cr_assert_eq(st.cycles, 1);
 }
+
+Test(python_walk, merge_call_being_set_up)
+{
+	/* main (one group) calls a C extension that calls back into Python; the callback's eval call
+	 * is in its prologue, its frame not linked yet: two eval frames, one group */
+	struct prs_py_thread t = { 0 };
+	const uint64_t pcs[] = { 0x3000, 0x1100, 0xb000, 0x1200, 0xc000 };
+	const uint32_t ids[] = { 201, 202, 203, 204, 205 };
+	const uint32_t want[] = { 7, 203, 201 };
+	uint32_t out[16];
+	size_t n;
+
+	py->eval_lo[0] = 0x1000;
+	py->eval_hi[0] = 0x2000;
+	py->neval = 1;
+	py->interp_lo[0] = 0x1000;
+	py->interp_hi[0] = 0x9000;
+	py->ninterp = 1;
+	t.nframes = 1;
+	t.frames[0] = 7;
+	t.fflags[0] = PRS_PYF_GROUP_END;
+	n = prs_py_merge(py, pcs, ids, 5, &t, 0, out, 16);
+	cr_assert_eq(n, 3);
+	cr_assert_arr_eq(out, want, sizeof(want));
+}
