@@ -37,6 +37,7 @@ $(BUILD)/tests/unit/test_symbol.o $(BUILD)/tests/unit/test_demangle.o: \
 		-DPRS_SYMBOL_SRC='"$(abspath tests/fixtures/symbol)"'
 $(BUILD)/unit-tests: $(SYM_FIX_BINS)
 
+# `make BUILD=... bench-symbol [BENCH_SYMBOL_LIBS="FILE... PROFILE.pyrs..."]` prints a table.
 .PHONY: bench-symbol
 bench-symbol: $(SYM_FIX)/bench-symbol $(SYM_FIX)/symtest_rs
 	$(Q)$(SYM_FIX)/bench-symbol $(SYM_FIX)/symtest_rs $(BENCH_SYMBOL_LIBS)
