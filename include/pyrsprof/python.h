@@ -102,7 +102,8 @@ struct prs_py_thread {
 	uint64_t tstate;        /* target address of the PyThreadState */
 	bool holds_gil;         /* this thread holds the GIL (from the GIL's locked + last holder) */
 	bool truncated;         /* the stack was deeper than PRS_MAX_PY_FRAMES or a walk was cut short */
-	uint32_t name;          /* string id of the threading name; 0 = not read (see the report) */
+	uint32_t name;          /* string id of the threading name; always 0 for now: threading's
+				 * names are not read (use /proc/PID/task/TID/comm) */
 	uint32_t nframes;       /* frames[0] is the innermost */
 	uint32_t frames[PRS_MAX_PY_FRAMES]; /* frame ids in the profile (PRS_KIND_PYTHON named frames) */
 	uint8_t fflags[PRS_MAX_PY_FRAMES];  /* PRS_PYF_* per frame */
