@@ -24,3 +24,8 @@ python-layouts:
 
 # the unit tests read the line-table fixtures from here (or from $PRS_PY_FIXTURES)
 $(BUILD)/tests/unit/test_python_%.o: CFLAGS += -DPRS_PY_FIXTURES='"$(abspath tests/fixtures/python)"'
+
+# Regenerates the line-table fixtures with every installed CPython 3.x (commit the result).
+.PHONY: python-fixtures
+python-fixtures:
+	for v in $$(ls -d $$(pyenv root)/versions/3.*); do $$v/bin/python3 tests/fixtures/python/gen_linetables.py; done
