@@ -1137,3 +1137,45 @@ Test(symbol, cpp_matches_binutils_addr2line)
 {
 	vs_binutils("symtest_cpp", "main", "_ZN3geo6detail5scaleEli", "scale", 1, 50);
 }
+
+/*
+ * A container-like root: the mapping names /opt/prs-absent/app, which exists only under root, and
+ * is stripped; its debug info is under root's /usr/lib/debug/.build-id/xx/yyyy.debug.
+ */
+Test(symbol, root_and_build_id_debug_dir)
+{
+	struct prs_symbolizer *s = prs_symbolizer_new();
+	char dir[] = "/tmp/prs-root-XXXXXX", bin[512], cmd[2048], hex[64] = "";
+	struct prs_symframe fr[8];
+	struct prs_symmap m;
+	struct run r;
+	uint64_t ra;
+
+	cr_assert(mkdtemp(dir));
+	run_fixture("symtest_c", &r);
+	fixture("symtest_c", bin, sizeof(bin));
+	ra = addr_of(&r, "probe_ra");
+	m = *map_of(&r, ra);
+	cr_assert_eq(m.build_id_len, 20);
+	for (size_t i = 0; i < m.build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", m.build_id[i]);
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd %s; mkdir -p opt/prs-absent usr/lib/debug/.build-id/%.2s; "
+		 "objcopy --only-keep-debug '%s' usr/lib/debug/.build-id/%.2s/%s.debug; "
+		 "cp '%s' opt/prs-absent/app; strip -g opt/prs-absent/app",
+		 dir, hex, bin, hex, hex + 2, bin);
+	sh(cmd);
+	m.path = "/opt/prs-absent/app";
+	/* without the root: no such file */
+	cr_expect_eq(prs_symbolize(s, &m, ra, false, fr, 8), 0);
+	prs_symbolizer_free(s);
+	s = prs_symbolizer_new();
+	cr_assert_eq(prs_symbolizer_set_root(s, dir), 0);
+	cr_assert_eq(prs_symbolize(s, &m, ra, false, fr, 8), 2);
+	cr_expect_str_eq(fr[0].name, "leaf");
+	cr_expect_str_eq(fr[1].name, "mix");
+	cr_expect_eq(fr[1].line, marker_line("symtest.c", "c_mix_call"));
+	prs_symbolizer_free(s);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	sh(cmd);
+}
