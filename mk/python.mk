@@ -17,6 +17,8 @@ build/targets/py/libpyrs_ffi.so: tests/targets/py/pyrs_ffi.rs
 .PHONY: python-tools python-layouts
 python-tools: $(PY_TOOLS) $(PY_TARGETS)
 targets: $(PY_TARGETS)
+# tests/e2e/test_python_reader.py drives $(BUILD)/tools/pystacks (found next to $PYRSPROF)
+e2e: $(PY_TOOLS)
 
 # Regenerates src/python/layouts.gen.c from the installed CPythons' headers (commit the result).
 python-layouts:
