@@ -17,9 +17,16 @@
  * built once, gives the name (dwfl_module_addrinfo scans linearly: 89-387 us per call on
  * libpython). Results are cached per (module, file offset), negative results included.
  *
+ * Names without a linkage name are qualified by their enclosing namespaces, types and functions
+ * (a C++ lambda: main::{lambda}::operator()). Costs, measured (bench-symbol): the first PC of a
+ * CU pays libdw's line table decoding (0.75 us per row: 98 ms for libpython's unicodeobject.c) and
+ * our CU walk (0.6 ms per libpython CU); a separate debug file with compressed sections (Debian's
+ * libc6-dbg) costs 45-210 ms to open, all in zlib.
+ *
  * Separate debug info is searched only where it can be (root + /usr/lib/debug/.build-id/xx/...,
- * and the .gnu_debuglink next to the file, in .debug/, and under /usr/lib/debug), never through
- * debuginfod: dwfl_standard_find_debuginfo cost 30-66 ms for libc here.
+ * the .gnu_debuglink next to the file, in .debug/ and under /usr/lib/debug, and dwz's
+ * .gnu_debugaltlink), never through debuginfod: dwfl_standard_find_debuginfo cost 30-66 ms for a
+ * libc without debug info here, this search 0.8 ms. [vdso] is read from our own vDSO.
  */
 #include "pyrsprof/symbol.h"
 
