@@ -4,7 +4,7 @@
 # PRS_SYMBOL_FIXTURES directory (or the environment variable of the same name).
 
 SYM_FIX := $(BUILD)/symbol
-SYM_FIX_BINS := $(SYM_FIX)/symtest_c $(SYM_FIX)/symtest_c2 $(SYM_FIX)/symtest_cpp \
+SYM_FIX_BINS := $(SYM_FIX)/symtest_c $(SYM_FIX)/symtest_c2 $(SYM_FIX)/symtest_cpp $(SYM_FIX)/symtest_utf8 \
 	$(SYM_FIX)/symtest_rs $(SYM_FIX)/symtest_rs_v0
 
 $(SYM_FIX)/symtest_c: tests/fixtures/symbol/symtest.c
@@ -15,6 +15,10 @@ $(SYM_FIX)/symtest_c: tests/fixtures/symbol/symtest.c
 $(SYM_FIX)/symtest_c2: tests/fixtures/symbol/symtest.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) -O2 -g -DSYMTEST_VARIANT=3 -o $@ $<
+
+$(SYM_FIX)/symtest_utf8: tests/fixtures/symbol/symtest_utf8.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) -O2 -g -o $@ $<
 
 $(SYM_FIX)/symtest_cpp: tests/fixtures/symbol/symtest.cpp
 	@mkdir -p $(dir $@)

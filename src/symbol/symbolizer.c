@@ -130,8 +130,12 @@ static const char *strtab_intern(struct strtab *t, const char *s, size_t len)
 	size_t j;
 	char *copy;
 
-	if (len > NAME_MAX_LEN)
+	if (len > NAME_MAX_LEN) {
+		/* cut before a UTF-8 continuation byte: a valid name stays valid (Rust allows Unicode) */
 		len = NAME_MAX_LEN;
+		while (len > 0 && ((unsigned char)s[len] & 0xc0) == 0x80)
+			len--;
+	}
 	if ((t->n + 1) * 2 > t->nslots && strtab_grow(t))
 		return NULL;
 	h = hash_bytes(s, len, 0xcbf29ce484222325ull);

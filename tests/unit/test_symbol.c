@@ -1179,3 +1179,44 @@ Test(symbol, root_and_build_id_debug_dir)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	sh(cmd);
 }
+
+/* Valid UTF-8 (no overlongs or surrogates checked: enough to catch a cut sequence). */
+static bool utf8_valid(const char *p)
+{
+	const unsigned char *s = (const unsigned char *)p;
+
+	while (*s) {
+		int n = *s < 0x80 ? 0 : (*s & 0xe0) == 0xc0 ? 1 : (*s & 0xf0) == 0xe0 ? 2
+			: (*s & 0xf8) == 0xf0 ? 3 : -1;
+
+		if (n < 0)
+			return false;
+		s++;
+		for (int i = 0; i < n; i++, s++)
+			if ((*s & 0xc0) != 0x80)
+				return false;
+	}
+	return true;
+}
+
+/* A 1200-byte name (400 x U+20AC) is cut to PRS_MAX_NAME bytes at a character boundary. */
+Test(symbol, long_utf8_name_truncated_on_a_boundary)
+{
+	struct prs_symbolizer *s = prs_symbolizer_new();
+	struct prs_symframe fr[4];
+	char want[1300] = "";
+	struct run r;
+	uint64_t a;
+	int n;
+
+	for (int i = 0; i < 400; i++)
+		memcpy(want + 3 * i, "\xe2\x82\xac", 4);
+	run_fixture("symtest_utf8", &r);
+	a = addr_of(&r, "long");
+	n = prs_symbolize(s, map_of(&r, a), a, true, fr, 4);
+	cr_assert_eq(n, 1);
+	cr_expect_eq(strlen(fr[0].name), PRS_MAX_NAME / 3 * 3, "length %zu", strlen(fr[0].name));
+	cr_expect(utf8_valid(fr[0].name));
+	cr_expect_eq(strncmp(fr[0].name, want, strlen(fr[0].name)), 0);
+	prs_symbolizer_free(s);
+}
