@@ -67,7 +67,10 @@ struct prs_sample {
 	int16_t syscall;  /* syscall number when blocked, else -1 */
 	uint32_t stack;   /* stack id */
 	uint32_t weight;  /* how many samples this stands for (1 for recorded samples, counts for folded input) */
+	uint8_t flags;    /* PRS_SAMPLE_* */
 };
+
+#define PRS_SAMPLE_GIL 1u /* the thread held the Python GIL at this sample */
 
 struct prs_thread {
 	int32_t tid;

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Lists the thread ids of pid (from /proc/PID/task) into out. Returns the count (it may be more
@@ -24,6 +25,14 @@ char prs_task_state(pid_t pid, pid_t tid);
 /* The syscall a thread is blocked in, from /proc/PID/task/TID/syscall: the number, -1 when it is
  * running, or -errno when the file cannot be read. */
 int prs_task_syscall(pid_t pid, pid_t tid);
+
+/*
+ * A thread's scheduler statistics from /proc/PID/task/TID/schedstat: the CPU time it has used and
+ * the time it has spent runnable but waiting for a CPU, in ns. *fd caches the open file between
+ * calls: pass -1 the first time, close it when done (it is left -1 when opening failed, e.g. out
+ * of file descriptors: then every call opens and closes). One pread when cached. Returns 0 or -errno.
+ */
+int prs_task_schedstat(pid_t pid, pid_t tid, int *fd, uint64_t *cpu_ns, uint64_t *wait_ns);
 
 /* True if process pid exists (it may be a zombie). */
 bool prs_proc_exists(pid_t pid);

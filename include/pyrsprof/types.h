@@ -46,6 +46,7 @@ enum prs_state {
 	PRS_STATE_DISK = 2,    /* uninterruptible sleep (D state), usually IO */
 	PRS_STATE_STOPPED = 3, /* job-control stopped */
 	PRS_STATE_UNKNOWN = 4,
+	PRS_STATE_RUNQUEUE = 5, /* runnable but waiting for a CPU (its CPU time did not advance) */
 };
 
 /*

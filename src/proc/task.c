@@ -96,6 +96,35 @@ int prs_task_syscall(pid_t pid, pid_t tid)
 	return atoi(buf);
 }
 
+int prs_task_schedstat(pid_t pid, pid_t tid, int *fd, uint64_t *cpu_ns, uint64_t *wait_ns)
+{
+	char buf[128], *end, *end2;
+	ssize_t n;
+	int f = *fd;
+
+	if (f < 0) {
+		char path[80];
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+		f = open(path, O_RDONLY | O_CLOEXEC);
+		if (f < 0)
+			return -errno;
+		*fd = f;
+	}
+	n = pread(f, buf, sizeof(buf) - 1, 0);
+	if (n <= 0) {
+		int e = n < 0 ? errno : ENODATA;
+
+		close(f);
+		*fd = -1;
+		return -e;
+	}
+	buf[n] = '\0';
+	*cpu_ns = strtoull(buf, &end, 10);
+	*wait_ns = strtoull(end, &end2, 10);
+	return end == buf || end2 == end ? -EINVAL : 0;
+}
+
 bool prs_proc_exists(pid_t pid)
 {
 	char path[64];

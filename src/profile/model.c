@@ -506,6 +506,8 @@ int prs_profile_offcpu_label(const struct prs_sample *s, char *buf, size_t size,
 		}
 	} else if (s->state == PRS_STATE_STOPPED) {
 		snprintf(buf, size, "[stopped]");
+	} else if (s->state == PRS_STATE_RUNQUEUE) {
+		snprintf(buf, size, "[waiting for a cpu]");
 	} else {
 		snprintf(buf, size, "[off-cpu]");
 	}

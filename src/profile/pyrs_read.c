@@ -166,6 +166,15 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 		s.syscall = (int16_t)((int64_t)sc - 1);
 		s.stack = (uint32_t)stack;
 		s.weight = (uint32_t)weight;
+		s.flags = 0;
+		if (c.off < c.len) {
+			/* Appended field (see docs/pyrs-format.md): absent in older files. */
+			uint64_t flags = get(&c);
+
+			if (c.bad || flags > UINT8_MAX)
+				return corrupt(rd, "bad sample flags");
+			s.flags = (uint8_t)flags;
+		}
 		if (prs_profile_sample(p, &s))
 			goto nomem;
 		rd->last_time_ns = s.time_ns;

@@ -157,6 +157,7 @@ static int encode_new(struct prs_recorder *r, struct prs_err *err)
 		    (rc = prs_buf_put_sleb(&r->payload, (int64_t)(s->time_ns - r->last_time_ns))) ||
 		    (rc = put(r, s->state)) || (rc = put(r, (uint64_t)((int64_t)s->syscall + 1))) ||
 		    (rc = put(r, s->stack)) || (rc = put(r, s->weight)) ||
+		    (s->flags && (rc = put(r, s->flags))) ||
 		    (rc = end_record(r, PRS_REC_SAMPLE)) || (rc = chunk(r, err)))
 			goto out;
 		r->last_time_ns = s->time_ns;

@@ -65,6 +65,11 @@ struct thr {
 	enum prs_state state;
 	int syscall;
 	int blocked_in;         /* the syscall of the last blocked sample, -1 after a running one */
+	int schedstat_fd;       /* /proc/PID/task/TID/schedstat, kept open (-1: not open) */
+	uint64_t wait_ns;       /* run-queue wait time read just before the INTERRUPT */
+	bool have_wait;         /* wait_ns was read this tick */
+	uint64_t cpu_ns;        /* CPU time at the last sample (0 = none yet) */
+	int64_t cpu_credit_ns;  /* CPU time not yet paid out as on-CPU samples */
 	struct prs_regs regs;
 	uint8_t *stack;
 	size_t stack_len;
@@ -189,6 +194,7 @@ static struct thr *thr_add(struct prs_sampler *s, pid_t tid)
 		return NULL;
 	t->tid = tid;
 	t->blocked_in = -1;
+	t->schedstat_fd = -1;
 	s->nthr++;
 	s->st.threads_seen++;
 	return t;
@@ -196,6 +202,8 @@ static struct thr *thr_add(struct prs_sampler *s, pid_t tid)
 
 static void thr_remove(struct prs_sampler *s, struct thr *t)
 {
+	if (t->schedstat_fd >= 0)
+		close(t->schedstat_fd);
 	free(t->stack);
 	*t = s->thr[--s->nthr];
 }
@@ -226,6 +234,52 @@ static void resume(struct prs_sampler *s, struct thr *t, int sig)
 }
 
 /*
+ * A thread that is not blocked was either on a CPU or runnable and waiting for one when the tick
+ * came; its registers cannot tell which, and a waiting thread's stack is where it was preempted
+ * (often a syscall return), not where it spends CPU time. Two facts from schedstat decide:
+ * - the run-queue wait time (run_delay), read before the INTERRUPT and again once stopped: if it
+ *   did not grow, the thread was running (it stopped at once, without queueing);
+ * - if it grew, the thread was waiting, or the INTERRUPT's reschedule IPI handed its CPU to
+ *   another task before it could stop (seen on a shared CPU). Those ambiguous samples count as
+ *   on-CPU only while the thread's CPU time (exact once it is stopped) has not yet been paid out
+ *   in on-CPU samples, one per period: so the CPU view adds up to the CPU time used.
+ */
+#define RUNQUEUE_MIN_WAIT_NS 100000ull
+
+static enum prs_state cpu_or_runqueue(struct prs_sampler *s, struct thr *t)
+{
+	int64_t period = (int64_t)(1e9 / s->opts.rate_hz);
+	uint64_t cpu_ns, wait_ns;
+	bool first = t->cpu_ns == 0;
+
+	if (prs_task_schedstat(s->pid, t->tid, &t->schedstat_fd, &cpu_ns, &wait_ns) != 0)
+		return PRS_STATE_RUNNING;
+	if (!first && cpu_ns >= t->cpu_ns)
+		t->cpu_credit_ns += (int64_t)(cpu_ns - t->cpu_ns);
+	t->cpu_ns = cpu_ns ? cpu_ns : 1;
+	if (t->cpu_credit_ns > 2 * period)
+		t->cpu_credit_ns = 2 * period; /* missed ticks must not bank a burst */
+	if (first || !t->have_wait || wait_ns <= t->wait_ns + RUNQUEUE_MIN_WAIT_NS ||
+	    t->cpu_credit_ns >= period / 2) {
+		t->cpu_credit_ns -= period;
+		if (t->cpu_credit_ns < -period)
+			t->cpu_credit_ns = -period;
+		return PRS_STATE_RUNNING;
+	}
+	return PRS_STATE_RUNQUEUE;
+}
+
+/* A blocked thread used no CPU worth paying out: track its CPU time, clear its credit. */
+static void note_blocked(struct prs_sampler *s, struct thr *t)
+{
+	uint64_t cpu_ns, wait_ns;
+
+	if (prs_task_schedstat(s->pid, t->tid, &t->schedstat_fd, &cpu_ns, &wait_ns) == 0)
+		t->cpu_ns = cpu_ns ? cpu_ns : 1;
+	t->cpu_credit_ns = 0;
+}
+
+/*
  * Takes the sample of a thread in our interrupt stop: registers, state, snapshot; then resumes it,
  * unless Python frames are to be read too: then it stays stopped until every thread of the tick
  * has stopped, so the Python frames and the native stacks are of one consistent moment.
@@ -245,6 +299,10 @@ static void take_sample(struct prs_sampler *s, struct thr *t)
 		    t->blocked_in >= 0)
 			t->syscall = t->blocked_in;
 		t->blocked_in = t->state == PRS_STATE_BLOCKED ? t->syscall : -1;
+		if (t->state == PRS_STATE_RUNNING)
+			t->state = cpu_or_runqueue(s, t);
+		else
+			note_blocked(s, t);
 		n = prs_read_stack(s->pid, t->regs.r[PRS_REG_RSP], t->stack, s->opts.stack_bytes);
 		if (n < 0) {
 			s->st.read_errors++;
@@ -523,11 +581,15 @@ static uint32_t mapping_id(struct prs_sampler *s, uint64_t pc)
 
 static void record_thread_sample(struct prs_sampler *s, struct thr *t, uint64_t tick_ns)
 {
+	const struct prs_py_thread *pt = NULL;
 	struct prs_sample smp;
 	uint32_t stack = 0;
 	int n = 0;
 
 	memset(&smp, 0, sizeof(smp));
+	for (int i = 0; s->py && i < s->npyt; i++)
+		if (s->pyt[i].tid == t->tid)
+			pt = &s->pyt[i];
 	if (t->sampled && s->uw) {
 		struct prs_snapshot snap = { .base = t->regs.r[PRS_REG_RSP], .len = t->stack_len,
 					     .data = t->stack };
@@ -549,22 +611,20 @@ static void record_thread_sample(struct prs_sampler *s, struct thr *t, uint64_t 
 		for (int i = 0; i < n; i++)
 			s->frame_ids[i] = prs_profile_raw_frame(s->prof, mapping_id(s, s->pcs[i]), s->pcs[i],
 								i == 0);
-		const struct prs_py_thread *pt = NULL;
+	}
+	if (pt) {
+		/* Merged with the native stack; Python-only when the thread could not be stopped. */
+		size_t m = prs_py_merge(s->py, s->pcs, s->frame_ids, (size_t)n, pt,
+					s->opts.native_all ? PRS_PY_NATIVE_ALL : 0, s->merged,
+					PRS_MAX_STACK_FRAMES);
 
-		for (int i = 0; s->py && i < s->npyt; i++)
-			if (s->pyt[i].tid == t->tid)
-				pt = &s->pyt[i];
-		if (pt) {
-			size_t m = prs_py_merge(s->py, s->pcs, s->frame_ids, (size_t)n, pt,
-						s->opts.native_all ? PRS_PY_NATIVE_ALL : 0, s->merged,
-						PRS_MAX_STACK_FRAMES);
-
-			for (size_t i = 0; i < m; i++)
-				stack = prs_profile_stack(s->prof, stack, s->merged[i]);
-		} else {
-			for (int i = n - 1; i >= 0; i--)
-				stack = prs_profile_stack(s->prof, stack, s->frame_ids[i]);
-		}
+		for (size_t i = 0; i < m; i++)
+			stack = prs_profile_stack(s->prof, stack, s->merged[i]);
+		if (pt->holds_gil)
+			smp.flags |= PRS_SAMPLE_GIL;
+	} else {
+		for (int i = n - 1; i >= 0; i--)
+			stack = prs_profile_stack(s->prof, stack, s->frame_ids[i]);
 	}
 	smp.time_ns = tick_ns - s->t0;
 	smp.tid = t->tid;
@@ -596,6 +656,10 @@ static void tick(struct prs_sampler *s)
 		t->given_up = false;
 		if (t->stopped || t->group_stopped || t->initial_stop || t->interrupt_pending)
 			continue;
+		uint64_t cpu_ns;
+
+		t->have_wait = prs_task_schedstat(s->pid, t->tid, &t->schedstat_fd, &cpu_ns,
+						  &t->wait_ns) == 0;
 		t->t_interrupt = prs_now_ns();
 		if (prs_ptrace_interrupt(t->tid) == 0) {
 			t->interrupt_pending = true;
@@ -682,6 +746,7 @@ static void tick_vm(struct prs_sampler *s)
 		smp.syscall = -1;
 		smp.stack = stack;
 		smp.weight = 1;
+		smp.flags = pt->holds_gil ? PRS_SAMPLE_GIL : 0;
 		prs_profile_sample(s->prof, &smp);
 		s->st.thread_samples++;
 		if (pt->tid > 0 && !thr_find(s, pt->tid)) {

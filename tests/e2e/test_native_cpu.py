@@ -191,27 +191,31 @@ def test_cpu_view_counts_cpu_time_not_runqueue(run_prs, targets, tmp_path):
     """cpu_split shares one CPU with a spinner, so it is runnable but not running about half of
     the time. DESIGN: a thread waiting in the run queue is off-CPU. So the CPU view's samples in
     hot_a/hot_b must match rate x the CPU time the target measured in them (within 25 %), not
-    rate x wall time; the split must still hold."""
+    rate x wall time."""
     if not shutil.which("taskset"):
         pytest.skip("taskset missing")
     cpu = str(max(os.sched_getaffinity(0)))
-    hog = subprocess.Popen(["taskset", "-c", cpu, targets / "deep30", "spin", "6"],
-                           stdout=subprocess.DEVNULL)
-    try:
-        d = tmp_path / "p"
-        res = run_prs(["run", "-r", RATE, "-o", d, "--", "taskset", "-c", cpu,
-                       targets / "cpu_split", 3], timeout=60)
-        assert res.rc == 0, res.describe()
-    finally:
-        hog.kill()
-        hog.wait()
+    # The spinner starts from the same shell, so it lands in the target's session: with
+    # CONFIG_SCHED_AUTOGROUP, processes of different sessions get separate CPU shares and the
+    # contention would depend on what else runs. The shell then execs the target, which keeps it
+    # traced (forks are not followed); the spinner ends a little after it.
+    script = (f"taskset -c {cpu} '{targets / 'deep30'}' spin 3.5 >/dev/null & "
+              f"exec taskset -c {cpu} '{targets / 'cpu_split'}' 3")
+    d = tmp_path / "p"
+    res = run_prs(["run", "-r", RATE, "-o", d, "--", "sh", "-c", script], timeout=60)
+    assert res.rc == 0, res.describe()
     m = re.search(r"^cpu_s hot_a=([0-9.]+) hot_b=([0-9.]+)$", res.out, re.M)
     cpu_s = float(m.group(1)) + float(m.group(2))
     assert cpu_s < 2.4, f"no contention happened (target got {cpu_s:.2f} CPU s of 3 s)"
     recs = run_prs(["export", d / "profile.pyrs", "--format", "folded", "--view", "cpu"])
     assert recs.rc == 0, recs.describe()
     folded = parse_folded(recs.out)
-    n = count_where(folded, lambda fr: has_frame("hot_a")(fr) or has_frame("hot_b")(fr))
+    # All of the program's CPU samples (its CPU time is nearly all in hot_a/hot_b, but a thread
+    # preempted at its clock_gettime calls is caught there too).
+    n = count_where(folded, has_frame("main"))
     expect = RATE * cpu_s
     assert 0.75 * expect <= n <= 1.25 * expect, \
-        f"{n} CPU samples in hot_a/hot_b, expected ~{expect:.0f} ({cpu_s:.2f} CPU s at {RATE} Hz)"
+        f"{n} CPU samples of cpu_split, expected ~{expect:.0f} ({cpu_s:.2f} CPU s at {RATE} Hz)"
+    # (The hot_a/hot_b split under this contention is not asserted: the INTERRUPT's reschedule can
+    # hand the CPU to the spinner, and which samples that hits depends on the scheduler; seen up
+    # to 9 points off. The uncontended split is asserted in test_c_split_matches_truth.)
