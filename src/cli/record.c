@@ -191,11 +191,13 @@ static int write_stats(const char *dir, const struct prs_sampler_stats *st, doub
 		return -ENOMEM;
 	if (sym)
 		json_object_set_new(j, "symbols",
-				    json_pack("{s:I, s:I, s:I, s:I, s:I}", "frames", (json_int_t)sym->frames,
-					      "symbolized", (json_int_t)sym->symbolized, "with_lines",
-					      (json_int_t)sym->with_line, "inlined",
-					      (json_int_t)sym->inlined, "build_id_mismatches",
-					      (json_int_t)sym->build_id_mismatches));
+				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "frames",
+					      (json_int_t)sym->frames, "symbolized",
+					      (json_int_t)sym->symbolized, "with_lines",
+					      (json_int_t)sym->with_line, "inlined", (json_int_t)sym->inlined,
+					      "build_id_mismatches", (json_int_t)sym->build_id_mismatches,
+					      "files", (json_int_t)sym->files, "files_missing",
+					      (json_int_t)sym->files_missing, "time_s", sym->time_ns / 1e9));
 	f = cli_atomic_open(&a, path);
 	if (!f) {
 		json_decref(j);
@@ -231,6 +233,10 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 	memset(&sym, 0, sizeof(sym));
 	if (prs_symbolize_profile(p, NULL, &sym, &err) < 0)
 		cli_msg("warning: symbolization failed: %s", err.msg);
+	if (sym.build_id_mismatches)
+		cli_msg("warning: %u file%s changed since they were mapped (build id differs): their "
+			"frames are left unnamed", sym.build_id_mismatches,
+			sym.build_id_mismatches == 1 ? "" : "s");
 	nthreads = (size_t)st.threads_seen;
 	if (prs_recorder_close(rec, &done, &err) < 0) {
 		cli_err(&err, "write profile");
