@@ -363,6 +363,60 @@ int prs_fg_count(struct prs_fg *fg, uint32_t node, uint64_t before, uint64_t aft
 	return 0;
 }
 
+int prs_fg_reserve(struct prs_fg *fg, size_t more)
+{
+	size_t need = (size_t)fg->nnodes + more, nslots = fg->node_nslots ? fg->node_nslots : 4096;
+
+	if (more > UINT32_MAX - 1 - fg->nnodes)
+		return -ENOMEM;
+	while (need * 2 > nslots)
+		nslots *= 2;
+	if (nslots > fg->node_nslots && rehash(&fg->node_slots, &fg->node_nslots, nslots) < 0)
+		return -ENOMEM;
+	return grow((void **)&fg->nodes, &fg->nodes_cap, need, sizeof(*fg->nodes));
+}
+
+int prs_fg_count_all(struct prs_fg *fg, const uint64_t *self, uint32_t n, bool before)
+{
+	unsigned slot = before ? 1 : 0;
+	uint64_t sum = 0, *acc;
+
+	if (n > fg->nnodes)
+		n = fg->nnodes;
+	for (uint32_t k = 0; k < n; k++) {
+		if (self[k] > MAX_TOTAL - sum)
+			return -EOVERFLOW;
+		sum += self[k];
+	}
+	if (sum > MAX_TOTAL - fg->nodes[0].total[slot])
+		return -EOVERFLOW;
+	if (n == 0 || sum == 0)
+		return 0;
+	acc = calloc(n, sizeof(*acc));
+	if (!acc) {
+		/* no room for the pass: one walk per node instead, same result */
+		for (uint32_t k = 0; k < n; k++)
+			for (uint32_t c = k; self[k]; c = fg->nodes[c].parent) {
+				fg->nodes[c].total[slot] += self[k];
+				if (c == 0)
+					break;
+			}
+		return 0;
+	}
+	/* children before parents: ids decrease towards the root (child() gives a new node the
+	 * next id, its parent already exists) */
+	for (uint32_t k = n; k-- > 0;) {
+		uint32_t parent = fg->nodes[k].parent;
+
+		acc[k] += self[k];
+		if (k && parent < k)
+			acc[parent] += acc[k];
+		fg->nodes[k].total[slot] += acc[k];
+	}
+	free(acc);
+	return 0;
+}
+
 uint64_t prs_fg_total(const struct prs_fg *fg)
 {
 	return fg->nodes[0].total[0];

@@ -24,6 +24,7 @@ struct agg {
 	int32_t tid;
 	uint32_t stack, leaf; /* leaf: 0 = none, else 1 + (state << 16 | (uint16)syscall) */
 	uint32_t sample;      /* a sample with this key (for the leaf's label) */
+	uint32_t node;        /* the tree node it ended in, once resolved */
 	uint64_t weight;
 };
 
@@ -296,9 +297,11 @@ static int add_profile(struct prs_fg *fg, const struct prs_profile *p, enum prs_
 	struct agg *list = NULL;
 	struct walk w = { .fg = fg, .p = p };
 	char thread_label[PRS_MAX_NAME + 40], leaf_label[64];
+	uint64_t *self = NULL;
 	size_t nlist = 0;
 	int32_t cur_tid = 0;
 	uint32_t base = 0;
+	bool lines = false;
 	int rc = 0;
 
 	/* Merge every (thread, stack, leaf) first: a stack is resolved once per thread. */
@@ -339,6 +342,13 @@ static int add_profile(struct prs_fg *fg, const struct prs_profile *p, enum prs_
 		if (m.used[i])
 			list[nlist++] = m.e[i];
 	qsort(list, nlist, sizeof(*list), cmp_agg);
+	/* line counts walk each stack again: only when some frame has a line (not folded input) */
+	for (uint32_t i = 0; i < p->nframes && !lines; i++)
+		lines = p->frames[i].line != 0;
+	/* every profile stack makes at most one node per frame: room for all, no rehash midway
+	 * (a hint: without it the tree grows as it goes) */
+	if (nlist && p->nstacks < (1u << 26))
+		prs_fg_reserve(fg, p->nstacks + 2);
 	for (size_t i = 0; i < nlist; i++) {
 		const struct agg *a = &list[i];
 		uint32_t node, leaf_node;
@@ -383,13 +393,24 @@ static int add_profile(struct prs_fg *fg, const struct prs_profile *p, enum prs_
 			if (nid == UINT32_MAX || !(node = prs_fg_child(fg, 0, nid, 0, PRS_KIND_UNKNOWN)))
 				goto nomem;
 		}
-		rc = slot ? prs_fg_count(fg, node, a->weight, 0) : prs_fg_count(fg, node, 0, a->weight);
-		if (rc < 0) {
-			prs_err_set(err, rc, "flame graph: sample counts overflow");
+		list[i].node = node;
+		if (lines)
+			add_lines(&w, a->stack, a->weight);
+	}
+	/* the counts, all at once: each node's own weight, then one pass adds them up the tree */
+	self = calloc(fg->nnodes, sizeof(*self));
+	if (!self)
+		goto nomem;
+	for (size_t i = 0; i < nlist; i++) {
+		if (list[i].weight > UINT64_MAX / 2 - self[list[i].node]) {
+			rc = prs_err_set(err, -EOVERFLOW, "flame graph: sample counts overflow");
 			goto out;
 		}
-		add_lines(&w, a->stack, a->weight);
+		self[list[i].node] += list[i].weight;
 	}
+	rc = prs_fg_count_all(fg, self, fg->nnodes, slot != 0);
+	if (rc < 0)
+		prs_err_set(err, rc, "flame graph: sample counts overflow");
 	goto out;
 nomem:
 	rc = prs_err_set(err, -ENOMEM, "flame graph: out of memory");
@@ -401,6 +422,7 @@ out:
 	free(w.fk);
 	free(w.memo);
 	free(w.chain);
+	free(self);
 	return rc;
 }
 

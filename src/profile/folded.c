@@ -28,14 +28,66 @@ static bool is_space(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
 }
 
+/*
+ * The reader's state across lines. Folded files are usually sorted (stackcollapse-*.pl, our own
+ * export), so a line mostly repeats the frames of the one before: while its frames equal those of
+ * the previous line (compared as bytes), their stack ids are reused and nothing is hashed. The
+ * frames that differ are interned as usual: string -> frame (one array lookup per string id and
+ * kind, after the first) -> stack (one trie probe). Unsorted input only loses the shortcut.
+ */
+struct reader {
+	struct prs_profile *p;
+	char *prev;       /* the frames text of the previous line */
+	size_t prev_cap;
+	struct prev_frame {
+		uint32_t off, len; /* the frame's text (with any "_[k]") at prev + off */
+		uint32_t stack;    /* the stack that ends in it */
+	} *pf;
+	size_t npf, pf_cap;
+	uint32_t *frame_of[2]; /* [kernel][string id]: frame id + 1, 0 = not made yet */
+	size_t frame_cap[2];
+};
+
+static void reader_release(struct reader *r)
+{
+	free(r->prev);
+	free(r->pf);
+	free(r->frame_of[0]);
+	free(r->frame_of[1]);
+}
+
+/* The named frame for string str and kind (KERNEL or UNKNOWN); UINT32_MAX on ENOMEM. */
+static uint32_t reader_frame(struct reader *r, uint32_t str, enum prs_kind kind)
+{
+	unsigned k = kind == PRS_KIND_KERNEL;
+	uint32_t frame;
+
+	if (str >= r->frame_cap[k]) {
+		size_t old = r->frame_cap[k];
+
+		if (prs_array_grow((void **)&r->frame_of[k], &r->frame_cap[k], (size_t)str + 1,
+				   sizeof(*r->frame_of[k])))
+			return UINT32_MAX;
+		memset(r->frame_of[k] + old, 0, (r->frame_cap[k] - old) * sizeof(*r->frame_of[k]));
+	}
+	if (r->frame_of[k][str])
+		return r->frame_of[k][str] - 1;
+	frame = prs_profile_named_frame(r->p, kind, str, 0, 0);
+	if (frame != UINT32_MAX)
+		r->frame_of[k][str] = frame + 1;
+	return frame;
+}
+
 /* Parses one line (NUL-free, without its trailing whitespace) into p. */
-static int folded_line(struct prs_profile *p, char *line, size_t len, const char *name,
+static int folded_line(struct reader *r, char *line, size_t len, const char *name,
 		       unsigned long lineno, struct prs_err *err)
 {
+	struct prs_profile *p = r->p;
 	char *sp = NULL, *s, *end = line + len;
 	uint64_t count = 0;
 	uint32_t stack = 0;
 	size_t nframes = 0;
+	bool same = true;
 	struct prs_sample smp;
 	char *c;
 
@@ -66,7 +118,7 @@ static int folded_line(struct prs_profile *p, char *line, size_t len, const char
 	for (s = line;; ) {
 		char *semi = memchr(s, ';', (size_t)(sp - s));
 		char *fe = semi ? semi : sp;
-		size_t flen = (size_t)(fe - s);
+		size_t flen = (size_t)(fe - s), raw_len = flen;
 		enum prs_kind kind = PRS_KIND_UNKNOWN;
 		uint32_t str, frame;
 
@@ -76,22 +128,42 @@ static int folded_line(struct prs_profile *p, char *line, size_t len, const char
 		if (++nframes > MAX_FRAMES)
 			return prs_err_set(err, -EINVAL, "%s:%lu: more than %u frames", name, lineno,
 					   MAX_FRAMES);
-		if (flen > 4 && memcmp(fe - 4, "_[k]", 4) == 0) {
-			kind = PRS_KIND_KERNEL;
-			flen -= 4;
+		/* the previous line had this frame text at this depth, after the same frames: the
+		 * same stack (it passed the checks below then) */
+		if (same && nframes <= r->npf && r->pf[nframes - 1].len == flen &&
+		    memcmp(r->prev + r->pf[nframes - 1].off, s, flen) == 0) {
+			stack = r->pf[nframes - 1].stack;
+		} else {
+			same = false;
+			if (flen > 4 && memcmp(fe - 4, "_[k]", 4) == 0) {
+				kind = PRS_KIND_KERNEL;
+				flen -= 4;
+			}
+			if (flen > PRS_PROFILE_MAX_STRING)
+				return prs_err_set(err, -EINVAL, "%s:%lu: frame name longer than %u bytes",
+						   name, lineno, PRS_PROFILE_MAX_STRING);
+			str = prs_profile_string(p, s, flen);
+			frame = str == UINT32_MAX ? UINT32_MAX : reader_frame(r, str, kind);
+			stack = frame == UINT32_MAX ? UINT32_MAX : prs_profile_stack(p, stack, frame);
+			if (stack == UINT32_MAX)
+				return prs_err_set(err, -ENOMEM, "%s:%lu: out of memory", name, lineno);
+			if (nframes > r->pf_cap &&
+			    prs_array_grow((void **)&r->pf, &r->pf_cap, nframes, sizeof(*r->pf)))
+				return prs_err_set(err, -ENOMEM, "%s:%lu: out of memory", name, lineno);
+			r->pf[nframes - 1] = (struct prev_frame){ .off = (uint32_t)(s - line),
+								  .len = (uint32_t)raw_len,
+								  .stack = stack };
 		}
-		if (flen > PRS_PROFILE_MAX_STRING)
-			return prs_err_set(err, -EINVAL, "%s:%lu: frame name longer than %u bytes", name,
-					   lineno, PRS_PROFILE_MAX_STRING);
-		str = prs_profile_string(p, s, flen);
-		frame = str == UINT32_MAX ? UINT32_MAX : prs_profile_named_frame(p, kind, str, 0, 0);
-		stack = frame == UINT32_MAX ? UINT32_MAX : prs_profile_stack(p, stack, frame);
-		if (stack == UINT32_MAX)
-			return prs_err_set(err, -ENOMEM, "%s:%lu: out of memory", name, lineno);
 		if (!semi)
 			break;
 		s = semi + 1;
 	}
+	/* this line's frames are the prefix of the next one */
+	r->npf = nframes;
+	if (prs_array_grow((void **)&r->prev, &r->prev_cap, (size_t)(sp - line), 1))
+		r->npf = 0; /* no shortcut for the next line, still correct */
+	else
+		memcpy(r->prev, line, (size_t)(sp - line));
 	memset(&smp, 0, sizeof(smp));
 	smp.state = PRS_STATE_RUNNING;
 	smp.syscall = -1;
@@ -152,6 +224,7 @@ int prs_folded_read(FILE *f, const char *name, struct prs_profile **out, struct 
 {
 	struct prs_profile *p = prs_profile_new();
 	struct lines l = { .f = f, .buf = malloc(MAX_LINE + 2) };
+	struct reader r = { .p = p };
 	unsigned long lineno = 0;
 	char *line;
 	size_t len;
@@ -174,7 +247,7 @@ int prs_folded_read(FILE *f, const char *name, struct prs_profile **out, struct 
 		if (!len)
 			continue;
 		line[len] = '\0';
-		rc = folded_line(p, line, len, name, lineno, err);
+		rc = folded_line(&r, line, len, name, lineno, err);
 		if (rc)
 			goto out;
 	}
@@ -196,6 +269,7 @@ int prs_folded_read(FILE *f, const char *name, struct prs_profile **out, struct 
 	p = NULL;
 out:
 	free(l.buf);
+	reader_release(&r);
 	prs_profile_free(p);
 	return rc;
 }
