@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pyrsprof/util.h"
+
 #include "fg-tree.h"
 
 #include "util/banned.h"
@@ -78,6 +80,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	np = realloc(*p, ncap * elem);
 	if (!np)
 		return -ENOMEM;
+	prs_mem_hint_huge(np, ncap * elem);
 	*p = np;
 	*cap = ncap;
 	return 0;
@@ -89,6 +92,7 @@ static int rehash(struct fg_slot **slots, size_t *nslots, size_t ncap)
 
 	if (!ns)
 		return -ENOMEM;
+	prs_mem_hint_huge(ns, ncap * sizeof(*ns));
 	for (size_t k = 0; k < *nslots; k++) {
 		size_t i;
 

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pyrsprof/util.h"
+
 #include "fg-tree.h"
 
 #include "util/banned.h"
@@ -28,48 +30,47 @@ struct agg {
 	uint64_t weight;
 };
 
+/* The distinct keys in the order they first appear, and an index over them. */
 struct aggmap {
-	struct agg *e;
-	size_t n, cap; /* cap: a power of two; e[i].weight == 0 && e[i].sample == UINT32_MAX is empty */
-	bool *used;
+	struct agg *list;
+	size_t n, list_cap;
+	struct aggslot {
+		uint32_t idx, hash; /* idx: list index + 1, 0 = empty */
+	} *slots;
+	size_t cap; /* a power of two */
 };
 
-static uint64_t agg_hash(int32_t tid, uint32_t stack, uint32_t leaf)
+static uint32_t agg_hash(int32_t tid, uint32_t stack, uint32_t leaf)
 {
 	uint64_t h = ((uint64_t)(uint32_t)tid << 32 | stack) * 0x9e3779b97f4a7c15ull;
 
 	h ^= (uint64_t)leaf * 0xc2b2ae3d27d4eb4full;
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ull;
-	return h ^ (h >> 32);
+	return (uint32_t)(h ^ (h >> 32));
 }
 
 static int agg_grow(struct aggmap *m)
 {
 	size_t ncap = m->cap ? m->cap * 2 : 1024;
-	struct agg *e = calloc(ncap, sizeof(*e));
-	bool *used = calloc(ncap, sizeof(*used));
+	struct aggslot *slots;
 
-	if (!e || !used) {
-		free(e);
-		free(used);
+	if (ncap > UINT32_MAX)
 		return -ENOMEM;
-	}
+	slots = calloc(ncap, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
 	for (size_t i = 0; i < m->cap; i++) {
 		size_t j;
 
-		if (!m->used[i])
+		if (!m->slots[i].idx)
 			continue;
-		j = agg_hash(m->e[i].tid, m->e[i].stack, m->e[i].leaf) & (ncap - 1);
-		while (used[j])
-			j = (j + 1) & (ncap - 1);
-		e[j] = m->e[i];
-		used[j] = true;
+		for (j = m->slots[i].hash & (ncap - 1); slots[j].idx; j = (j + 1) & (ncap - 1))
+			;
+		slots[j] = m->slots[i];
 	}
-	free(m->e);
-	free(m->used);
-	m->e = e;
-	m->used = used;
+	free(m->slots);
+	m->slots = slots;
 	m->cap = ncap;
 	return 0;
 }
@@ -77,23 +78,27 @@ static int agg_grow(struct aggmap *m)
 static int agg_add(struct aggmap *m, int32_t tid, uint32_t stack, uint32_t leaf, uint32_t sample,
 		   uint64_t weight)
 {
+	uint32_t h = agg_hash(tid, stack, leaf);
 	size_t i;
 
 	if ((m->n + 1) * 2 > m->cap && agg_grow(m) < 0)
 		return -ENOMEM;
-	for (i = agg_hash(tid, stack, leaf) & (m->cap - 1); m->used[i]; i = (i + 1) & (m->cap - 1)) {
-		struct agg *a = &m->e[i];
+	for (i = h & (m->cap - 1); m->slots[i].idx; i = (i + 1) & (m->cap - 1)) {
+		struct agg *a = &m->list[m->slots[i].idx - 1];
 
-		if (a->tid == tid && a->stack == stack && a->leaf == leaf) {
+		if (m->slots[i].hash == h && a->tid == tid && a->stack == stack && a->leaf == leaf) {
 			if (weight > UINT64_MAX / 2 - a->weight)
 				return -EOVERFLOW;
 			a->weight += weight;
 			return 0;
 		}
 	}
-	m->used[i] = true;
-	m->e[i] = (struct agg){ .tid = tid, .stack = stack, .leaf = leaf, .sample = sample,
-				.weight = weight };
+	if (m->n >= m->list_cap &&
+	    prs_array_grow((void **)&m->list, &m->list_cap, m->n + 1, sizeof(*m->list)))
+		return -ENOMEM;
+	m->list[m->n] = (struct agg){ .tid = tid, .stack = stack, .leaf = leaf, .sample = sample,
+				      .weight = weight };
+	m->slots[i] = (struct aggslot){ (uint32_t)m->n + 1, h };
 	m->n++;
 	return 0;
 }
@@ -294,7 +299,8 @@ static int add_profile(struct prs_fg *fg, const struct prs_profile *p, enum prs_
 {
 	struct aggmap m = { 0 };
 	struct thr *threads = NULL;
-	struct agg *list = NULL;
+	struct agg *list;
+	bool sorted = true;
 	struct walk w = { .fg = fg, .p = p };
 	char thread_label[PRS_MAX_NAME + 40], leaf_label[64];
 	uint64_t *self = NULL;
@@ -332,16 +338,19 @@ static int add_profile(struct prs_fg *fg, const struct prs_profile *p, enum prs_
 		qsort(threads, p->nthreads, sizeof(*threads), cmp_thread);
 	}
 	/* In (thread, stack) order, so that each thread's stacks share one memo epoch. */
-	list = malloc((m.n ? m.n : 1) * sizeof(*list));
 	w.fk = calloc(p->nframes ? p->nframes : 1, sizeof(*w.fk));
 	w.memo = calloc(p->nstacks ? p->nstacks : 1, sizeof(*w.memo));
 	w.chain = malloc((PRS_MAX_STACK_FRAMES + 1) * sizeof(*w.chain));
-	if (!list || !w.fk || !w.memo || !w.chain)
+	if (!w.fk || !w.memo || !w.chain)
 		goto nomem;
-	for (size_t i = 0; i < m.cap; i++)
-		if (m.used[i])
-			list[nlist++] = m.e[i];
-	qsort(list, nlist, sizeof(*list), cmp_agg);
+	prs_mem_hint_huge(w.memo, (p->nstacks ? p->nstacks : 1) * sizeof(*w.memo));
+	list = m.list;
+	nlist = m.n;
+	/* folded input comes in stack order already (one sample per new stack) */
+	for (size_t i = 1; i < nlist && sorted; i++)
+		sorted = cmp_agg(&list[i - 1], &list[i]) < 0;
+	if (!sorted)
+		qsort(list, nlist, sizeof(*list), cmp_agg);
 	/* line counts walk each stack again: only when some frame has a line (not folded input) */
 	for (uint32_t i = 0; i < p->nframes && !lines; i++)
 		lines = p->frames[i].line != 0;
@@ -401,6 +410,7 @@ static int add_profile(struct prs_fg *fg, const struct prs_profile *p, enum prs_
 	self = calloc(fg->nnodes, sizeof(*self));
 	if (!self)
 		goto nomem;
+	prs_mem_hint_huge(self, fg->nnodes * sizeof(*self));
 	for (size_t i = 0; i < nlist; i++) {
 		if (list[i].weight > UINT64_MAX / 2 - self[list[i].node]) {
 			rc = prs_err_set(err, -EOVERFLOW, "flame graph: sample counts overflow");
@@ -415,10 +425,9 @@ static int add_profile(struct prs_fg *fg, const struct prs_profile *p, enum prs_
 nomem:
 	rc = prs_err_set(err, -ENOMEM, "flame graph: out of memory");
 out:
-	free(m.e);
-	free(m.used);
+	free(m.list);
+	free(m.slots);
 	free(threads);
-	free(list);
 	free(w.fk);
 	free(w.memo);
 	free(w.chain);

@@ -73,6 +73,16 @@ uint64_t prs_hash64(uint64_t x);
 /* A 64-bit hash of len bytes at p. Not cryptographic: fine for tables, not for hostile-DoS proofing. */
 uint64_t prs_hash_bytes(const void *p, size_t len);
 
+/*
+ * Asks the kernel to back the pages of [p, p + len) with transparent huge pages when len is at
+ * least PRS_HUGE_MIN bytes: random probes into big tables (the trie index of 200k stacks is tens
+ * of MB) then miss the TLB far less, and first touches fault 2 MiB at a time. Only a hint
+ * (madvise MADV_HUGEPAGE; errors ignored; nothing happens for smaller blocks). The hash tables
+ * below apply it to themselves. p may come from malloc: it stays freed by free().
+ */
+#define PRS_HUGE_MIN ((size_t)4 << 20)
+void prs_mem_hint_huge(void *p, size_t len);
+
 /* ---- u64 -> u32 hash map (open addressing, linear probing) ---- */
 
 #define PRS_MAP_NONE UINT32_MAX /* "no value"; cannot be stored */

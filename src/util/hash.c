@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "util/banned.h"
 
@@ -30,23 +32,36 @@ uint64_t prs_hash64(uint64_t x)
 uint64_t prs_hash_bytes(const void *p, size_t len)
 {
 	const uint8_t *s = p;
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (len * 0xff51afd7ed558ccdULL);
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (len * 0xff51afd7ed558ccdULL), w;
 
+	/* one multiply and shift per 8 bytes (interning hashes every frame name of a big input);
+	 * the finalizer below mixes the whole state, so every input bit reaches every output bit */
 	while (len >= 8) {
-		uint64_t w;
-
 		memcpy(&w, s, 8);
-		h = (h ^ prs_hash64(w)) * 0x9e3779b97f4a7c15ULL;
+		h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+		h ^= h >> 29;
 		s += 8;
 		len -= 8;
 	}
 	if (len) {
-		uint64_t w = 0;
-
+		w = 0;
 		memcpy(&w, s, len);
-		h = (h ^ prs_hash64(w ^ ((uint64_t)len << 56))) * 0x9e3779b97f4a7c15ULL;
+		h = (h ^ w ^ ((uint64_t)len << 56)) * 0xc4ceb9fe1a85ec53ULL;
+		h ^= h >> 29;
 	}
 	return prs_hash64(h);
+}
+
+void prs_mem_hint_huge(void *p, size_t len)
+{
+	uintptr_t page = 4096, start, end;
+
+	if (!p || len < PRS_HUGE_MIN)
+		return;
+	start = ((uintptr_t)p + page - 1) & ~(page - 1);
+	end = ((uintptr_t)p + len) & ~(page - 1);
+	if (end > start)
+		(void)madvise((void *)start, end - start, MADV_HUGEPAGE);
 }
 
 /* ---- map64 ---- */
@@ -89,6 +104,8 @@ static int map64_resize(struct prs_map64 *m, uint32_t ncap)
 		free(vals);
 		return -ENOMEM;
 	}
+	prs_mem_hint_huge(keys, (size_t)ncap * sizeof(*keys));
+	prs_mem_hint_huge(vals, (size_t)ncap * sizeof(*vals));
 	memset(vals, 0xff, (size_t)ncap * sizeof(*vals));
 	for (i = 0; i < m->cap; i++) {
 		uint32_t j;
@@ -216,6 +233,7 @@ static int strmap_resize(struct prs_strmap *m, uint32_t ncap)
 
 	if (!slots)
 		return -ENOMEM;
+	prs_mem_hint_huge(slots, (size_t)ncap * sizeof(*slots));
 	for (i = 0; i < m->cap; i++) {
 		uint32_t j;
 
@@ -298,6 +316,8 @@ static int idset_resize(struct prs_idset *s, uint32_t ncap)
 		free(hashes);
 		return -ENOMEM;
 	}
+	prs_mem_hint_huge(ids, (size_t)ncap * sizeof(*ids));
+	prs_mem_hint_huge(hashes, (size_t)ncap * sizeof(*hashes));
 	memset(ids, 0xff, (size_t)ncap * sizeof(*ids));
 	for (i = 0; i < s->cap; i++) {
 		uint32_t j;
