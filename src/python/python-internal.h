@@ -54,6 +54,8 @@ struct prs_py_code {
 	uint64_t addr;       /* 0 = empty slot */
 	/* the fields that identify the object; a hit is valid only if all still match */
 	uint64_t type, name_ptr, file_ptr, qual_ptr, table_ptr, code_ptr;
+	uint64_t name_id, qual_id, file_id; /* str identities (length, hash, first bytes) */
+	uint64_t checked;     /* the sample number of the last validation */
 	int32_t firstline;
 	uint32_t ncode_bytes; /* bytecode size in bytes (≤3.10 len(co_code), 3.11+ 2*Py_SIZE) */
 	uint32_t name, file;  /* string ids in the profile `owner` */

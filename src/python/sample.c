@@ -241,17 +241,48 @@ static int code_head(struct prs_py *py, uint64_t addr, uint8_t *hdr)
 	return 0;
 }
 
+/*
+ * A cheap identity of the str at addr: its length, its hash (interned names have it computed) and
+ * its first 8 data bytes. Pointers alone are not enough: when a code object and its name are freed
+ * together, the next code object and its name can land at the same two addresses (measured with
+ * churn.py on 3.11: every pointer equal, the name different). 0 when unreadable.
+ */
+static uint64_t str_ident(struct prs_py *py, uint64_t addr)
+{
+	const struct prs_py_layout *L = &py->L;
+	uint8_t b[96];
+	uint64_t len, hash, h, first = 0;
+	uint32_t state;
+	size_t off;
+
+	if (!plausible_ptr(addr) || L->str_compact_size + 8 > (int32_t)sizeof(b) ||
+	    prs_py_pc_read(&py->pc, addr, b, (size_t)L->str_compact_size))
+		return 0;
+	len = u64_at(b, L->str_length);
+	hash = u64_at(b, L->str_length + 8);
+	state = (uint32_t)i32_at(b, L->str_state);
+	off = (state & (1u << L->str_ascii_bit)) ? (size_t)L->str_ascii_size : (size_t)L->str_compact_size;
+	if (len && prs_py_pc_read(&py->pc, addr + off, &first, len < 8 ? (size_t)len : 8))
+		return 0;
+	h = (len * 0x9e3779b97f4a7c15ull) ^ hash ^ (first * 0xff51afd7ed558ccdull) ^ state;
+	return h ? h : 1;
+}
+
 /* Whether the cached entry still describes the object whose head is hdr. */
-static bool code_matches(const struct prs_py *py, const struct prs_py_code *c, const uint8_t *hdr)
+static bool code_matches(struct prs_py *py, const struct prs_py_code *c, const uint8_t *hdr)
 {
 	const struct prs_py_layout *L = &py->L;
 
-	return c->type == u64_at(hdr, L->ob_type) && c->name_ptr == u64_at(hdr, L->code_name) &&
+	if (!(c->type == u64_at(hdr, L->ob_type) && c->name_ptr == u64_at(hdr, L->code_name) &&
 	       c->file_ptr == u64_at(hdr, L->code_filename) &&
 	       (L->code_qualname < 0 || c->qual_ptr == u64_at(hdr, L->code_qualname)) &&
 	       c->table_ptr == u64_at(hdr, L->code_linetable) &&
 	       (L->code_code < 0 || c->code_ptr == u64_at(hdr, L->code_code)) &&
-	       c->firstline == i32_at(hdr, L->code_firstlineno);
+	       c->firstline == i32_at(hdr, L->code_firstlineno)))
+		return false;
+	return str_ident(py, c->name_ptr) == c->name_id &&
+	       (!c->qual_ptr || str_ident(py, c->qual_ptr) == c->qual_id) &&
+	       str_ident(py, c->file_ptr) == c->file_id;
 }
 
 static int code_decode(struct prs_py *py, struct prs_profile *p, struct prs_py_code *c, const uint8_t *hdr)
@@ -272,6 +303,9 @@ static int code_decode(struct prs_py *py, struct prs_profile *p, struct prs_py_c
 	c->table_ptr = u64_at(hdr, L->code_linetable);
 	c->code_ptr = L->code_code >= 0 ? u64_at(hdr, L->code_code) : 0;
 	c->firstline = i32_at(hdr, L->code_firstlineno);
+	c->name_id = str_ident(py, c->name_ptr);
+	c->qual_id = c->qual_ptr ? str_ident(py, c->qual_ptr) : 0;
+	c->file_id = str_ident(py, c->file_ptr);
 	nameptr = c->qual_ptr ? c->qual_ptr : c->name_ptr;
 	nl = prs_py_read_str(py, nameptr, name, sizeof(name));
 	if (nl < 0 && c->qual_ptr)
@@ -404,6 +438,23 @@ static int resolve_frames(struct prs_py *py, struct prs_profile *p, unsigned n, 
 	unsigned i;
 
 	prs_py_pc_prefetch(&py->pc, py->walk_code, n, (size_t)(L->code_size < PRS_PY_CODE_HDR ? L->code_size : PRS_PY_CODE_HDR));
+	{
+		/* then the pages of their name, qualname and file strings, in a second readv */
+		uint64_t strs[3 * 64];
+		size_t ns = 0;
+
+		for (i = 0; i < n && ns + 3 <= sizeof(strs) / sizeof(strs[0]); i++) {
+			if (i && py->walk_code[i] == py->walk_code[i - 1])
+				continue;
+			if (code_head(py, py->walk_code[i], hdr))
+				continue;
+			strs[ns++] = u64_at(hdr, L->code_name);
+			strs[ns++] = u64_at(hdr, L->code_filename);
+			if (L->code_qualname >= 0)
+				strs[ns++] = u64_at(hdr, L->code_qualname);
+		}
+		prs_py_pc_prefetch(&py->pc, strs, ns, (size_t)L->str_compact_size + 8);
+	}
 	t->nframes = 0;
 	for (i = 0; i < n; i++) {
 		uint64_t code = py->walk_code[i];
@@ -420,7 +471,10 @@ static int resolve_frames(struct prs_py *py, struct prs_profile *p, unsigned n, 
 			continue;
 		}
 		c = code_find(py, code, false);
-		if (c && code_matches(py, c, hdr) && c->name < p->nstrings && c->file < p->nstrings) {
+		if (c && (c->checked == py->st.samples ||
+			  (code_matches(py, c, hdr) && c->name < p->nstrings && c->file < p->nstrings))) {
+			/* validated once per sample (a recursive stack hits one entry many times) */
+			c->checked = py->st.samples;
 			py->st.code_hits++;
 		} else {
 			if (c)
@@ -432,6 +486,8 @@ static int resolve_frames(struct prs_py *py, struct prs_profile *p, unsigned n, 
 			rc = code_decode(py, p, c, hdr);
 			if (rc == -ENOMEM)
 				return rc;
+			if (!rc)
+				c->checked = py->st.samples;
 			if (rc) {
 				py->st.bad_frames++;
 				if ((flags & PRS_PYF_GROUP_END) && t->nframes)

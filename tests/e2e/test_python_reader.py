@@ -235,3 +235,26 @@ def test_stripped_binary_fallbacks(py, pystacks):
         assert len(th2) == 5
     finally:
         t.stop()
+
+
+@pytest.mark.parametrize("py", PARAMS)
+def test_reused_code_addresses_never_mislabel(py, pystacks):
+    """churn.py runs f_0, f_1, ... each in a fresh code object that is freed after ~10 ms; freed
+    code objects' addresses get reused. The sampled N must never go back in time (a stale cache
+    entry would name an older function), and the cache must have seen reused addresses."""
+    exe = python_or_skip(py)
+    t = T.Target(exe, "churn.py", 3)
+    try:
+        exe_ps = T.pystacks_path()
+        import subprocess
+        r = subprocess.run([str(exe_ps), "-r", "500", "-d", "2", "--stats", str(t.pid)],
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        t.stop()
+    assert r.returncode == 0, r.stderr
+    seq = [int(m) for m in __import__("re").findall(r"\bf_(\d{6}) \(", r.stdout)]
+    assert len(set(seq)) >= 50, len(set(seq))
+    back = [(a, b) for a, b in zip(seq, seq[1:]) if b < a]
+    assert not back, back[:5]
+    stale = int(r.stderr.split("code_stale ")[1].split()[0])
+    assert stale >= 10, r.stderr  # the test did exercise address reuse

@@ -512,3 +512,23 @@ Test(python_walk, merge_call_being_set_up)
 	cr_assert_eq(n, 3);
 	cr_assert_arr_eq(out, want, sizeof(want));
 }
+
+Test(python_walk, reused_code_and_name_addresses_are_revalidated)
+{
+	/* the code object and its name string both freed and rebuilt at the same addresses: every
+	 * pointer in the code object is unchanged, only the string's content differs */
+	uint64_t file = mkstr("f.py");
+	uint64_t name = mkstr("f_000028");
+	uint64_t c = mkcode(name, file, 1);
+	uint64_t f = mkframe(c, 1, 0, 0);
+	struct prs_py_stats st;
+
+	set_top(f);
+	sample();
+	cr_assert_str_eq(fname(th[0].frames[0]), "f_000028");
+	memcpy(im.mem + (name + L->str_ascii_size - BASE), "f_000029", 8);
+	sample();
+	prs_py_get_stats(py, &st);
+	cr_assert_str_eq(fname(th[0].frames[0]), "f_000029");
+	cr_assert_eq(st.code_stale, 1);
+}
