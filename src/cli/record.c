@@ -294,6 +294,16 @@ static void discard_recording(struct prs_recorder *rec, const char *dir, bool cr
 		rmdir(dir);
 }
 
+static void sampler_opts(const struct rec_opts *o, struct prs_sampler_opts *so)
+{
+	memset(so, 0, sizeof(*so));
+	so->rate_hz = o->rate_hz;
+	so->duration_s = o->duration_s;
+	so->stack_bytes = o->stack_bytes;
+	so->source = o->source;
+	so->native_all = o->native_all;
+}
+
 /* Says which interpreter was profiled, or why Python frames are missing. */
 static void report_python(const struct prs_sampler *s, const struct rec_opts *o)
 {
@@ -379,11 +389,7 @@ int cmd_run(int argc, char **argv)
 	rc = open_recording(&o, cmd[0], dir, sizeof(dir), &created, &rec);
 	if (rc)
 		return rc;
-	so.rate_hz = o.rate_hz;
-	so.duration_s = o.duration_s;
-	so.stack_bytes = o.stack_bytes;
-	so.source = o.source;
-	so.native_all = o.native_all;
+	sampler_opts(&o, &so);
 	block_signals(&old);
 	rc = prs_sampler_launch(cmd, &so, rec, &s, &err);
 	if (rc) {
@@ -444,11 +450,7 @@ int cmd_attach(int argc, char **argv)
 	rc = open_recording(&o, comm, dir, sizeof(dir), &created, &rec);
 	if (rc)
 		return rc;
-	so.rate_hz = o.rate_hz;
-	so.duration_s = o.duration_s;
-	so.stack_bytes = o.stack_bytes;
-	so.source = o.source;
-	so.native_all = o.native_all;
+	sampler_opts(&o, &so);
 	if (isatty(STDERR_FILENO))
 		so.progress = status_line;
 	block_signals(&old);
