@@ -280,6 +280,17 @@ static bool code_matches(struct prs_py *py, const struct prs_py_code *c, const u
 	       (L->code_code < 0 || c->code_ptr == u64_at(hdr, L->code_code)) &&
 	       c->firstline == i32_at(hdr, L->code_firstlineno)))
 		return false;
+	if (c->table) { /* the line table too: its length and first bytes */
+		uint8_t b[64], head[16];
+		size_t k = c->table_len < 16 ? c->table_len : 16;
+
+		if (L->bytes_sval > (int32_t)sizeof(b) ||
+		    prs_py_pc_read(&py->pc, c->table_ptr, b, (size_t)L->bytes_sval) ||
+		    u64_at(b, L->ob_size) != c->table_len ||
+		    (k && prs_py_pc_read(&py->pc, c->table_ptr + L->bytes_sval, head, k)) ||
+		    memcmp(head, c->table, k))
+			return false;
+	}
 	return str_ident(py, c->name_ptr) == c->name_id &&
 	       (!c->qual_ptr || str_ident(py, c->qual_ptr) == c->qual_id) &&
 	       str_ident(py, c->file_ptr) == c->file_id;
@@ -439,11 +450,11 @@ static int resolve_frames(struct prs_py *py, struct prs_profile *p, unsigned n, 
 
 	prs_py_pc_prefetch(&py->pc, py->walk_code, n, (size_t)(L->code_size < PRS_PY_CODE_HDR ? L->code_size : PRS_PY_CODE_HDR));
 	{
-		/* then the pages of their name, qualname and file strings, in a second readv */
-		uint64_t strs[3 * 64];
+		/* then the pages of their name, qualname and file strings and line tables, in a second readv */
+		uint64_t strs[4 * 64];
 		size_t ns = 0;
 
-		for (i = 0; i < n && ns + 3 <= sizeof(strs) / sizeof(strs[0]); i++) {
+		for (i = 0; i < n && ns + 4 <= sizeof(strs) / sizeof(strs[0]); i++) {
 			if (i && py->walk_code[i] == py->walk_code[i - 1])
 				continue;
 			if (code_head(py, py->walk_code[i], hdr))
@@ -452,6 +463,7 @@ static int resolve_frames(struct prs_py *py, struct prs_profile *p, unsigned n, 
 			strs[ns++] = u64_at(hdr, L->code_filename);
 			if (L->code_qualname >= 0)
 				strs[ns++] = u64_at(hdr, L->code_qualname);
+			strs[ns++] = u64_at(hdr, L->code_linetable);
 		}
 		prs_py_pc_prefetch(&py->pc, strs, ns, (size_t)L->str_compact_size + 8);
 	}

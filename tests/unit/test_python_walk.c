@@ -532,3 +532,19 @@ Test(python_walk, reused_code_and_name_addresses_are_revalidated)
 	cr_assert_str_eq(fname(th[0].frames[0]), "f_000029");
 	cr_assert_eq(st.code_stale, 1);
 }
+
+Test(python_walk, reused_line_table_is_revalidated)
+{
+	uint64_t file = mkstr("f.py");
+	uint64_t c = mkcode(mkstr("g"), file, 10);
+	uint64_t tab, f = mkframe(c, 1, 0, 0);
+
+	set_top(f);
+	sample();
+	cr_assert_eq(fline(th[0].frames[0]), 12);
+	/* same bytes object address and length, other content: units 0-7 now on firstline+5 */
+	memcpy(&tab, im.mem + (c + L->code_linetable - BASE), 8);
+	im.mem[tab + L->bytes_sval + 1 - BASE] = 10; /* svarint 5 */
+	sample();
+	cr_assert_eq(fline(th[0].frames[0]), 15);
+}
