@@ -88,11 +88,12 @@ int prs_fg_count(struct prs_fg *fg, uint32_t node, uint64_t before, uint64_t aft
  * For adapters that add many stacks at once (from_profile.c): make room for `more` nodes without
  * growing (a hint: 0 or -ENOMEM, fg unchanged then), and add self[k] samples (k < n, n <= the
  * node count) to node k and to all its ancestors in one pass over the nodes, instead of one walk
- * to the root per stack (a node's parent always has a smaller id). `before` picks the before
- * counts of differential graphs. Returns 0 or -EOVERFLOW past 2^63 (nothing added then).
+ * to the root per stack (a node's parent always has a smaller id). self is the pass's scratch:
+ * self[k] holds the sum of k's subtree afterwards. `before` picks the before counts of
+ * differential graphs. Returns 0 or -EOVERFLOW past 2^63 (nothing added then).
  */
 int prs_fg_reserve(struct prs_fg *fg, size_t more);
-int prs_fg_count_all(struct prs_fg *fg, const uint64_t *self, uint32_t n, bool before);
+int prs_fg_count_all(struct prs_fg *fg, uint64_t *self, uint32_t n, bool before);
 
 /* FNV-1a of s[0..len): the stable per-name hash behind the colors. */
 uint32_t prs_fg_name_hash(const char *s, size_t len);

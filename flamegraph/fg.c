@@ -380,10 +380,10 @@ int prs_fg_reserve(struct prs_fg *fg, size_t more)
 	return grow((void **)&fg->nodes, &fg->nodes_cap, need, sizeof(*fg->nodes));
 }
 
-int prs_fg_count_all(struct prs_fg *fg, const uint64_t *self, uint32_t n, bool before)
+int prs_fg_count_all(struct prs_fg *fg, uint64_t *self, uint32_t n, bool before)
 {
 	unsigned slot = before ? 1 : 0;
-	uint64_t sum = 0, *acc;
+	uint64_t sum = 0;
 
 	if (n > fg->nnodes)
 		n = fg->nnodes;
@@ -394,30 +394,15 @@ int prs_fg_count_all(struct prs_fg *fg, const uint64_t *self, uint32_t n, bool b
 	}
 	if (sum > MAX_TOTAL - fg->nodes[0].total[slot])
 		return -EOVERFLOW;
-	if (n == 0 || sum == 0)
-		return 0;
-	acc = calloc(n, sizeof(*acc));
-	if (!acc) {
-		/* no room for the pass: one walk per node instead, same result */
-		for (uint32_t k = 0; k < n; k++)
-			for (uint32_t c = k; self[k]; c = fg->nodes[c].parent) {
-				fg->nodes[c].total[slot] += self[k];
-				if (c == 0)
-					break;
-			}
-		return 0;
-	}
 	/* children before parents: ids decrease towards the root (child() gives a new node the
-	 * next id, its parent already exists) */
+	 * next id, its parent already exists); self[k] becomes the sum of k's subtree */
 	for (uint32_t k = n; k-- > 0;) {
 		uint32_t parent = fg->nodes[k].parent;
 
-		acc[k] += self[k];
 		if (k && parent < k)
-			acc[parent] += acc[k];
-		fg->nodes[k].total[slot] += acc[k];
+			self[parent] += self[k];
+		fg->nodes[k].total[slot] += self[k];
 	}
-	free(acc);
 	return 0;
 }
 

@@ -406,7 +406,10 @@ static int add_profile(struct prs_fg *fg, const struct prs_profile *p, enum prs_
 		if (lines)
 			add_lines(&w, a->stack, a->weight);
 	}
-	/* the counts, all at once: each node's own weight, then one pass adds them up the tree */
+	/* the counts, all at once: each node's own weight, then one pass adds them up the tree
+	 * (the memo is done with: its memory serves the counts) */
+	free(w.memo);
+	w.memo = NULL;
 	self = calloc(fg->nnodes, sizeof(*self));
 	if (!self)
 		goto nomem;
