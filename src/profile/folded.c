@@ -38,7 +38,7 @@ static bool is_space(char c)
 struct reader {
 	struct prs_profile *p;
 	char *prev;       /* the frames text of the previous line */
-	size_t prev_cap;
+	size_t prev_len, prev_cap;
 	struct prev_frame {
 		uint32_t off, len; /* the frame's text (with any "_[k]") at prev + off */
 		uint32_t stack;    /* the stack that ends in it */
@@ -78,6 +78,40 @@ static uint32_t reader_frame(struct reader *r, uint32_t str, enum prs_kind kind)
 	return frame;
 }
 
+/* The length of the common prefix of a[0..alen) and b[0..blen), 8 bytes at a time. */
+static size_t common_prefix(const char *a, size_t alen, const char *b, size_t blen)
+{
+	size_t n = alen < blen ? alen : blen, i = 0;
+	uint64_t x, y;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		if (x != y)
+			return i + (size_t)__builtin_ctzll(x ^ y) / 8; /* little-endian: x86_64 */
+	}
+	while (i < n && a[i] == b[i])
+		i++;
+	return i;
+}
+
+/*
+ * How many leading frames of the line (frames text [line, sp)) are those of the previous line:
+ * a frame is shared when its bytes and the separator after it are equal in both lines.
+ */
+static size_t shared_frames(const struct reader *r, const char *line, const char *sp)
+{
+	size_t len = (size_t)(sp - line), common = common_prefix(r->prev, r->prev_len, line, len), k = 0;
+
+	while (k < r->npf && (size_t)r->pf[k].off + r->pf[k].len < common)
+		k++;
+	/* the previous line's last frame ends the previous text: shared if the line ends there
+	 * too, or goes on with a ';' */
+	if (k + 1 == r->npf && common == r->prev_len && (common == len || line[common] == ';'))
+		k++;
+	return k;
+}
+
 /* Parses one line (NUL-free, without its trailing whitespace) into p. */
 static int folded_line(struct reader *r, char *line, size_t len, const char *name,
 		       unsigned long lineno, struct prs_err *err)
@@ -86,8 +120,7 @@ static int folded_line(struct reader *r, char *line, size_t len, const char *nam
 	char *sp = NULL, *s, *end = line + len;
 	uint64_t count = 0;
 	uint32_t stack = 0;
-	size_t nframes = 0;
-	bool same = true;
+	size_t nframes = 0, shared;
 	struct prs_sample smp;
 	char *c;
 
@@ -114,8 +147,18 @@ static int folded_line(struct reader *r, char *line, size_t len, const char *nam
 	if (count > MAX_COUNT)
 		return prs_err_set(err, -EINVAL, "%s:%lu: count %" PRIu64 " is too large (at most %" PRIu64 ")",
 				   name, lineno, count, MAX_COUNT);
-	/* frames: [line, sp) split on ';' */
-	for (s = line;; ) {
+	/* frames: [line, sp) split on ';'; those shared with the previous line are its stacks (they
+	 * passed the checks below then) */
+	shared = shared_frames(r, line, sp);
+	s = line;
+	if (shared) {
+		const struct prev_frame *last = &r->pf[shared - 1];
+
+		nframes = shared;
+		stack = last->stack;
+		s = line + last->off + last->len + 1;
+	}
+	while (s <= sp) {
 		char *semi = memchr(s, ';', (size_t)(sp - s));
 		char *fe = semi ? semi : sp;
 		size_t flen = (size_t)(fe - s), raw_len = flen;
@@ -128,42 +171,37 @@ static int folded_line(struct reader *r, char *line, size_t len, const char *nam
 		if (++nframes > MAX_FRAMES)
 			return prs_err_set(err, -EINVAL, "%s:%lu: more than %u frames", name, lineno,
 					   MAX_FRAMES);
-		/* the previous line had this frame text at this depth, after the same frames: the
-		 * same stack (it passed the checks below then) */
-		if (same && nframes <= r->npf && r->pf[nframes - 1].len == flen &&
-		    memcmp(r->prev + r->pf[nframes - 1].off, s, flen) == 0) {
-			stack = r->pf[nframes - 1].stack;
-		} else {
-			same = false;
-			if (flen > 4 && memcmp(fe - 4, "_[k]", 4) == 0) {
-				kind = PRS_KIND_KERNEL;
-				flen -= 4;
-			}
-			if (flen > PRS_PROFILE_MAX_STRING)
-				return prs_err_set(err, -EINVAL, "%s:%lu: frame name longer than %u bytes",
-						   name, lineno, PRS_PROFILE_MAX_STRING);
-			str = prs_profile_string(p, s, flen);
-			frame = str == UINT32_MAX ? UINT32_MAX : reader_frame(r, str, kind);
-			stack = frame == UINT32_MAX ? UINT32_MAX : prs_profile_stack(p, stack, frame);
-			if (stack == UINT32_MAX)
-				return prs_err_set(err, -ENOMEM, "%s:%lu: out of memory", name, lineno);
-			if (nframes > r->pf_cap &&
-			    prs_array_grow((void **)&r->pf, &r->pf_cap, nframes, sizeof(*r->pf)))
-				return prs_err_set(err, -ENOMEM, "%s:%lu: out of memory", name, lineno);
-			r->pf[nframes - 1] = (struct prev_frame){ .off = (uint32_t)(s - line),
-								  .len = (uint32_t)raw_len,
-								  .stack = stack };
+		if (flen > 4 && memcmp(fe - 4, "_[k]", 4) == 0) {
+			kind = PRS_KIND_KERNEL;
+			flen -= 4;
 		}
+		if (flen > PRS_PROFILE_MAX_STRING)
+			return prs_err_set(err, -EINVAL, "%s:%lu: frame name longer than %u bytes",
+					   name, lineno, PRS_PROFILE_MAX_STRING);
+		str = prs_profile_string(p, s, flen);
+		frame = str == UINT32_MAX ? UINT32_MAX : reader_frame(r, str, kind);
+		stack = frame == UINT32_MAX ? UINT32_MAX : prs_profile_stack(p, stack, frame);
+		if (stack == UINT32_MAX)
+			return prs_err_set(err, -ENOMEM, "%s:%lu: out of memory", name, lineno);
+		if (nframes > r->pf_cap &&
+		    prs_array_grow((void **)&r->pf, &r->pf_cap, nframes, sizeof(*r->pf)))
+			return prs_err_set(err, -ENOMEM, "%s:%lu: out of memory", name, lineno);
+		r->pf[nframes - 1] = (struct prev_frame){ .off = (uint32_t)(s - line),
+							  .len = (uint32_t)raw_len,
+							  .stack = stack };
 		if (!semi)
 			break;
 		s = semi + 1;
 	}
 	/* this line's frames are the prefix of the next one */
 	r->npf = nframes;
-	if (prs_array_grow((void **)&r->prev, &r->prev_cap, (size_t)(sp - line), 1))
+	r->prev_len = 0;
+	if (prs_array_grow((void **)&r->prev, &r->prev_cap, (size_t)(sp - line), 1)) {
 		r->npf = 0; /* no shortcut for the next line, still correct */
-	else
+	} else {
 		memcpy(r->prev, line, (size_t)(sp - line));
+		r->prev_len = (size_t)(sp - line);
+	}
 	memset(&smp, 0, sizeof(smp));
 	smp.state = PRS_STATE_RUNNING;
 	smp.syscall = -1;
