@@ -34,6 +34,9 @@ static bool is_space(char c)
  * the previous line (compared as bytes), their stack ids are reused and nothing is hashed. The
  * frames that differ are interned as usual: string -> frame (one array lookup per string id and
  * kind, after the first) -> stack (one trie probe). Unsorted input only loses the shortcut.
+ * Measured on fg_bench's input (200k distinct stacks, 5.6M frames, 116 MB): 850k frames differ
+ * from the line before, and reading takes ~0.4 s CPU instead of ~0.75 s, most of it the string
+ * and trie probes of those 850k frames (cache misses in tables of 10-25 MB).
  */
 struct reader {
 	struct prs_profile *p;
