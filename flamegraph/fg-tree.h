@@ -55,8 +55,11 @@ struct prs_fg {
 	struct fg_node *nodes;
 	uint32_t nnodes;
 	size_t nodes_cap;
-	struct fg_slot *node_slots; /* node id, 0 = empty */
+	struct fg_slot *node_slots; /* node id, 0 = empty; holds nodes [1, nindexed) */
 	size_t node_nslots;
+	uint32_t nindexed;          /* nodes from here on are not in node_slots yet */
+	uint64_t *bloom;            /* Bloom filter of every node's key (NULL: off) */
+	size_t bloom_nbits;         /* a power of two, 0 when off */
 
 	struct fg_line *lines;
 	uint32_t nlines;

@@ -150,16 +150,111 @@ static uint32_t node_hash(uint32_t parent, uint32_t name, uint32_t file, uint8_t
 	return mix32(parent * 0x9e3779b1u ^ mix32(name * 0x85ebca77u ^ file * 0xc2b2ae3du ^ kind));
 }
 
-/* Finds or creates the child (name, file, kind) of parent. Returns its id, 0 when out of memory. */
-static uint32_t child(struct prs_fg *fg, uint32_t parent, uint32_t name, uint32_t file, uint8_t kind)
-{
-	uint32_t h = node_hash(parent, name, file, kind);
-	size_t i;
-	struct fg_node *n;
+/*
+ * Nodes are found through a hash table (node_slots), but it is filled lazily: a Bloom filter over
+ * every node's (parent, name, file, kind) answers "certainly absent" for nearly every new node
+ * from a table that stays in cache (2 bytes per node), and the new node is appended unindexed.
+ * Only a "maybe" looks further: the parent's first children, then the table, which first takes
+ * in the nodes appended since it was last used (nodes [nindexed, nnodes)). A big folded input
+ * (850k nodes) thus makes almost no probe into a 16 MB table; wide or hostile trees cost what
+ * the table alone did.
+ */
+#define BLOOM_BITS_PER_NODE 16
+#define SCAN_CHILDREN 32
 
-	if ((size_t)(fg->nnodes + 1) * 2 > fg->node_nslots &&
-	    rehash(&fg->node_slots, &fg->node_nslots, fg->node_nslots ? fg->node_nslots * 2 : 4096) < 0)
+static uint32_t bloom_pos(uint32_t h, unsigned k, size_t nbits)
+{
+	uint32_t h2 = mix32(h ^ 0x9e3779b9u) | 1u;
+
+	return (uint32_t)((h + k * h2) & (nbits - 1));
+}
+
+static bool bloom_maybe(const struct prs_fg *fg, uint32_t h)
+{
+	for (unsigned k = 0; k < 3; k++) {
+		uint32_t b = bloom_pos(h, k, fg->bloom_nbits);
+
+		if (!(fg->bloom[b / 64] >> (b % 64) & 1))
+			return false;
+	}
+	return true;
+}
+
+static void bloom_add(struct prs_fg *fg, uint32_t h)
+{
+	for (unsigned k = 0; k < 3; k++) {
+		uint32_t b = bloom_pos(h, k, fg->bloom_nbits);
+
+		fg->bloom[b / 64] |= 1ull << (b % 64);
+	}
+}
+
+static uint32_t node_hash_of(const struct fg_node *n)
+{
+	return node_hash(n->parent, n->name, n->file, n->kind);
+}
+
+/* Sizes the filter for `nodes` nodes and puts every node in. Without memory the filter is off
+ * (every answer "maybe"), which is slower, never wrong. */
+static void bloom_resize(struct prs_fg *fg, size_t nodes)
+{
+	size_t nbits = 1u << 16;
+	uint64_t *bits;
+
+	while (nbits < nodes * BLOOM_BITS_PER_NODE && nbits < ((size_t)1 << 32))
+		nbits *= 2;
+	bits = calloc(nbits / 64, sizeof(*bits));
+	free(fg->bloom);
+	fg->bloom = bits;
+	fg->bloom_nbits = bits ? nbits : 0;
+	if (!bits)
+		return;
+	for (uint32_t k = 1; k < fg->nnodes; k++)
+		bloom_add(fg, node_hash_of(&fg->nodes[k]));
+}
+
+/* Puts nodes [nindexed, nnodes) into node_slots. 0 or -ENOMEM. */
+static int index_pending(struct prs_fg *fg)
+{
+	size_t ncap = fg->node_nslots ? fg->node_nslots : 4096;
+
+	while ((size_t)(fg->nnodes + 1) * 2 > ncap)
+		ncap *= 2;
+	if (ncap > fg->node_nslots && rehash(&fg->node_slots, &fg->node_nslots, ncap) < 0)
+		return -ENOMEM;
+	for (uint32_t k = fg->nindexed; k < fg->nnodes; k++) {
+		uint32_t h = node_hash_of(&fg->nodes[k]);
+		size_t i;
+
+		for (i = h & (fg->node_nslots - 1); fg->node_slots[i].id; i = (i + 1) & (fg->node_nslots - 1))
+			;
+		fg->node_slots[i] = (struct fg_slot){ k, h };
+	}
+	fg->nindexed = fg->nnodes;
+	return 0;
+}
+
+/* The child (name, file, kind) of parent if it exists: 0 if not, UINT32_MAX on ENOMEM. */
+static uint32_t find_child(struct prs_fg *fg, uint32_t parent, uint32_t name, uint32_t file,
+			   uint8_t kind, uint32_t h)
+{
+	unsigned scanned = 0;
+	uint32_t c;
+	size_t i;
+
+	if (fg->bloom && !bloom_maybe(fg, h))
 		return 0;
+	for (c = fg->nodes[parent].first_child; c && scanned < SCAN_CHILDREN;
+	     c = fg->nodes[c].next_sibling, scanned++) {
+		const struct fg_node *e = &fg->nodes[c];
+
+		if (e->name == name && e->file == file && e->kind == kind)
+			return c;
+	}
+	if (!c)
+		return 0; /* every child seen */
+	if (fg->nindexed < fg->nnodes && index_pending(fg) < 0)
+		return UINT32_MAX;
 	for (i = h & (fg->node_nslots - 1); fg->node_slots[i].id; i = (i + 1) & (fg->node_nslots - 1)) {
 		const struct fg_node *e;
 
@@ -169,6 +264,22 @@ static uint32_t child(struct prs_fg *fg, uint32_t parent, uint32_t name, uint32_
 		if (e->parent == parent && e->name == name && e->file == file && e->kind == kind)
 			return fg->node_slots[i].id;
 	}
+	return 0;
+}
+
+/* Finds or creates the child (name, file, kind) of parent. Returns its id, 0 when out of memory. */
+static uint32_t child(struct prs_fg *fg, uint32_t parent, uint32_t name, uint32_t file, uint8_t kind)
+{
+	uint32_t h = node_hash(parent, name, file, kind), id;
+	struct fg_node *n;
+
+	if (fg->bloom_nbits && (size_t)fg->nnodes * BLOOM_BITS_PER_NODE > fg->bloom_nbits)
+		bloom_resize(fg, (size_t)fg->nnodes * 2);
+	id = find_child(fg, parent, name, file, kind, h);
+	if (id == UINT32_MAX)
+		return 0;
+	if (id)
+		return id;
 	if (fg->nnodes >= UINT32_MAX - 1 ||
 	    grow((void **)&fg->nodes, &fg->nodes_cap, fg->nnodes + 1, sizeof(*fg->nodes)) < 0)
 		return 0;
@@ -176,8 +287,9 @@ static uint32_t child(struct prs_fg *fg, uint32_t parent, uint32_t name, uint32_
 	*n = (struct fg_node){ .parent = parent, .name = name, .file = file, .kind = kind,
 			       .next_sibling = fg->nodes[parent].first_child };
 	fg->nodes[parent].first_child = fg->nnodes;
-	fg->node_slots[i] = (struct fg_slot){ fg->nnodes, h };
-	return fg->nnodes++;
+	if (fg->bloom)
+		bloom_add(fg, h);
+	return fg->nnodes++; /* indexed later, when a lookup needs the table */
 }
 
 /* ---- per-node line counts ---- */
@@ -245,6 +357,8 @@ struct prs_fg *prs_fg_new(void)
 	}
 	fg->nodes[0] = (struct fg_node){ .kind = PRS_KIND_PROCESS };
 	fg->nnodes = 1;
+	fg->nindexed = 1; /* the root is nobody's child: never in the table */
+	bloom_resize(fg, 4096);
 	return fg;
 }
 
@@ -257,6 +371,7 @@ void prs_fg_free(struct prs_fg *fg)
 	free(fg->str_slots);
 	free(fg->nodes);
 	free(fg->node_slots);
+	free(fg->bloom);
 	free(fg->lines);
 	free(fg->line_slots);
 	free(fg->path);
@@ -369,14 +484,12 @@ int prs_fg_count(struct prs_fg *fg, uint32_t node, uint64_t before, uint64_t aft
 
 int prs_fg_reserve(struct prs_fg *fg, size_t more)
 {
-	size_t need = (size_t)fg->nnodes + more, nslots = fg->node_nslots ? fg->node_nslots : 4096;
+	size_t need = (size_t)fg->nnodes + more;
 
 	if (more > UINT32_MAX - 1 - fg->nnodes)
 		return -ENOMEM;
-	while (need * 2 > nslots)
-		nslots *= 2;
-	if (nslots > fg->node_nslots && rehash(&fg->node_slots, &fg->node_nslots, nslots) < 0)
-		return -ENOMEM;
+	if (fg->bloom_nbits && need * BLOOM_BITS_PER_NODE > fg->bloom_nbits)
+		bloom_resize(fg, need);
 	return grow((void **)&fg->nodes, &fg->nodes_cap, need, sizeof(*fg->nodes));
 }
 

@@ -212,3 +212,42 @@ Test(fg_speed, count_all_overflow_adds_nothing)
 	cr_assert_eq(fg->nodes[b].total[0], 1, "after counts untouched");
 	prs_fg_free(fg);
 }
+
+Test(fg_speed, lazy_node_index_finds_every_node)
+{
+	/* 3000 children under one parent (wider than the child scan: the table is used) and 3
+	 * under another (found by the scan), added twice in different orders: the second round
+	 * must find every node, none may be created twice */
+	struct prs_fg *fg = prs_fg_new();
+	char name[32];
+	size_t nodes;
+
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 3000; i++) {
+			int k = round ? (i * 7919) % 3000 : i;
+			struct prs_fg_frame fr[] = { { .name = "wide" }, { .name = name } };
+
+			snprintf(name, sizeof(name), "f%d", k);
+			cr_assert_eq(prs_fg_add(fg, fr, 2, 1), 0);
+		}
+		for (int i = 0; i < 3; i++) {
+			struct prs_fg_frame fr[] = { { .name = "narrow" }, { .name = name } };
+
+			snprintf(name, sizeof(name), "g%d", round ? 2 - i : i);
+			cr_assert_eq(prs_fg_add(fg, fr, 2, 1), 0);
+		}
+		if (round == 0)
+			nodes = fg->nnodes;
+	}
+	cr_assert_eq(nodes, 1 + 1 + 3000 + 1 + 3);
+	cr_assert_eq(fg->nnodes, nodes, "no node created twice");
+	cr_assert_eq(prs_fg_total(fg), 2 * 3003);
+	cr_assert_eq(fg->nodes[node_named(fg, 0, "wide")].total[0], 6000);
+	cr_assert_eq(fg->nodes[node_named(fg, node_named(fg, 0, "wide"), "f1234")].total[0], 2);
+	cr_assert_eq(fg->nodes[node_named(fg, node_named(fg, 0, "narrow"), "g1")].total[0], 2);
+	/* the building block sees the same nodes */
+	cr_assert_eq(prs_fg_child(fg, 0, fg->nodes[node_named(fg, 0, "wide")].name, 0,
+				  fg->nodes[node_named(fg, 0, "wide")].kind),
+		     node_named(fg, 0, "wide"));
+	prs_fg_free(fg);
+}
