@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The flame graph frame tree: interned strings, nodes keyed by (parent, name, file, kind) in one
- * open-addressing hash table (no per-child scans, so 200k distinct stacks stay cheap), per-node
- * line counts for the hover details, and the "before" counts of differential graphs.
+ * The flame graph frame tree: interned strings, nodes keyed by (parent, name, file, kind) (a Bloom
+ * filter in front of an open-addressing hash table filled lazily; child scans are bounded, so 200k
+ * distinct stacks stay cheap), per-node line counts for the hover details, and the "before"
+ * counts of differential graphs.
  * The SVG writer is in svg.c.
  */
 #include "pyrsprof/flamegraph.h"
