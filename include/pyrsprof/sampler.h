@@ -60,6 +60,8 @@ struct prs_sampler_stats {
 	uint64_t not_stopped;     /* threads that did not stop in time (recorded from /proc) */
 	uint64_t unwind_errors, unwind_truncated, read_errors;
 	uint64_t signals_forwarded;
+	/* Python reader (0 when the target is not Python) */
+	uint64_t py_read_errors, py_bad_frames, py_truncated, py_merge_mismatch, py_code_stale;
 	double duration_s;
 	/* per thread-sample: interrupt -> registers -> snapshot -> continue (stop), unwind, and their
 	 * sum (sample_cost; in vm mode: the share of the Python read); per tick: the Python read. */

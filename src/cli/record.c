@@ -189,6 +189,12 @@ static int write_stats(const char *dir, const struct prs_sampler_stats *st, doub
 		      "signals_forwarded", (json_int_t)st->signals_forwarded);
 	if (!j)
 		return -ENOMEM;
+	json_object_set_new(json_object_get(j, "errors"), "python",
+			    json_pack("{s:I, s:I, s:I, s:I, s:I}", "read", (json_int_t)st->py_read_errors,
+				      "bad_frames", (json_int_t)st->py_bad_frames, "truncated",
+				      (json_int_t)st->py_truncated, "merge_mismatch",
+				      (json_int_t)st->py_merge_mismatch, "stale_code",
+				      (json_int_t)st->py_code_stale));
 	if (sym)
 		json_object_set_new(j, "symbols",
 				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "frames",

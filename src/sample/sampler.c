@@ -1263,6 +1263,16 @@ bool prs_sampler_target_exited(const struct prs_sampler *s)
 void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats *stats)
 {
 	*stats = s->st;
+	if (s->py) {
+		struct prs_py_stats ps;
+
+		prs_py_get_stats(s->py, &ps);
+		stats->py_read_errors = ps.read_errors;
+		stats->py_bad_frames = ps.bad_frames;
+		stats->py_truncated = ps.truncated;
+		stats->py_merge_mismatch = ps.merge_mismatch;
+		stats->py_code_stale = ps.code_stale;
+	}
 	dist_summary(&s->d_cost, &stats->sample_cost);
 	dist_summary(&s->d_stop, &stats->stop);
 	dist_summary(&s->d_unwind, &stats->unwind);
