@@ -105,6 +105,7 @@ struct prs_sampler {
 	int sigints;
 	unsigned rng;
 	struct prs_sampler_stats st;
+	int open_schedstats; /* threads whose schedstat file is kept open */
 	/* Python */
 	struct prs_py *py;
 	struct prs_py_thread *pyt;
@@ -203,8 +204,10 @@ static struct thr *thr_add(struct prs_sampler *s, pid_t tid)
 
 static void thr_remove(struct prs_sampler *s, struct thr *t)
 {
-	if (t->schedstat_fd >= 0)
+	if (t->schedstat_fd >= 0) {
 		close(t->schedstat_fd);
+		s->open_schedstats--;
+	}
 	free(t->stack);
 	*t = s->thr[--s->nthr];
 }
@@ -235,6 +238,33 @@ static void resume(struct prs_sampler *s, struct thr *t, int sig)
 }
 
 /*
+ * Reads a thread's schedstat. The file stays open for the first SCHEDSTAT_FDS threads (one pread
+ * per read); beyond, each read opens and closes it, so a process with thousands of threads cannot
+ * use up pyrsprof's file descriptors (the symbolizer needs them at the end).
+ */
+#define SCHEDSTAT_FDS 256
+
+static int schedstat(struct prs_sampler *s, struct thr *t, uint64_t *cpu_ns, uint64_t *wait_ns)
+{
+	int fd = -1, rc;
+
+	if (t->schedstat_fd >= 0 || s->open_schedstats < SCHEDSTAT_FDS) {
+		bool had = t->schedstat_fd >= 0;
+
+		rc = prs_task_schedstat(s->pid, t->tid, &t->schedstat_fd, cpu_ns, wait_ns);
+		if (!had && t->schedstat_fd >= 0)
+			s->open_schedstats++;
+		else if (had && t->schedstat_fd < 0)
+			s->open_schedstats--;
+		return rc;
+	}
+	rc = prs_task_schedstat(s->pid, t->tid, &fd, cpu_ns, wait_ns);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/*
  * A thread that is not blocked was either on a CPU or runnable and waiting for one when the tick
  * came; its registers cannot tell which, and a waiting thread's stack is where it was preempted
  * (often a syscall return), not where it spends CPU time. Two facts from schedstat decide:
@@ -253,7 +283,7 @@ static enum prs_state cpu_or_runqueue(struct prs_sampler *s, struct thr *t)
 	uint64_t cpu_ns, wait_ns;
 	bool first = t->cpu_ns == 0;
 
-	if (prs_task_schedstat(s->pid, t->tid, &t->schedstat_fd, &cpu_ns, &wait_ns) != 0)
+	if (schedstat(s, t, &cpu_ns, &wait_ns) != 0)
 		return PRS_STATE_RUNNING;
 	if (!first && cpu_ns >= t->cpu_ns)
 		t->cpu_credit_ns += (int64_t)(cpu_ns - t->cpu_ns);
@@ -275,7 +305,7 @@ static void note_blocked(struct prs_sampler *s, struct thr *t)
 {
 	uint64_t cpu_ns, wait_ns;
 
-	if (prs_task_schedstat(s->pid, t->tid, &t->schedstat_fd, &cpu_ns, &wait_ns) == 0)
+	if (schedstat(s, t, &cpu_ns, &wait_ns) == 0)
 		t->cpu_ns = cpu_ns ? cpu_ns : 1;
 	t->cpu_credit_ns = 0;
 }
@@ -670,8 +700,7 @@ static void tick(struct prs_sampler *s)
 			continue;
 		uint64_t cpu_ns;
 
-		t->have_wait = prs_task_schedstat(s->pid, t->tid, &t->schedstat_fd, &cpu_ns,
-						  &t->wait_ns) == 0;
+		t->have_wait = schedstat(s, t, &cpu_ns, &t->wait_ns) == 0;
 		t->t_interrupt = prs_now_ns();
 		if (prs_ptrace_interrupt(t->tid) == 0) {
 			t->interrupt_pending = true;
