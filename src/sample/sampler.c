@@ -685,7 +685,7 @@ static void tick(struct prs_sampler *s)
 	uint64_t tick_ns = prs_now_ns();
 	size_t pending = 0;
 
-	if (s->maps_dirty && (s->last_maps_refresh == 0 ||
+	if (s->uw && s->maps_dirty && (s->last_maps_refresh == 0 ||
 			      tick_ns - s->last_maps_refresh > MAPS_REFRESH_MIN_NS)) {
 		prs_unwinder_refresh(s->uw, NULL);
 		s->maps_dirty = false;
@@ -1210,6 +1210,8 @@ int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)
 		} else if (!s->uw && s->nthr > 0) {
 			/* Launch: the unwinder reads the maps of the exec'ed program, so create it once the
 			 * child runs its own image (the first tick after exec). */
+			/* (It fails when the program is exiting, or its maps cannot be read yet: the
+			 * threads are still sampled, their stacks left empty, and it is tried again.) */
 			if (prs_unwinder_new(s->pid, &s->uw, NULL) == 0)
 				s->last_maps_refresh = now;
 			tick(s);
