@@ -716,14 +716,16 @@ static void tick(struct prs_sampler *s)
 		if (prs_py_sample(s->py, s->prof, s->pyt, MAX_PY_THREADS, &s->npyt, NULL) != 0)
 			s->npyt = 0;
 		dist_add(s, &s->d_python, prs_now_ns() - p0);
-		for (size_t i = 0; i < s->nthr; i++) {
-			struct thr *t = &s->thr[i];
+	}
+	/* Let go of the threads kept stopped for the Python read (also if an exec event dropped
+	 * the interpreter meanwhile). */
+	for (size_t i = 0; i < s->nthr; i++) {
+		struct thr *t = &s->thr[i];
 
-			if (t->held) {
-				t->held = false;
-				resume(s, t, 0);
-				t->t_cont = prs_now_ns();
-			}
+		if (t->held) {
+			t->held = false;
+			resume(s, t, 0);
+			t->t_cont = prs_now_ns();
 		}
 	}
 	s->st.ticks++;
