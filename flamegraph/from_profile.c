@@ -315,9 +315,9 @@ static int add_profile(struct prs_fg *fg, const struct prs_profile *p, enum prs_
 		const struct prs_sample *s = &p->samples[i];
 		uint32_t leaf = 0;
 
+		if (!prs_sample_in_view(s, view))
+			continue;
 		if (s->state != PRS_STATE_RUNNING) {
-			if (view == PRS_VIEW_CPU)
-				continue;
 			leaf = 1 + ((uint32_t)s->state << 16 | (uint16_t)s->syscall);
 		}
 		if (s->stack >= p->nstacks || s->weight == 0)
@@ -471,7 +471,7 @@ const char *prs_fg_describe_profile(const struct prs_profile *p, enum prs_view v
 		const struct prs_sample *s = &p->samples[i];
 
 		offcpu |= s->state != PRS_STATE_RUNNING;
-		if (view == PRS_VIEW_CPU && s->state != PRS_STATE_RUNNING)
+		if (!prs_sample_in_view(s, view))
 			continue;
 		samples += s->weight;
 		if (s->time_ns > last_ns)

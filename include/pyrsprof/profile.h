@@ -223,6 +223,10 @@ enum prs_view {
 	PRS_VIEW_WALL, /* every sample; off-CPU samples get a leaf labelled with the syscall */
 };
 
+/* True if sample s belongs to view: the CPU view keeps running samples only (not blocked, not
+ * waiting for a CPU), the wall view keeps all. Every view-taking function decides it here. */
+bool prs_sample_in_view(const struct prs_sample *s, enum prs_view view);
+
 #define PRS_FOLDED_LINES 1u      /* frame text "name (file:line)" where known ("name (file)" without a line) */
 #define PRS_FOLDED_PER_THREAD 2u /* a root frame "thread <tid>" or "thread <tid> (<name>)" */
 

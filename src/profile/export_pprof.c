@@ -522,7 +522,7 @@ int prs_export_pprof(const struct prs_profile *p, enum prs_view view, FILE *out,
 		enum prs_kind kind;
 		uint32_t leaf = 0;
 
-		if (view == PRS_VIEW_CPU && s->state != PRS_STATE_RUNNING)
+		if (!prs_sample_in_view(s, view))
 			continue;
 		if (view == PRS_VIEW_WALL && prs_profile_offcpu_label(s, label, sizeof(label), &kind)) {
 			for (j = 0; j < c->nleaves && strcmp(c->leaves[j], label); j++)

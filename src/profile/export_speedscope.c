@@ -391,7 +391,7 @@ int prs_export_speedscope(const struct prs_profile *p, enum prs_view view, FILE 
 	if (!c->frame_idx || !c->fbuf || !ss)
 		goto nomem;
 	for (i = 0; i < p->nsamples; i++) {
-		if (view == PRS_VIEW_CPU && p->samples[i].state != PRS_STATE_RUNNING)
+		if (!prs_sample_in_view(&p->samples[i], view))
 			continue;
 		ss[n].tid = p->samples[i].tid;
 		ss[n].time_ns = p->samples[i].time_ns;

@@ -427,7 +427,7 @@ int prs_export_folded(const struct prs_profile *p, enum prs_view view, unsigned 
 		char label[48];
 		enum prs_kind kind;
 
-		if (view == PRS_VIEW_CPU && s->state != PRS_STATE_RUNNING)
+		if (!prs_sample_in_view(s, view))
 			continue;
 		a->tid = flags & PRS_FOLDED_PER_THREAD ? s->tid : 0;
 		a->stack = s->stack < p->nstacks ? s->stack : 0;

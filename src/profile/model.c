@@ -514,6 +514,11 @@ int prs_profile_offcpu_label(const struct prs_sample *s, char *buf, size_t size,
 	return 1;
 }
 
+bool prs_sample_in_view(const struct prs_sample *s, enum prs_view view)
+{
+	return view == PRS_VIEW_WALL || s->state == PRS_STATE_RUNNING;
+}
+
 uint32_t prs_profile_offcpu_frame(struct prs_profile *p, const struct prs_sample *s)
 {
 	enum prs_kind kind;

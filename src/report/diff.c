@@ -150,7 +150,7 @@ static int count_profile(struct dctx *c, const struct prs_profile *p, enum prs_v
 		enum prs_kind kind;
 		uint32_t leaf = 0;
 
-		if (view == PRS_VIEW_CPU && s->state != PRS_STATE_RUNNING)
+		if (!prs_sample_in_view(s, view))
 			continue;
 		if (view == PRS_VIEW_WALL && prs_profile_offcpu_label(s, label, sizeof(label), &kind)) {
 			for (j = 0; j < nleaves && strcmp(leaves[j], label); j++)
