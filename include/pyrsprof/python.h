@@ -102,8 +102,8 @@ struct prs_py_thread {
 	uint64_t tstate;        /* target address of the PyThreadState */
 	bool holds_gil;         /* this thread holds the GIL (from the GIL's locked + last holder) */
 	bool truncated;         /* the stack was deeper than PRS_MAX_PY_FRAMES or a walk was cut short */
-	uint32_t name;          /* string id of the threading name; always 0 for now: threading's
-				 * names are not read (use /proc/PID/task/TID/comm) */
+	uint32_t name;          /* string id of the threading name, 0 if unknown: not filled by
+				 * prs_py_sample (see prs_py_thread_name) */
 	uint32_t nframes;       /* frames[0] is the innermost */
 	uint32_t frames[PRS_MAX_PY_FRAMES]; /* frame ids in the profile (PRS_KIND_PYTHON named frames) */
 	uint8_t fflags[PRS_MAX_PY_FRAMES];  /* PRS_PYF_* per frame */
@@ -140,6 +140,28 @@ int prs_py_sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread
  * the same address with the same py). After the target execs, free py and prs_py_open() again
  * (the old anchors point into the replaced image; samples then fail with -EINVAL, never crash).
  */
+
+/* ---- thread names from `threading` ---- */
+
+/*
+ * The name `threading` gives the thread with pthread id thread_id (struct prs_py_thread.thread_id),
+ * as a string id of p, from the cache prs_py_read_thread_names fills; 0 when unknown (threading not
+ * imported, a thread it does not know, not read yet, or read for another profile). A miss asks for
+ * a refresh (prs_py_names_due).
+ */
+uint32_t prs_py_thread_name(struct prs_py *py, const struct prs_profile *p, uint64_t thread_id);
+/* True when the names should be re-read: never read yet, a lookup missed since the last read (at
+ * most every 250 ms), or 2 s since the last read (threads get renamed). */
+bool prs_py_names_due(const struct prs_py *py, uint64_t now_ns);
+/*
+ * Re-reads sys.modules["threading"]._active (ident -> Thread) and each Thread's _name, into the
+ * cache, interned into p. Memory reads only, a few batched reads per dict; safe on a running target
+ * (a read that races costs this refresh, the previous names stay). Not for the sampling hot path:
+ * call it between ticks when prs_py_names_due. Returns the number of names read, or -ENOENT
+ * (threading not imported), -EINVAL (an object failed validation), -ENOTSUP (no layout for it),
+ * -ESRCH, -ENOMEM.
+ */
+int prs_py_read_thread_names(struct prs_py *py, struct prs_profile *p, uint64_t now_ns);
 
 /* Copies the counters. */
 void prs_py_get_stats(const struct prs_py *py, struct prs_py_stats *out);

@@ -62,10 +62,12 @@ struct prs_sampler_stats {
 	uint64_t signals_forwarded;
 	/* Python reader (0 when the target is not Python) */
 	uint64_t py_read_errors, py_bad_frames, py_truncated, py_merge_mismatch, py_code_stale;
+	uint64_t py_name_reads;   /* reads of the threading names (off the stop, between ticks) */
 	double duration_s;
 	/* per thread-sample: interrupt -> registers -> snapshot -> continue (stop), unwind, and their
 	 * sum (sample_cost; in vm mode: the share of the Python read); per tick: the Python read. */
 	struct prs_dist sample_cost, stop, unwind, python;
+	struct prs_dist py_names; /* per read of the threading names */
 };
 
 struct prs_sampler;

@@ -95,6 +95,16 @@ int prs_py_layout_from_debug_offsets(const uint8_t *dbg, size_t len, const struc
 	ok &= get(dbg, len, D->str_state, OBJ, &L->str_state);
 	ok &= get(dbg, len, D->str_length, OBJ, &L->str_length);
 	ok &= get(dbg, len, D->str_ascii_size, OBJ, &L->str_ascii_size);
+	/* thread names: what the debug offsets carry; the dict keys, module and heap-type fields come
+	 * from the base row */
+	ok &= get(dbg, len, D->interp_modules, BIG, &L->interp_modules);
+	ok &= get(dbg, len, D->tp_flags, OBJ, &L->tp_flags);
+	ok &= get(dbg, len, D->dict_keys, OBJ, &L->dict_keys);
+	ok &= get(dbg, len, D->dict_values, OBJ, &L->dict_values);
+	if (base->long_tag >= 0) {
+		ok &= get(dbg, len, D->long_tag, OBJ, &L->long_tag);
+		ok &= get(dbg, len, D->long_digit, OBJ, &L->long_digit);
+	}
 	if (!ok || locked < gil_state || holder < gil_state || L->code_adaptive < L->code_firstlineno)
 		return -ENOTSUP;
 	L->str_compact_size = L->str_ascii_size + (base->str_compact_size - base->str_ascii_size);

@@ -40,6 +40,24 @@ struct prs_py_layout {
 	int32_t ob_type, ob_size, tp_name, bytes_sval;
 	int32_t str_length, str_state, str_ascii_size, str_compact_size;
 	int32_t str_kind_shift, str_compact_bit, str_ascii_bit;
+	/* thread names (threadnames.c): sys.modules -> threading -> _active -> Thread._name */
+	int32_t interp_modules;         /* PyInterpreterState: modules, 3.12+ imports.modules */
+	int32_t module_dict;            /* PyModuleObject.md_dict */
+	int32_t dict_keys, dict_values; /* PyDictObject.ma_keys, ma_values */
+	int32_t dk_size;                /* PyDictKeysObject: Py_ssize_t dk_size, <= 3.10 */
+	int32_t dk_log2_size, dk_log2_index_bytes, dk_kind; /* uint8_t each, 3.11+ */
+	int32_t dk_nentries, dk_indices;
+	int32_t dict_entry_size;        /* PyDictKeyEntry {hash, key, value} */
+	int32_t dict_uentry_size;       /* PyDictUnicodeEntry {key, value}, 3.11+ (dk_kind != 0) */
+	int32_t dict_values_values;     /* offsetof(PyDictValues, values), 3.11+; before, a PyObject *[] */
+	int32_t dict_values_capacity, dict_values_valid; /* uint8_t each, 3.13+ (inline values) */
+	int32_t long_size;              /* signed digit count (ob_size), <= 3.11 */
+	int32_t long_tag;               /* lv_tag (digits << 3 | sign), 3.12+ */
+	int32_t long_digit, long_shift; /* first digit; bits per digit */
+	int32_t tp_flags, tp_basicsize, tp_dictoffset, ht_cached_keys;
+	int32_t managed_dict;           /* 0: dict at tp_dictoffset; 1: 3.11, 2: 3.12, 3: 3.13 (see threadnames.c) */
+	int32_t managed_dict_back;      /* the managed dict pointer is at obj - this */
+	int32_t flag_managed_dict, flag_inline_values; /* tp_flags bits (0 = none) */
 };
 
 /* Byte positions of fields inside a version's _Py_DebugOffsets (each holds a u64 offset/size). */
@@ -53,6 +71,7 @@ struct prs_py_dbg_layout {
 	int32_t code_size, code_filename, code_name, code_qualname, code_linetable, code_firstlineno,
 		code_adaptive;
 	int32_t ob_type, tp_name, bytes_size, bytes_sval, str_state, str_length, str_ascii_size;
+	int32_t interp_modules, tp_flags, dict_keys, dict_values, long_tag, long_digit;
 };
 
 extern const struct prs_py_dbg_layout prs_py_dbg_layouts[];

@@ -28,7 +28,7 @@
 /* What one ELF file tells us. Values are link-time addresses (add the load bias). */
 struct elfinfo {
 	uint64_t runtime, py_version, interp_head, tstate_current, code_type, interp_head_fn;
-	uint64_t str_type, bytes_type;
+	uint64_t str_type, bytes_type, dict_type, long_type, module_type;
 	uint64_t eval, eval_size, eval_cold, eval_cold_size;
 	uint64_t pyruntime_sec, pyruntime_sec_size;
 	uint64_t data_lo, data_hi; /* .data .. end of .bss */
@@ -69,6 +69,12 @@ static void take_sym(struct elfinfo *ei, const char *name, const GElf_Sym *s)
 		ei->str_type = s->st_value;
 	else if (!strcmp(name, "PyBytes_Type"))
 		ei->bytes_type = s->st_value;
+	else if (!strcmp(name, "PyDict_Type"))
+		ei->dict_type = s->st_value;
+	else if (!strcmp(name, "PyLong_Type"))
+		ei->long_type = s->st_value;
+	else if (!strcmp(name, "PyModule_Type"))
+		ei->module_type = s->st_value;
 	else if (!strcmp(name, "PyInterpreterState_Head"))
 		ei->interp_head_fn = s->st_value;
 	else if (!strcmp(name, "_PyEval_EvalFrameDefault")) {
@@ -310,6 +316,7 @@ void prs_py_free(struct prs_py *py)
 			free(py->codes[i].table);
 	free(py->codes);
 	free(py->pc.data);
+	prs_py_names_free(py);
 	free(py);
 }
 
@@ -615,6 +622,12 @@ int prs_py_open(pid_t pid, struct prs_py **out, struct prs_err *err)
 			py->str_type = ei.str_type + bias;
 		if (ei.bytes_type)
 			py->bytes_type = ei.bytes_type + bias;
+		if (ei.dict_type)
+			py->dict_type = ei.dict_type + bias;
+		if (ei.long_type)
+			py->long_type = ei.long_type + bias;
+		if (ei.module_type)
+			py->module_type = ei.module_type + bias;
 		if (ei.eval) {
 			py->eval_lo[py->neval] = ei.eval + bias;
 			py->eval_hi[py->neval++] = ei.eval + bias + (ei.eval_size ? ei.eval_size : 1);

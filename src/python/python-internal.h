@@ -81,6 +81,7 @@ struct prs_py {
 	uint64_t tstate_current_var; /* &_PyThreadState_Current (3.6) */
 	uint64_t code_type;        /* &PyCode_Type */
 	uint64_t str_type, bytes_type; /* &PyUnicode_Type, &PyBytes_Type (0 = unknown: not checked) */
+	uint64_t dict_type, long_type, module_type; /* &PyDict_Type, &PyLong_Type, &PyModule_Type (0 = unknown) */
 	/* eval loop and interpreter module text ranges */
 	uint64_t eval_lo[4], eval_hi[4];
 	unsigned neval;
@@ -95,6 +96,7 @@ struct prs_py {
 	size_t ncodes_cap, ncodes_used;
 	const struct prs_profile *owner; /* the profile the cached string ids belong to */
 	struct prs_py_stats st;
+	struct prs_py_names *names; /* threading names (threadnames.c), allocated on first use */
 	/* per-walk scratch (preallocated) */
 	uint64_t walk_code[PRS_MAX_PY_FRAMES];
 	uint64_t walk_frame[PRS_MAX_PY_FRAMES];
@@ -118,5 +120,8 @@ int prs_py_layout_from_debug_offsets(const uint8_t *dbg, size_t len, const struc
 /* Decodes a str object (≤ PRS_MAX_NAME bytes of UTF-8 into out, NUL-terminated) at addr. Returns
  * the length, or a negative errno (-EINVAL: not a plausible string). */
 int prs_py_read_str(struct prs_py *py, uint64_t addr, char *out, size_t outsz);
+
+/* Frees the thread-name cache (threadnames.c); called by prs_py_free. */
+void prs_py_names_free(struct prs_py *py);
 
 #endif

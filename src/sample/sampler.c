@@ -62,6 +62,7 @@ struct thr {
 	bool held;              /* sampled but kept stopped until the Python frames are read */
 	bool given_up;          /* in D state: not waited for this tick */
 	uint32_t name_sid;      /* last recorded name (string id), 0 = none */
+	uint32_t py_name_sid;   /* the threading name, preferred to the kernel's comm; 0 = none */
 	uint64_t t_interrupt, t_cont;
 	enum prs_state state;
 	int syscall;
@@ -114,7 +115,7 @@ struct prs_sampler {
 	uint64_t py_next_try;
 	uint32_t *merged;
 	char py_info[256];
-	struct dist d_cost, d_stop, d_unwind, d_python;
+	struct dist d_cost, d_stop, d_unwind, d_python, d_names;
 };
 
 int prs_sampler_sigset(sigset_t *set)
@@ -212,15 +213,20 @@ static void thr_remove(struct prs_sampler *s, struct thr *t)
 	*t = s->thr[--s->nthr];
 }
 
-/* Records the thread's name when it is new or changed (threads often name themselves after start). */
+/*
+ * Records the thread's name when it is new or changed (threads often name themselves after start):
+ * its threading name for a Python thread whose name could be read, else the kernel's comm.
+ */
 static void thr_record_name(struct prs_sampler *s, struct thr *t)
 {
 	char comm[64];
-	uint32_t sid;
+	uint32_t sid = t->py_name_sid;
 
-	if (prs_task_comm(s->pid, t->tid, comm, sizeof(comm)) != 0)
-		return;
-	sid = prs_profile_string(s->prof, comm, strlen(comm));
+	if (!sid) {
+		if (prs_task_comm(s->pid, t->tid, comm, sizeof(comm)) != 0)
+			return;
+		sid = prs_profile_string(s->prof, comm, strlen(comm));
+	}
 	if (sid == UINT32_MAX || sid == t->name_sid)
 		return;
 	t->name_sid = sid;
@@ -436,7 +442,7 @@ static void handle_event(struct prs_sampler *s, pid_t tid, int status, bool in_t
 		t = thr_find(s, s->pid);
 		if (t) {
 			t->interrupt_pending = false;
-			t->name_sid = 0;
+			t->name_sid = t->py_name_sid = 0;
 			resume(s, t, 0);
 		}
 		break;
@@ -621,6 +627,33 @@ static uint32_t mapping_id(struct prs_sampler *s, uint64_t pc)
 	return s->map_ids[idx];
 }
 
+/*
+ * Gives the Python threads of this tick their threading names: from the reader's cache, re-read
+ * (between ticks, the target running) when due. A thread's name in the profile follows.
+ */
+static void py_names(struct prs_sampler *s)
+{
+	uint64_t now = prs_now_ns();
+
+	for (int i = 0; i < s->npyt; i++)
+		s->pyt[i].name = prs_py_thread_name(s->py, s->prof, s->pyt[i].thread_id);
+	if (s->npyt > 0 && prs_py_names_due(s->py, now)) {
+		prs_py_read_thread_names(s->py, s->prof, now);
+		s->st.py_name_reads++;
+		dist_add(s, &s->d_names, prs_now_ns() - now);
+		for (int i = 0; i < s->npyt; i++)
+			s->pyt[i].name = prs_py_thread_name(s->py, s->prof, s->pyt[i].thread_id);
+	}
+	for (int i = 0; i < s->npyt; i++) {
+		struct thr *t = s->pyt[i].tid > 0 && s->pyt[i].name ? thr_find(s, s->pyt[i].tid) : NULL;
+
+		if (t && t->py_name_sid != s->pyt[i].name) {
+			t->py_name_sid = s->pyt[i].name;
+			thr_record_name(s, t);
+		}
+	}
+}
+
 static void record_thread_sample(struct prs_sampler *s, struct thr *t, uint64_t tick_ns)
 {
 	const struct prs_py_thread *pt = NULL;
@@ -728,6 +761,8 @@ static void tick(struct prs_sampler *s)
 			t->t_cont = prs_now_ns();
 		}
 	}
+	if (s->py)
+		py_names(s);
 	s->st.ticks++;
 	for (size_t i = 0; i < s->nthr; i++) {
 		struct thr *t = &s->thr[i];
@@ -799,6 +834,7 @@ static void tick_vm(struct prs_sampler *s)
 				thr_record_name(s, t);
 		}
 	}
+	py_names(s);
 }
 
 /* Looks for CPython in the target (at start-up it may not be there yet: retried). */
@@ -896,10 +932,11 @@ static int sampler_new(enum prs_sampler_mode mode, const struct prs_sampler_opts
 	s->d_stop.v = calloc(DIST_CAP, sizeof(uint32_t));
 	s->d_unwind.v = calloc(DIST_CAP, sizeof(uint32_t));
 	s->d_python.v = calloc(DIST_CAP, sizeof(uint32_t));
+	s->d_names.v = calloc(DIST_CAP, sizeof(uint32_t));
 	s->rng = (unsigned)prs_now_ns() | 1u;
 	s->exit_status = -1;
 	if (!s->thr || !s->pcs || !s->frame_ids || !s->d_cost.v || !s->d_stop.v || !s->d_unwind.v ||
-	    !s->d_python.v) {
+	    !s->d_python.v || !s->d_names.v) {
 		prs_sampler_free(s);
 		return prs_err_set(err, -ENOMEM, "out of memory");
 	}
@@ -1322,6 +1359,7 @@ void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats
 	dist_summary(&s->d_stop, &stats->stop);
 	dist_summary(&s->d_unwind, &stats->unwind);
 	dist_summary(&s->d_python, &stats->python);
+	dist_summary(&s->d_names, &stats->py_names);
 }
 
 void prs_sampler_free(struct prs_sampler *s)
@@ -1344,5 +1382,6 @@ void prs_sampler_free(struct prs_sampler *s)
 	free(s->d_stop.v);
 	free(s->d_unwind.v);
 	free(s->d_python.v);
+	free(s->d_names.v);
 	free(s);
 }

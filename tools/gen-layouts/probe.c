@@ -25,6 +25,14 @@
 #if PY_VERSION_HEX >= 0x030b0000
 #include "internal/pycore_frame.h"
 #include "internal/pycore_code.h"
+#include "internal/pycore_dict.h"
+#include "internal/pycore_object.h"
+#endif
+#if PY_VERSION_HEX >= 0x030a0000
+#include "internal/pycore_moduleobject.h"
+#endif
+#if PY_VERSION_HEX < 0x030b0000
+#include <longintrepr.h> /* Python.h includes cpython/longintrepr.h from 3.11 */
 #endif
 
 #define P(name, val) printf("\t\t." #name " = %ld,\n", (long)(val))
@@ -83,6 +91,12 @@ static int dbg_main(void)
 	D(str_state, unicode_object.state);
 	D(str_length, unicode_object.length);
 	D(str_ascii_size, unicode_object.asciiobject_size);
+	D(interp_modules, interpreter_state.imports_modules);
+	D(tp_flags, type_object.tp_flags);
+	D(dict_keys, dict_object.ma_keys);
+	D(dict_values, dict_object.ma_values);
+	D(long_tag, long_object.lv_tag);
+	D(long_digit, long_object.ob_digit);
 	printf("\t},\n");
 #endif
 	return 0;
@@ -234,6 +248,83 @@ int main(int argc, char **argv)
 		memcpy(&w, (char *)&o + offsetof(PyASCIIObject, state), 4);
 		P(str_ascii_bit, lowbit(w));
 	}
+	/* ---- thread names: sys.modules -> threading -> _active {ident: Thread} -> Thread._name ---- */
+#if PY_VERSION_HEX >= 0x030c0000
+	P(interp_modules, offsetof(PyInterpreterState, imports.modules));
+#else
+	P(interp_modules, offsetof(PyInterpreterState, modules));
+#endif
+#if PY_VERSION_HEX >= 0x030a0000
+	P(module_dict, offsetof(PyModuleObject, md_dict));
+#else
+	P(module_dict, sizeof(PyObject)); /* struct in moduleobject.c: PyObject_HEAD; PyObject *md_dict */
+#endif
+	P(dict_keys, offsetof(PyDictObject, ma_keys));
+	P(dict_values, offsetof(PyDictObject, ma_values));
+#if PY_VERSION_HEX >= 0x030b0000
+	NONE(dk_size);
+	P(dk_log2_size, offsetof(PyDictKeysObject, dk_log2_size));
+	P(dk_log2_index_bytes, offsetof(PyDictKeysObject, dk_log2_index_bytes));
+	P(dk_kind, offsetof(PyDictKeysObject, dk_kind));
+	P(dk_nentries, offsetof(PyDictKeysObject, dk_nentries));
+	P(dk_indices, offsetof(PyDictKeysObject, dk_indices));
+	P(dict_entry_size, sizeof(PyDictKeyEntry));
+	P(dict_uentry_size, sizeof(PyDictUnicodeEntry));
+	P(dict_values_values, offsetof(PyDictValues, values));
+#if PY_VERSION_HEX >= 0x030d0000
+	P(dict_values_capacity, offsetof(PyDictValues, capacity));
+	P(dict_values_valid, offsetof(PyDictValues, valid));
+#else
+	NONE(dict_values_capacity); NONE(dict_values_valid);
+#endif
+#else
+	/* struct _dictkeysobject is private (Objects/dict-common.h), the same from 3.6 to 3.10:
+	 * Py_ssize_t dk_refcnt, dk_size; dict_lookup_func dk_lookup; Py_ssize_t dk_usable,
+	 * dk_nentries; indices[]; entries { Py_hash_t me_hash; PyObject *me_key, *me_value; } */
+	P(dk_size, sizeof(Py_ssize_t));
+	NONE(dk_log2_size); NONE(dk_log2_index_bytes); NONE(dk_kind);
+	P(dk_nentries, 3 * sizeof(Py_ssize_t) + sizeof(void *));
+	P(dk_indices, 4 * sizeof(Py_ssize_t) + sizeof(void *));
+	P(dict_entry_size, sizeof(Py_hash_t) + 2 * sizeof(PyObject *));
+	NONE(dict_uentry_size);
+	NONE(dict_values_values); /* ma_values is a PyObject *[] */
+	NONE(dict_values_capacity); NONE(dict_values_valid);
+#endif
+#if PY_VERSION_HEX >= 0x030c0000
+	NONE(long_size);
+	P(long_tag, offsetof(PyLongObject, long_value.lv_tag));
+	P(long_digit, offsetof(PyLongObject, long_value.ob_digit));
+#else
+	P(long_size, offsetof(PyVarObject, ob_size));
+	NONE(long_tag);
+	P(long_digit, offsetof(PyLongObject, ob_digit));
+#endif
+	P(long_shift, PyLong_SHIFT);
+	P(tp_flags, offsetof(PyTypeObject, tp_flags));
+	P(tp_basicsize, offsetof(PyTypeObject, tp_basicsize));
+	P(tp_dictoffset, offsetof(PyTypeObject, tp_dictoffset));
+	P(ht_cached_keys, offsetof(PyHeapTypeObject, ht_cached_keys));
+#if PY_VERSION_HEX >= 0x030d0000
+	P(managed_dict, 3); /* dict pointer at obj - MANAGED_DICT_OFFSET; values inline at tp_basicsize */
+	P(managed_dict_back, -MANAGED_DICT_OFFSET);
+	P(flag_managed_dict, Py_TPFLAGS_MANAGED_DICT);
+	P(flag_inline_values, Py_TPFLAGS_INLINE_VALUES);
+#elif PY_VERSION_HEX >= 0x030c0000
+	P(managed_dict, 2); /* dict, or values - 1 (tagged), at ((PyDictOrValues *)obj) - 3 */
+	P(managed_dict_back, 3 * sizeof(PyDictOrValues)); /* _PyObject_DictOrValuesPointer() */
+	P(flag_managed_dict, Py_TPFLAGS_MANAGED_DICT);
+	P(flag_inline_values, 0);
+#elif PY_VERSION_HEX >= 0x030b0000
+	P(managed_dict, 1); /* dict at obj - MANAGED_DICT_OFFSET, values pointer one word before */
+	P(managed_dict_back, -MANAGED_DICT_OFFSET);
+	P(flag_managed_dict, Py_TPFLAGS_MANAGED_DICT);
+	P(flag_inline_values, 0);
+#else
+	P(managed_dict, 0); /* the instance dict is at tp_dictoffset */
+	NONE(managed_dict_back);
+	P(flag_managed_dict, 0);
+	P(flag_inline_values, 0);
+#endif
 	printf("\t},\n");
 	return 0;
 }
