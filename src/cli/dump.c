@@ -42,6 +42,22 @@ static const char *thread_name(const struct prs_profile *p, int32_t tid)
 	return name;
 }
 
+/*
+ * Prints text from the target (names, files, its command line) with control characters shown as
+ * \xNN, so a hostile name cannot move the cursor or recolor the user's terminal.
+ */
+static void put_text(const char *t)
+{
+	for (; *t; t++) {
+		unsigned char c = (unsigned char)*t;
+
+		if (c < 0x20 || c == 0x7f)
+			printf("\\x%02x", c);
+		else
+			putchar(c);
+	}
+}
+
 static void print_state(const struct prs_sample *s)
 {
 	const char *sc = s->syscall >= 0 ? prs_syscall_name(s->syscall) : NULL;
@@ -75,11 +91,15 @@ static void print_frame(const struct prs_profile *p, uint32_t id)
 	char label[PRS_MAX_NAME + 64];
 
 	prs_profile_frame_label(p, id, label, sizeof(label));
-	printf("    %s", label);
-	if (!f->raw && f->file && f->line)
-		printf(" (%s:%u)", p->strings[f->file], f->line);
-	else if (!f->raw && f->file)
-		printf(" (%s)", p->strings[f->file]);
+	printf("    ");
+	put_text(label);
+	if (!f->raw && f->file) {
+		printf(" (");
+		put_text(p->strings[f->file]);
+		if (f->line)
+			printf(":%u", f->line);
+		putchar(')');
+	}
 	putchar('\n');
 }
 
@@ -158,7 +178,9 @@ int cmd_dump(int argc, char **argv)
 
 	if (prs_proc_cmdline(pid, command, sizeof(command)) != 0)
 		command[0] = '\0';
-	printf("Process %d: %s\n", (int)pid, command);
+	printf("Process %d: ", (int)pid);
+	put_text(command);
+	putchar('\n');
 	if (is_py || pyver[0])
 		printf("%s\n", pyver);
 	for (size_t i = 0; i < p->nsamples; i++) {
@@ -171,8 +193,11 @@ int cmd_dump(int argc, char **argv)
 		printf("\nThread %d", smp->tid);
 		if (pi && pi->name)
 			name = p->strings[pi->name];
-		if (name && name[0])
-			printf(" \"%s\"", name);
+		if (name && name[0]) {
+			printf(" \"");
+			put_text(name);
+			putchar('"');
+		}
 		printf(" (");
 		print_state(smp);
 		if (pi && pi->holds_gil)
