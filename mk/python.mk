@@ -31,3 +31,9 @@ $(BUILD)/tests/unit/test_python_%.o: CFLAGS += -DPRS_PY_FIXTURES='"$(abspath tes
 .PHONY: python-fixtures
 python-fixtures:
 	for v in $$(ls -d $$(pyenv root)/versions/3.*); do $$v/bin/python3 tests/fixtures/python/gen_linetables.py; done
+
+# The thread-name reading benchmark (bench/names_bench), run by `make bench` with the others.
+$(BUILD)/bench/names_bench: $(BUILD)/tests/bench/names_bench.o $(BUILD)/libpyrsprof.a
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libpyrsprof.a $(LDLIBS)
+bench: $(BUILD)/bench/names_bench
