@@ -60,6 +60,7 @@ struct prs_py_names {
 	bool wanted;                     /* a lookup missed since the last refresh */
 	struct chain chain[MAX_INTERPS];
 	struct pending *pend;            /* MAX_NAMED of them */
+	struct prs_memvec *svecs;        /* the stages' reads (2 * MAX_NAMED); dict_find has its own */
 	/* _active's (ident, Thread) pairs, copied before each Thread's attributes reuse the scratch */
 	uint64_t act_key[MAX_NAMED], act_val[MAX_NAMED];
 	/* scratch of one dict read, grown as needed and kept */
@@ -461,21 +462,20 @@ struct pending {
 
 static void add_vec(struct prs_py_names *nm, size_t *nv, uint64_t addr, void *buf, size_t len)
 {
-	nm->vecs[*nv].addr = addr;
-	nm->vecs[*nv].buf = buf;
-	nm->vecs[*nv].len = len;
-	nm->vecs[*nv].res = plausible_ptr(addr & ~7ull) ? 0 : -EFAULT;
+	nm->svecs[*nv].addr = plausible_ptr(addr & ~7ull) ? addr : 0; /* 0: the read fails */
+	nm->svecs[*nv].buf = buf;
+	nm->svecs[*nv].len = len;
+	nm->svecs[*nv].res = 0;
 	(*nv)++;
 }
 
-/* Reads the vecs added (those with a bad address were marked failed and are sent anyway: the
- * reader fails them again). */
+/* Reads the vecs added in one readv (one with a bad address reads page 0, and fails). */
 static int run_vecs(struct prs_py *py, size_t nv)
 {
 	if (!nv)
 		return 0;
 	py->st.syscalls += (nv + 1023) / 1024;
-	return py->mr.readv(py->mr.ctx, py->names->vecs, nv) < 0 ? -ESRCH : 0;
+	return py->mr.readv(py->mr.ctx, py->names->svecs, nv) < 0 ? -ESRCH : 0;
 }
 
 static void type_info(struct prs_py *py, struct tinfo *ti)
@@ -520,7 +520,7 @@ static int read_names(struct prs_py *py, struct prs_profile *p, unsigned nact, s
 	int rc;
 
 	if (LONG_HEAD(L) > sizeof(pd->lng) || (size_t)L->dict_values + 8 > sizeof(pd->aux) ||
-	    (size_t)L->str_compact_size >= STR_READ || grow(nm, 2 * (size_t)nact, L))
+	    (size_t)L->str_compact_size >= STR_READ || grow(nm, (size_t)nact, L))
 		return -ENOMEM;
 	/* (1) */
 	for (unsigned i = 0; i < nact; i++) {
@@ -537,7 +537,7 @@ static int read_names(struct prs_py *py, struct prs_profile *p, unsigned nact, s
 		pd[i].type = -1;
 		pd[i].slot = pd[i].str = 0;
 		pd[i].vaux = -1;
-		if (nm->vecs[2 * i].res || nm->vecs[2 * i + 1].res || decode_long(py, pd[i].lng, &pd[i].ident))
+		if (nm->svecs[2 * i].res || nm->svecs[2 * i + 1].res || decode_long(py, pd[i].lng, &pd[i].ident))
 			continue;
 		type = u64_at(pd[i].win, WIN_BACK + L->ob_type);
 		if (!plausible_ptr(type))
@@ -591,7 +591,7 @@ static int read_names(struct prs_py *py, struct prs_profile *p, unsigned nact, s
 		const uint8_t *a = pd[i].aux;
 
 		if (pd[i].vaux >= 0) {
-			if (nm->vecs[pd[i].vaux].res) {
+			if (nm->svecs[pd[i].vaux].res) {
 				pd[i].slot = 0;
 			} else if (L->managed_dict == 3 && pd[i].slot) { /* PyDictValues header */
 				if (!a[L->dict_values_valid] || ti->idx >= a[L->dict_values_capacity])
@@ -613,7 +613,7 @@ static int read_names(struct prs_py *py, struct prs_profile *p, unsigned nact, s
 	for (unsigned i = 0; i < nact; i++) {
 		struct dict d;
 
-		if (pd[i].vaux >= 0 && !nm->vecs[pd[i].vaux].res)
+		if (pd[i].vaux >= 0 && !nm->svecs[pd[i].vaux].res)
 			pd[i].str = u64_at(pd[i].slotv, 0);
 		/* attributes in a dict of its own (or anything unusual): the general walk */
 		if (!pd[i].str && pd[i].type >= 0 &&
@@ -640,13 +640,13 @@ static int read_names(struct prs_py *py, struct prs_profile *p, unsigned nact, s
 
 		if (pd[i].vaux < 0)
 			continue;
-		if (nm->vecs[pd[i].vaux].res) /* near the end of a mapping: read the head alone */
-			rc = rd(py, pd[i].str, pd[i].strhd, (size_t)L->str_compact_size);
-		else
-			rc = 0;
-		if (rc == 0)
-			len = decode_str(py, pd[i].strhd, nm->vecs[pd[i].vaux].res ? (size_t)L->str_compact_size : STR_READ,
-					 name, sizeof(name), &need);
+		if (nm->svecs[pd[i].vaux].res) {
+			/* near the end of a mapping: the smallest head, then exactly what it says */
+			len = rd(py, pd[i].str, pd[i].strhd, (size_t)L->str_ascii_size) ? -EFAULT
+				: decode_str(py, pd[i].strhd, (size_t)L->str_ascii_size, name, sizeof(name), &need);
+		} else {
+			len = decode_str(py, pd[i].strhd, STR_READ, name, sizeof(name), &need);
+		}
 		if (len == -E2BIG && need <= (size_t)L->str_compact_size + 4 * PRS_MAX_NAME &&
 		    (big = malloc(need)) && rd(py, pd[i].str, big, need) == 0)
 			len = decode_str(py, big, need, name, sizeof(name), &need);
@@ -677,7 +677,7 @@ static bool chain_valid(struct prs_py *py, const struct chain *c)
 		return false;
 	add_vec(nm, &nv, c->mod, mh, (size_t)L->module_dict + 8);
 	add_vec(nm, &nv, c->active, ah, (size_t)L->ob_type + 8);
-	if (run_vecs(py, nv) || nm->vecs[0].res || nm->vecs[1].res)
+	if (run_vecs(py, nv) || nm->svecs[0].res || nm->svecs[1].res)
 		return false;
 	return u64_at(mh, L->ob_type) == py->module_type && u64_at(mh, L->module_dict) == c->mdict &&
 	       u64_at(ah, L->ob_type) == py->dict_type;
@@ -750,6 +750,8 @@ int prs_py_read_thread_names(struct prs_py *py, struct prs_profile *p, uint64_t 
 		return -ENOMEM;
 	if (!nm->pend && !(nm->pend = calloc(MAX_NAMED, sizeof(*nm->pend))))
 		return -ENOMEM;
+	if (!nm->svecs && !(nm->svecs = calloc(2 * MAX_NAMED, sizeof(*nm->svecs))))
+		return -ENOMEM;
 	nm->last_ns = now_ns ? now_ns : 1;
 	nm->wanted = false;
 	if (grow(nm, 256, L))
@@ -770,9 +772,10 @@ int prs_py_read_thread_names(struct prs_py *py, struct prs_profile *p, uint64_t 
 			found = 0;
 		else if (rc == -ENOMEM || rc == -ESRCH)
 			break;
+		else if (found == -ENOENT && rc != -ENOENT)
+			found = -EINVAL; /* an object failed validation or could not be read */
 		rc = rd(py, interp + (uint64_t)L->interp_next, &interp, 8);
 	}
-	prs_py_pc_reset(&py->pc);
 	if (rc == -ENOMEM || rc == -ESRCH)
 		return rc;
 	if (found)
@@ -830,6 +833,7 @@ void prs_py_names_free(struct prs_py *py)
 	free(nm->vecs);
 	free(nm->vidx);
 	free(nm->pend);
+	free(nm->svecs);
 	free(nm);
 	py->names = NULL;
 }

@@ -921,15 +921,15 @@ Test(python_names, names_due)
 	cr_assert(prs_py_names_due(py, t0 + 550 * MS));
 }
 
-/* ---- bugs found (disabled until threadnames.c is fixed; see the comments) ---- */
+/* ---- regression tests of bugs these tests found (fixed; the comments say what was wrong) ---- */
 
 /*
- * BUG: prs_py_read_thread_names documents -EINVAL "an object failed validation", but with one
+ * Was: prs_py_read_thread_names documents -EINVAL "an object failed validation", but with one
  * interpreter whose chain fails validation it returns -ENOENT: in prs_py_read_thread_names
  * (threadnames.c:745-779 at 618580e) `found` starts at -ENOENT and only becomes 0; the -EINVAL (or
  * -EFAULT) read_interp returned is dropped (only -ENOMEM/-ESRCH are returned).
  */
-Test(python_names, validation_error_is_einval, .disabled = true)
+Test(python_names, validation_error_is_einval)
 {
 	world_open(12);
 	put64(W.threading + L->ob_type, t_dict);
@@ -942,7 +942,7 @@ Test(python_names, validation_error_is_einval, .disabled = true)
 }
 
 /*
- * BUG: read_names reuses nm->vecs (the scratch of dict_find) while it still reads a stage's
+ * Was: read_names reused nm->vecs (the scratch of dict_find) while it still reads a stage's
  * results from them (threadnames.c at 618580e). Stage (1): type_info() (read_keys + dict_find over
  * a class's shared keys, line 549) runs inside the loop that then reads nm->vecs[2*i].res /
  * [2*i+1].res of later threads (line 540); after stage (3): read_instance_dict + dict_find of a
@@ -951,7 +951,7 @@ Test(python_names, validation_error_is_einval, .disabled = true)
  * success (the res of a key read, 0) and the thread gets the bytes left in struct pending by the
  * previous refresh (pend is kept): another thread's name.
  */
-Test(python_names, failed_window_read_uses_stale_data, .disabled = true)
+Test(python_names, failed_window_read_uses_stale_data)
 {
 	for (unsigned minor = 6; minor <= 13; minor++) {
 		uint64_t z = 0x7f12aaaa0700ull;
@@ -967,7 +967,7 @@ Test(python_names, failed_window_read_uses_stale_data, .disabled = true)
 	}
 }
 
-Test(python_names, failed_slot_read_uses_stale_data, .disabled = true)
+Test(python_names, failed_slot_read_uses_stale_data)
 {
 	for (unsigned minor = 6; minor <= 12; minor++) {
 		uint64_t a, back;
@@ -1001,11 +1001,11 @@ Test(python_names, failed_slot_read_uses_stale_data, .disabled = true)
 }
 
 /*
- * BUG (minor): when the 192-byte read of a name fails (the str ends near the end of a mapping),
+ * Was (minor): when the 192-byte read of a name fails (the str ends near the end of a mapping),
  * read_names re-reads str_compact_size bytes (72 / 56, threadnames.c:643-644 at 618580e); an
  * ASCII str is only str_ascii_size + len + 1 bytes, so a short ASCII name within str_compact_size bytes of the end gets no name.
  */
-Test(python_names, short_ascii_name_at_mapping_end, .disabled = true)
+Test(python_names, short_ascii_name_at_mapping_end)
 {
 	uint32_t cps[2] = { 'a', 'b' };
 	uint64_t at;
