@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Target memory reads for the CPython reader: a memreader over process_vm_readv (batched, partial
- * reads resumed after the failing vec) and the per-sample page cache in front of it, which turns
- * the many small dependent reads of a stack walk into few page reads, and lets the walk prefetch
- * the pages of all code objects of a stack in one syscall.
+ * Target memory reads for the CPython reader: a memreader over process_vm_readv (batched, remote
+ * ranges that touch merged, partial reads resumed after the failing vec) and the per-sample page
+ * cache in front of it. A walk is a chain of dependent reads (runtime, interpreter, GIL, thread
+ * state, frames, code objects, strings: 14 pages for a 50-frame 3.12 stack), one syscall each if
+ * read as they come. The cache notes which bytes of which pages a sample read and loads exactly
+ * those, in one readv, when the next sample starts; the walk then runs from memory, and reads what
+ * moved on demand (whole pages; code objects and strings in two more readv). Measured on a
+ * 50-frame 3.12 stack, back to back: 10 syscalls and 57 KiB -> 1 syscall and 7.7 KiB per sample,
+ * 19 -> 8 us.
  */
 #include "python/python-internal.h"
 
@@ -34,6 +39,8 @@ static int pid_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	return -EFAULT;
 }
 
+/* Reads vecs; a remote range that continues the previous one is merged into one remote iovec
+ * (one page-pinning pass in the kernel instead of one per vec). */
 static int pid_readv(void *ctx, struct prs_memvec *v, size_t n)
 {
 	pid_t pid = (pid_t)(intptr_t)ctx;
@@ -41,16 +48,21 @@ static int pid_readv(void *ctx, struct prs_memvec *v, size_t n)
 	size_t i = 0, done = 0;
 
 	while (i < n) {
-		size_t k, cnt = n - i < MAX_IOV ? n - i : MAX_IOV;
+		size_t k, nr = 0, cnt = n - i < MAX_IOV ? n - i : MAX_IOV;
 		ssize_t got;
 
 		for (k = 0; k < cnt; k++) {
 			l[k].iov_base = v[i + k].buf;
 			l[k].iov_len = v[i + k].len;
-			r[k].iov_base = (void *)(uintptr_t)v[i + k].addr;
-			r[k].iov_len = v[i + k].len;
+			if (nr && (uint64_t)(uintptr_t)r[nr - 1].iov_base + r[nr - 1].iov_len == v[i + k].addr) {
+				r[nr - 1].iov_len += v[i + k].len;
+				continue;
+			}
+			r[nr].iov_base = (void *)(uintptr_t)v[i + k].addr;
+			r[nr].iov_len = v[i + k].len;
+			nr++;
 		}
-		got = process_vm_readv(pid, l, cnt, r, cnt, 0);
+		got = process_vm_readv(pid, l, cnt, r, nr, 0);
 		if (got < 0) {
 			if (errno == ESRCH)
 				return -ESRCH;
@@ -94,33 +106,127 @@ static unsigned slot_of(uint64_t page)
 	return (unsigned)(h >> 57) % PRS_PY_NPAGES; /* 7 bits */
 }
 
+/* The slot holding page, or -1. Slots are only emptied all at once, so a free slot ends a probe. */
+static int find_slot(const struct prs_py_pagecache *pc, uint64_t page)
+{
+	unsigned s = slot_of(page), k;
+
+	for (k = 0; k < PRS_PY_PROBE; k++, s = (s + 1) % PRS_PY_NPAGES) {
+		if (pc->tag[s] == (page | 1))
+			return (int)s;
+		if (!pc->tag[s])
+			return -1;
+	}
+	return -1;
+}
+
+/* A slot for page (not cached): the first free one in its probe window, else -1. The slot is
+ * marked in use, holding no bytes yet. */
+static int claim_free(struct prs_py_pagecache *pc, uint64_t page)
+{
+	unsigned s = slot_of(page), k;
+
+	for (k = 0; k < PRS_PY_PROBE; k++, s = (s + 1) % PRS_PY_NPAGES)
+		if (!pc->tag[s]) {
+			pc->tag[s] = page | 1;
+			pc->lo[s] = pc->hi[s] = 0;
+			pc->bad[s] = 0;
+			pc->ws_idx[s] = 0;
+			return (int)s;
+		}
+	return -1;
+}
+
 void prs_py_pc_reset(struct prs_py_pagecache *pc)
 {
 	memset(pc->tag, 0, sizeof(pc->tag));
+	memset(pc->ws_idx, 0, sizeof(pc->ws_idx));
 }
 
-static int load_page(struct prs_py_pagecache *pc, uint64_t page, const uint8_t **out)
+/* Notes that the sample read bytes [a, b) of the page in slot s. */
+static void ws_note(struct prs_py_pagecache *pc, unsigned s, uint64_t page, unsigned a, unsigned b)
 {
-	unsigned s = slot_of(page);
-	int rc;
+	unsigned i = pc->ws_idx[s];
 
-	if (pc->tag[s] == (page | 1)) {
-		if (pc->bad[s])
-			return -EFAULT;
-		*out = pc->data[s];
-		return 0;
+	if (!pc->noting)
+		return;
+	if (i && pc->ws[i - 1].page == page) {
+		struct prs_py_wsent *w = &pc->ws[i - 1];
+
+		if (a < w->lo)
+			w->lo = (uint16_t)a;
+		if (b > w->hi)
+			w->hi = (uint16_t)b;
+	} else if (pc->nws < PRS_PY_NPAGES) {
+		pc->ws[pc->nws] = (struct prs_py_wsent){ page, (uint16_t)a, (uint16_t)b };
+		pc->ws_idx[s] = (uint8_t)++pc->nws;
 	}
+}
+
+void prs_py_pc_begin(struct prs_py_pagecache *pc)
+{
+	struct prs_memvec v[PRS_PY_NPAGES];
+	unsigned slots[PRS_PY_NPAGES], lo[PRS_PY_NPAGES], hi[PRS_PY_NPAGES];
+	size_t nv = 0, i, j;
+	unsigned n = pc->nws;
+
+	prs_py_pc_reset(pc);
+	pc->nws = 0;
+	pc->noting = true;
+	if (!pc->data || !pc->mr.readv || !n)
+		return;
+	/* sorted by page (insertion sort: a few dozen entries), duplicates merged */
+	for (i = 1; i < n; i++) {
+		struct prs_py_wsent w = pc->ws[i];
+
+		for (j = i; j > 0 && pc->ws[j - 1].page > w.page; j--)
+			pc->ws[j] = pc->ws[j - 1];
+		pc->ws[j] = w;
+	}
+	for (i = 0; i < n; i = j) {
+		unsigned a = pc->ws[i].lo, b = pc->ws[i].hi;
+		int s;
+
+		for (j = i + 1; j < n && pc->ws[j].page == pc->ws[i].page; j++) {
+			if (pc->ws[j].lo < a)
+				a = pc->ws[j].lo;
+			if (pc->ws[j].hi > b)
+				b = pc->ws[j].hi;
+		}
+		/* whole 64-byte lines, no more: cold, every byte costs (measured at 100 Hz: 24-28 us
+		 * per 50-frame sample with exact lines, 30-45 with 256 bytes of slack each side,
+		 * 35-49 with whole pages) */
+		a &= ~63u;
+		b = (b + 63) & ~63u;
+		if (a >= b || (s = claim_free(pc, pc->ws[i].page)) < 0)
+			continue;
+		v[nv].addr = pc->ws[i].page + a;
+		v[nv].buf = pc->data[s] + a;
+		v[nv].len = b - a;
+		v[nv].res = 0;
+		slots[nv] = (unsigned)s;
+		lo[nv] = a;
+		hi[nv] = b;
+		nv++;
+	}
+	if (!nv)
+		return;
 	if (pc->syscalls)
 		(*pc->syscalls)++;
-	rc = pc->mr.read(pc->mr.ctx, page, pc->data[s], PRS_PY_PAGE);
-	if (rc == -ESRCH)
-		return rc;
-	pc->tag[s] = page | 1;
-	pc->bad[s] = rc != 0;
-	if (rc)
-		return -EFAULT;
-	*out = pc->data[s];
-	return 0;
+	if (pc->mr.readv(pc->mr.ctx, v, nv) < 0)
+		return; /* the slots hold no bytes: reads load their pages again (and see -ESRCH) */
+	for (i = 0; i < nv; i++)
+		if (v[i].res == 0) {
+			pc->lo[slots[i]] = (uint16_t)lo[i];
+			pc->hi[slots[i]] = (uint16_t)hi[i];
+		}
+	/* a failed vec leaves its slot empty of bytes: a read loads the page again, and only that
+	 * read marks it bad (a guess from the last sample must not hide a page) */
+}
+
+void prs_py_pc_end(struct prs_py_pagecache *pc)
+{
+	pc->noting = false;
 }
 
 int prs_py_pc_read(struct prs_py_pagecache *pc, uint64_t addr, void *buf, size_t len)
@@ -137,15 +243,34 @@ int prs_py_pc_read(struct prs_py_pagecache *pc, uint64_t addr, void *buf, size_t
 	while (len) {
 		uint64_t page = addr & ~(uint64_t)(PRS_PY_PAGE - 1);
 		size_t off = addr - page, chunk = PRS_PY_PAGE - off;
-		const uint8_t *d;
-		int rc;
+		int s, rc;
 
 		if (chunk > len)
 			chunk = len;
-		rc = load_page(pc, page, &d);
-		if (rc)
-			return rc;
-		memcpy(dst, d + off, chunk);
+		s = find_slot(pc, page);
+		if (s >= 0 && pc->bad[s])
+			return -EFAULT;
+		if (s < 0 || off < pc->lo[s] || off + chunk > pc->hi[s]) {
+			if (s < 0 && (s = claim_free(pc, page)) < 0) {
+				s = (int)slot_of(page); /* probe window full: take the home slot */
+				pc->tag[s] = page | 1;
+				pc->ws_idx[s] = 0;
+			}
+			pc->lo[s] = pc->hi[s] = 0;
+			pc->bad[s] = 0;
+			if (pc->syscalls)
+				(*pc->syscalls)++;
+			rc = pc->mr.read(pc->mr.ctx, page, pc->data[s], PRS_PY_PAGE);
+			if (rc == -ESRCH)
+				return rc;
+			if (rc) {
+				pc->bad[s] = 1;
+				return -EFAULT;
+			}
+			pc->hi[s] = PRS_PY_PAGE;
+		}
+		ws_note(pc, (unsigned)s, page, (unsigned)off, (unsigned)(off + chunk));
+		memcpy(dst, pc->data[s] + off, chunk);
 		dst += chunk;
 		addr += chunk;
 		len -= chunk;
@@ -169,21 +294,27 @@ void prs_py_pc_prefetch(struct prs_py_pagecache *pc, const uint64_t *addrs, size
 		last = (addrs[i] + len - 1) & ~(uint64_t)(PRS_PY_PAGE - 1);
 		for (page = addrs[i] & ~(uint64_t)(PRS_PY_PAGE - 1); page <= last && nv < 64;
 		     page += PRS_PY_PAGE) {
-			unsigned s = slot_of(page);
+			uint64_t a = addrs[i] > page ? addrs[i] - page : 0;
+			uint64_t b = addrs[i] + len - page < PRS_PY_PAGE ? addrs[i] + len - page : PRS_PY_PAGE;
+			int s = find_slot(pc, page);
 			bool dup = false;
 
-			if (pc->tag[s] == (page | 1))
+			/* cached, known unreadable, or loaded ahead around it (what the last sample read
+			 * of the object there: the prefetch asks for a guess of its size) */
+			if (s >= 0 && (pc->bad[s] || (a < pc->hi[s] && pc->lo[s] < b)))
 				continue;
-			for (k = 0; k < nv; k++)
-				if (slots[k] == s)
-					dup = true; /* same slot twice in one batch: leave it to a plain read */
+			for (k = 0; k < nv && !dup; k++)
+				dup = v[k].addr == page;
 			if (dup)
 				continue;
+			if (s < 0 && (s = claim_free(pc, page)) < 0)
+				continue; /* no free slot near: left to a plain read */
+			pc->lo[s] = pc->hi[s] = 0;
 			v[nv].addr = page;
 			v[nv].buf = pc->data[s];
 			v[nv].len = PRS_PY_PAGE;
 			v[nv].res = 0;
-			slots[nv++] = s;
+			slots[nv++] = (unsigned)s;
 		}
 	}
 	if (!nv)
@@ -193,7 +324,9 @@ void prs_py_pc_prefetch(struct prs_py_pagecache *pc, const uint64_t *addrs, size
 	if (pc->mr.readv(pc->mr.ctx, v, nv) < 0)
 		return;
 	for (k = 0; k < nv; k++) {
-		pc->tag[slots[k]] = v[k].addr | 1;
-		pc->bad[slots[k]] = v[k].res != 0;
+		if (v[k].res == 0)
+			pc->hi[slots[k]] = PRS_PY_PAGE;
+		else
+			pc->bad[slots[k]] = 1;
 	}
 }

@@ -30,16 +30,39 @@ int prs_py_line_loc(const uint8_t *tab, size_t len, int firstline, uint32_t unit
 
 #define PRS_PY_PAGE 4096u
 #define PRS_PY_NPAGES 128u /* 512 KiB; a sample of 1024 frames of ≤3.10 touches fewer pages */
+#define PRS_PY_PROBE 8u    /* slots looked at from a page's home slot (linear probing) */
 
+/* Bytes [lo, hi) of a page that a sample read. */
+struct prs_py_wsent {
+	uint64_t page;
+	uint16_t lo, hi;
+};
+
+/*
+ * Slots are found by linear probing from the page's hash; a slot holds bytes [lo, hi) of its page
+ * (the whole page when read on demand, a part when loaded ahead). The cache also records which
+ * bytes of which pages the sample read (its working set): the next sample starts by loading them
+ * all in one readv (prs_py_pc_begin), so a stack that did not change costs one syscall instead of
+ * one per dependent read. Every byte served was read during the current sample.
+ */
 struct prs_py_pagecache {
-	uint64_t tag[PRS_PY_NPAGES];   /* page address | 1 when valid, 0 empty */
+	uint64_t tag[PRS_PY_NPAGES];   /* page address | 1 when the slot is in use, 0 free */
+	uint16_t lo[PRS_PY_NPAGES], hi[PRS_PY_NPAGES]; /* bytes of the page the slot holds */
 	int8_t bad[PRS_PY_NPAGES];     /* the page could not be read in this generation */
+	uint8_t ws_idx[PRS_PY_NPAGES]; /* 1 + index in ws of the slot's page, 0 = not noted yet */
 	uint8_t (*data)[PRS_PY_PAGE];  /* PRS_PY_NPAGES pages, allocated once */
 	struct prs_memreader mr;
 	uint64_t *syscalls;            /* counter to bump */
+	struct prs_py_wsent ws[PRS_PY_NPAGES]; /* what this sample read so far (may hold duplicates) */
+	unsigned nws;
+	bool noting;                   /* between begin and end: reads are added to ws */
 };
 
-/* Empties the cache (called at the start of each sample, so data are at most one sample old). */
+/* Starts a sample: empties the cache, then loads the previous sample's working set in one readv. */
+void prs_py_pc_begin(struct prs_py_pagecache *pc);
+/* Ends it: later reads (outside samples) are not part of the next sample's working set. */
+void prs_py_pc_end(struct prs_py_pagecache *pc);
+/* Empties the cache (data read after this are fresh); the working set is kept. */
 void prs_py_pc_reset(struct prs_py_pagecache *pc);
 /* Reads len bytes at addr through the cache; 0, -EFAULT, -ESRCH. */
 int prs_py_pc_read(struct prs_py_pagecache *pc, uint64_t addr, void *buf, size_t len);

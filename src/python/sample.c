@@ -2,8 +2,9 @@
 /*
  * Reading the Python stacks of every thread: runtime -> interpreters -> thread states -> frames
  * (PyFrameObject up to 3.10, _PyInterpreterFrame from 3.11) -> code objects -> names, files and
- * line numbers. All reads go through the per-sample page cache; the code objects of a stack are
- * prefetched in one readv after the frame walk. Code objects are decoded once and cached by
+ * line numbers. All reads go through the per-sample page cache (which starts each sample by loading
+ * what the previous one read, in one readv); code objects and strings not loaded that way are
+ * prefetched in one readv each after the frame walk. Code objects are decoded once and cached by
  * address, and every hit is checked against a fresh copy of the object's head (type, name, file,
  * qualname, line table pointers, first line), so a freed and reused address never mislabels a
  * frame (notes/cpython.md §8.1). The target may be running: every value is range-checked, walks
@@ -447,6 +448,7 @@ static int resolve_frames(struct prs_py *py, struct prs_profile *p, unsigned n, 
 	uint32_t minor = (py->version_hex >> 16) & 255;
 	uint8_t hdr[PRS_PY_CODE_HDR];
 	unsigned i;
+	int hrc = 0;
 
 	prs_py_pc_prefetch(&py->pc, py->walk_code, n, (size_t)(L->code_size < PRS_PY_CODE_HDR ? L->code_size : PRS_PY_CODE_HDR));
 	{
@@ -476,7 +478,11 @@ static int resolve_frames(struct prs_py *py, struct prs_profile *p, unsigned n, 
 		int line, rc;
 		uint32_t fid;
 
-		if (code_head(py, code, hdr)) {
+		/* recursion: the same code object as the frame before has the same head in this
+		 * sample's cache, already in hdr */
+		if (i == 0 || code != py->walk_code[i - 1])
+			hrc = code_head(py, code, hdr);
+		if (hrc) {
 			py->st.bad_frames++;
 			if ((flags & PRS_PYF_GROUP_END) && t->nframes)
 				t->fflags[t->nframes - 1] |= PRS_PYF_GROUP_END;
@@ -565,6 +571,55 @@ static uint64_t top_frame(struct prs_py *py, const uint8_t *ts)
 	}
 }
 
+/*
+ * The current top frame of the thread state at tstate (whose head read earlier is ts), read now,
+ * past the cache. Where the frame hangs off a cframe (3.11, 3.12), the cframe pointer and the
+ * frame pointer of the cframe it pointed to are read in one readv: the second is the answer when
+ * the first did not change (the usual case), else the new cframe is read. -EFAULT when the thread
+ * state cannot be read; *out is 0 when it points nowhere readable.
+ */
+static int top_frame_now(struct prs_py *py, uint64_t tstate, const uint8_t *ts, uint64_t *out)
+{
+	const struct prs_py_layout *L = &py->L;
+	int32_t off = L->tstate_frame >= 0 ? L->tstate_frame
+		      : L->tstate_current_frame >= 0 ? L->tstate_current_frame : L->tstate_cframe;
+	uint64_t v = 0, f = 0, cf_old;
+	struct prs_memvec vec[2];
+
+	*out = 0;
+	if (off < 0)
+		return -EFAULT;
+	if (L->tstate_frame >= 0 || L->tstate_current_frame >= 0) {
+		py->st.syscalls++;
+		if (py->mr.read(py->mr.ctx, tstate + (uint64_t)off, &v, 8))
+			return -EFAULT;
+		*out = v;
+		return 0;
+	}
+	cf_old = u64_at(ts, L->tstate_cframe);
+	vec[0] = (struct prs_memvec){ tstate + (uint64_t)off, &v, 8, 0 };
+	vec[1] = (struct prs_memvec){ cf_old + (uint64_t)L->cframe_current_frame, &f, 8, 0 };
+	py->st.syscalls++;
+	if (plausible_ptr(cf_old) && py->mr.readv) {
+		if (py->mr.readv(py->mr.ctx, vec, 2) < 0 || vec[0].res)
+			return -EFAULT;
+	} else if (py->mr.read(py->mr.ctx, vec[0].addr, &v, 8)) {
+		return -EFAULT;
+	} else {
+		vec[1].res = -EFAULT;
+	}
+	if (v == cf_old && !vec[1].res) {
+		*out = f;
+		return 0;
+	}
+	f = 0;
+	py->st.syscalls++;
+	if (plausible_ptr(v) && py->mr.read(py->mr.ctx, v + (uint64_t)L->cframe_current_frame, &f, 8))
+		f = 0;
+	*out = plausible_ptr(v) ? f : 0;
+	return 0;
+}
+
 static bool task_exists(pid_t pid, int32_t tid)
 {
 	char path[64];
@@ -606,7 +661,7 @@ static int32_t tid_of(struct prs_py *py, uint64_t pthread)
 	return v;
 }
 
-int prs_py_sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread *threads, int max,
+static int sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread *threads, int max,
 		  int *n, struct prs_err *err)
 {
 	const struct prs_py_layout *L = &py->L;
@@ -618,7 +673,6 @@ int prs_py_sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread
 
 	*n = 0;
 	py->st.samples++;
-	prs_py_pc_reset(&py->pc);
 	if (py->owner != p) {
 		code_flush(py);
 		py->owner = p;
@@ -700,18 +754,15 @@ int prs_py_sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread
 			top = top_frame(py, ts);
 			nf = walk_frames(py, top, &truncated);
 			if (t->holds_gil) {
-				/* the holder runs while we read: if its frame moved, walk again once */
-				uint8_t ts2[512];
-				size_t l2 = tslen < sizeof(ts2) ? tslen : sizeof(ts2);
+				/* the holder runs while we read: if its frame moved, walk again once (on
+				 * fresh data: the cache is emptied only then) */
+				uint64_t top2;
 
-				py->st.syscalls++;
-				if (!py->mr.read(py->mr.ctx, tstate, ts2, l2)) {
+				if (top_frame_now(py, tstate, ts, &top2) == 0 && top2 != top) {
 					prs_py_pc_reset(&py->pc);
-					if (top_frame(py, ts2) != top) {
-						py->st.retries++;
-						truncated = false;
-						nf = walk_frames(py, top_frame(py, ts2), &truncated);
-					}
+					py->st.retries++;
+					truncated = false;
+					nf = walk_frames(py, top2, &truncated);
 				}
 			}
 			rc = resolve_frames(py, p, nf, t);
@@ -732,6 +783,17 @@ int prs_py_sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread
 	}
 	*n = nt;
 	return 0;
+}
+
+int prs_py_sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread *threads, int max,
+		  int *n, struct prs_err *err)
+{
+	int rc;
+
+	prs_py_pc_begin(&py->pc);
+	rc = sample(py, p, threads, max, n, err);
+	prs_py_pc_end(&py->pc);
+	return rc;
 }
 
 void prs_py_get_stats(const struct prs_py *py, struct prs_py_stats *out)
