@@ -7,6 +7,8 @@
  *   pystacks -r HZ -d SEC PID          sample in vm mode (jittered period), one line per thread-sample:
  *                                      "TID GIL frame;frame;..." (root first, GIL 1 = held it)
  *   pystacks --bench N PID             time N samples back to back, print the cost per sample
+ *   --period US [--spin]               with --bench: one sample every US microseconds, asleep
+ *                                      between them as the sampler is (or spinning): caches go cold
  *   --stats                            print the reader's counters to stderr at the end
  *
  * Output of the dump (one thread):
@@ -78,8 +80,9 @@ int main(int argc, char **argv)
 	struct prs_err err = { 0 };
 	struct prs_py *py = NULL;
 	struct prs_profile *p;
-	double hz = 0, dur = 0;
+	double hz = 0, dur = 0, period_us = 0;
 	long bench = 0;
+	bool spin = false;
 	bool want_stats = false;
 	int i, n = 0, rc, pid = 0;
 
@@ -90,13 +93,17 @@ int main(int argc, char **argv)
 			dur = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--bench") && i + 1 < argc)
 			bench = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--period") && i + 1 < argc)
+			period_us = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--spin"))
+			spin = true;
 		else if (!strcmp(argv[i], "--stats"))
 			want_stats = true;
 		else
 			pid = atoi(argv[i]);
 	}
 	if (pid <= 0) {
-		fprintf(stderr, "usage: pystacks [-r HZ -d SEC | --bench N] [--stats] PID\n");
+		fprintf(stderr, "usage: pystacks [-r HZ -d SEC | --bench N [--period US [--spin]]] [--stats] PID\n");
 		return 2;
 	}
 	rc = prs_py_open(pid, &py, &err);
@@ -111,10 +118,28 @@ int main(int argc, char **argv)
 		prs_py_layout_source(py), prs_py_binary(py), prs_py_anchor(py));
 	if (bench > 0) {
 		double *t = calloc((size_t)bench, sizeof(double));
+		double next = now_s();
 
 		for (i = 0; i < bench && t; i++) {
-			double t0 = now_s();
+			double t0;
 
+			if (period_us > 0) {
+				next += period_us * 1e-6;
+				if (spin) {
+					while (now_s() < next)
+						;
+				} else {
+					struct timespec ts;
+					double d = next - now_s();
+
+					if (d > 0) {
+						ts.tv_sec = (time_t)d;
+						ts.tv_nsec = (long)((d - (double)ts.tv_sec) * 1e9);
+						nanosleep(&ts, NULL);
+					}
+				}
+			}
+			t0 = now_s();
 			prs_py_sample(py, p, th, MAXT, &n, &err);
 			t[i] = (now_s() - t0) * 1e6;
 		}

@@ -1,22 +1,37 @@
 # SPDX-License-Identifier: MIT
 """Benchmark of the CPython reader (issue 3, item 7); prints tables, asserts nothing.
 
-1. Cost of one sample of a 50-frame Python stack: vm mode (tools/pystacks --bench: memory reads
-   only), and merged mode (pyrsprof attach --stats: sample_cost_us of stats.json, when the CLI
-   merges Python frames).
+1. Cost of one sample of a 50-frame Python stack, on two targets: one blocked in time.sleep
+   (tests/targets/py/recurse.py) and one running pure Python, holding the GIL (cpuwork.py):
+   - warm: tools/pystacks --bench, samples back to back: the reader's own work on hot caches;
+   - vm and merged: sample_cost_us of what pyrsprof attach records (--mode vm; and the default
+     ptrace mode, which merges the Python frames into the native stacks) at 100 Hz (the default
+     rate) and 1000 Hz. For merged also its parts: stop (the target is stopped: waiting for the
+     stop, registers, stack copy, the Python read, continue), the Python read alone, the unwind.
+   The warm figure is a floor, not the cost of a real sample: between ticks the profiler sleeps,
+   and on the 2-vCPU dev VM the first process_vm_readv after 10 ms costs 10-20 us more than the
+   next one (kernel code and page tables gone from the caches). The rated figures are the cost.
+   Each figure is the median over ROUNDS runs (3 with --quick, else 5) of each run's median, with
+   the range of those medians; every round starts a fresh target and runs all columns once.
 2. Slowdown of a pure-Python CPU workload (tests/targets/py/cpuwork.py, which times itself) at
    100 Hz and 1000 Hz: vm mode (pystacks -r) and merged mode (pyrsprof run -r).
 Goals: vm <= 15 us/sample, merged <= 60 us; slowdown at 100 Hz <= 1 % (vm), <= 3 % (merged).
 
+The profiler runs on CPU 0 and the target on CPU 1 (as in tests/bench/run.py and notes/limits.md)
+when the machine has 2+ CPUs and is idle (1-min load < 1): unpinned, the scheduler may put the
+target on the profiler's CPU, where it waits for the profiler, and that wait is not the cost of a
+sample. --pin forces it, --no-pin disables it.
+
 Usage: PYRSPROF=build/release/pyrsprof /usr/bin/python3 tests/bench/bench_python.py [--quick]
+       [--pin | --no-pin] [--versions 3.11,3.12] [--no-slowdown]
 """
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,35 +40,75 @@ import pyrs_testlib as T  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 PRS = os.environ.get("PYRSPROF", str(REPO / "bin" / "pyrsprof"))
+ROUNDS = 3 if QUICK else 5
+_PIN = True if "--pin" in sys.argv else False if "--no-pin" in sys.argv else os.getloadavg()[0] < 1.0
+PIN = _PIN and len(os.sched_getaffinity(0)) >= 2 and shutil.which("taskset") is not None
+PROF_CPU = ["taskset", "-c", "0"] if PIN else []
+TARGET_CPU = ["taskset", "-c", "1"] if PIN else []
 
 
-def vm_cost(py):
-    t = T.Target(py, "recurse.py", 49, 60)  # rec x49 + <module> = 50 frames
-    try:
-        r = subprocess.run([str(T.pystacks_path()), "--bench", "2000", str(t.pid)], capture_output=True,
-                           text=True, timeout=60)
-        w = r.stdout.split()
-        d = dict(zip(w[1::2], w[2::2]))
-        return float(d["median_us"]), float(d["p90_us"])
-    finally:
-        t.stop()
+def option(name):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv[:-1] else None
 
 
-def merged_cost(py):
-    t = T.Target(py, "recurse.py", 49, 60)
-    try:
-        with tempfile.TemporaryDirectory() as d:
-            r = subprocess.run([PRS, "attach", str(t.pid), "-r", "200", "-d", "2", "-o", d, "--stats"],
-                               capture_output=True, text=True, timeout=60)
+def target(py, script, *args):
+    t = T.Target(py, script, *args)
+    if PIN:
+        os.sched_setaffinity(t.pid, {1})  # the targets are single-threaded
+    return t
+
+
+def warm_cost(pid):
+    r = subprocess.run(PROF_CPU + [str(T.pystacks_path()), "--bench", "2000", str(pid)], capture_output=True,
+                       text=True, timeout=60)
+    w = r.stdout.split()
+    d = dict(zip(w[1::2], w[2::2]))
+    return float(d["median_us"]) if "median_us" in d else None
+
+
+def attach_cost(pid, mode, hz):
+    """The medians of one pyrsprof attach run's stats.json: {sample_cost_us: .., stop_us: ..}."""
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            r = subprocess.run(PROF_CPU + [PRS, "attach", str(pid), "--mode", mode, "-r", str(hz), "-d", "2",
+                                           "-o", d, "--stats"], capture_output=True, text=True, timeout=60)
             if r.returncode != 0:
-                return None
+                return {}
             st = json.load(open(os.path.join(d, "stats.json")))
-            c = st.get("sample_cost_us", {})
-            return c.get("median"), c.get("p90")
-    except (OSError, ValueError, subprocess.TimeoutExpired):
-        return None
-    finally:
-        t.stop()
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            return {}
+    return {k: v["median"] for k, v in st.items() if k.endswith("_us") and isinstance(v, dict) and v.get("n")}
+
+
+COLUMNS = ["warm", "vm 100", "vm 1000", "merged 100", "stop", "python", "unwind", "merged 1000"]
+
+
+def sample_costs(py, kind):
+    """{column: [median of each round]} for one target kind."""
+    got = {c: [] for c in COLUMNS}
+    for _ in range(ROUNDS):
+        t = target(py, "recurse.py", 49, 3600) if kind == "sleeping" else \
+            target(py, "cpuwork.py", 10 ** 10, 49)  # down x48 + work + <module> = 50 frames
+        try:
+            got["warm"].append(warm_cost(t.pid))
+            for hz in (100, 1000):
+                vm = attach_cost(t.pid, "vm", hz)
+                mg = attach_cost(t.pid, "ptrace", hz)
+                got["vm %d" % hz].append(vm.get("sample_cost_us"))
+                got["merged %d" % hz].append(mg.get("sample_cost_us"))
+                if hz == 100:
+                    for k in ("stop", "python", "unwind"):
+                        got[k].append(mg.get(k + "_us"))
+        finally:
+            t.stop()
+    return got
+
+
+def cell(v):
+    v = [x for x in v if x is not None]
+    if not v:
+        return "n/a"
+    return "%.1f [%.1f-%.1f]" % (statistics.median(v), min(v), max(v))
 
 
 def run_work(py, sampler=None, hz=0):
@@ -61,15 +116,15 @@ def run_work(py, sampler=None, hz=0):
     n = 1500000 if QUICK else 4000000
     if sampler == "merged":
         with tempfile.TemporaryDirectory() as d:
-            r = subprocess.run([PRS, "run", "-r", str(hz), "-o", d, "--", str(py),
-                                str(T.HERE / "cpuwork.py"), str(n)], capture_output=True, text=True,
+            r = subprocess.run(PROF_CPU + [PRS, "run", "-r", str(hz), "-o", d, "--"] + TARGET_CPU +
+                               [str(py), str(T.HERE / "cpuwork.py"), str(n)], capture_output=True, text=True,
                                timeout=300)
             out = r.stdout
     else:
-        t = T.Target(py, "cpuwork.py", n)
+        t = target(py, "cpuwork.py", n)
         s = None
         if sampler == "vm":
-            s = subprocess.Popen([str(T.pystacks_path()), "-r", str(hz), "-d", "300", str(t.pid)],
+            s = subprocess.Popen(PROF_CPU + [str(T.pystacks_path()), "-r", str(hz), "-d", "300", str(t.pid)],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         out = t.rest(timeout=300)
         if s:
@@ -95,24 +150,29 @@ def slowdown(py, sampler, hz, reps):
 
 
 def main():
-    vers = ["3.12"] if QUICK else ["3.10", "3.11", "3.12", "3.13"]
-    print("## cost of one sample, 50-frame Python stack (us, median / p90)\n")
-    print("| python | vm (pystacks) | merged (pyrsprof attach) |")
-    print("|---|---|---|")
+    vers = (option("--versions") or ("3.12" if QUICK else "3.10,3.11,3.12,3.13")).split(",")
+    print("## cost of one sample, 50-frame Python stack (us: median of %d runs' medians [range])\n" % ROUNDS)
+    print("load average %.1f; %s\n" % (os.getloadavg()[0], "profiler on CPU 0, target on CPU 1" if PIN
+                                          else "not pinned"))
+    print("| python | target | " + " | ".join(COLUMNS) + " |")
+    print("|---|---|" + "---|" * len(COLUMNS))
     for v in vers:
         py = T.pyenv_python(v)
         if not py:
-            print("| %s | not installed | |" % v)
+            print("| %s | not installed |%s" % (v, " |" * len(COLUMNS)))
             continue
-        vm = vm_cost(py)
-        mg = merged_cost(py)
-        print("| %s | %.1f / %.1f | %s |" % (v, vm[0], vm[1],
-                                            "%.1f / %.1f" % mg if mg and mg[0] is not None else "n/a"))
+        for kind in ("sleeping", "running"):
+            got = sample_costs(py, kind)
+            print("| %s | %s | %s |" % (v, kind, " | ".join(cell(got[c]) for c in COLUMNS)), flush=True)
+    print("\nwarm: back to back (pystacks --bench); vm/merged N: pyrsprof attach at N Hz, sample_cost_us;"
+          " stop, python, unwind: the parts of merged 100 (stop includes python)")
+    if "--no-slowdown" in sys.argv:
+        return
+    reps = 5 if QUICK else 9
     print("\n## slowdown of a pure-Python CPU workload (%%, median of %d interleaved pairs; wall / target CPU;"
-          " negative = noise; load average %.1f)\n" % (5 if QUICK else 9, os.getloadavg()[0]))
+          " negative = noise; load average %.1f)\n" % (reps, os.getloadavg()[0]))
     print("| python | mode | 100 Hz | 1000 Hz |")
     print("|---|---|---|---|")
-    reps = 5 if QUICK else 9
     for v in vers[-1:] if QUICK else ["3.12", "3.10"]:
         py = T.pyenv_python(v)
         if not py:
@@ -122,7 +182,7 @@ def main():
             for hz in (100, 1000):
                 s = slowdown(py, mode, hz, reps)
                 cells.append("%.1f / %.1f" % s if s is not None else "n/a")
-            print("| %s | %s | %s | %s |" % (v, mode, cells[0], cells[1]))
+            print("| %s | %s | %s | %s |" % (v, mode, cells[0], cells[1]), flush=True)
 
 
 main()
