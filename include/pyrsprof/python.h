@@ -166,6 +166,14 @@ int prs_py_read_thread_names(struct prs_py *py, struct prs_profile *p, uint64_t 
 /* Copies the counters. */
 void prs_py_get_stats(const struct prs_py *py, struct prs_py_stats *out);
 
+/*
+ * Reads again, in one readv into the reader's scratch, what the last prs_py_sample read, and keeps
+ * nothing. For a caller about to stop the target and sample it: after a few ms asleep, the
+ * profiler's CPU has lost the kernel's code and the target's page walks from its caches, and this
+ * pays for them before the stop instead of during it. A sample is no cheaper for it.
+ */
+void prs_py_warm(struct prs_py *py);
+
 /* ---- merging with a native stack ---- */
 
 /* True if pc is inside the eval loop (_PyEval_EvalFrameDefault and its .cold part when the

@@ -224,6 +224,33 @@ void prs_py_pc_begin(struct prs_py_pagecache *pc)
 	 * read marks it bad (a guess from the last sample must not hide a page) */
 }
 
+void prs_py_pc_warm(struct prs_py_pagecache *pc)
+{
+	struct prs_memvec v[PRS_PY_NPAGES];
+	size_t nv = 0, i;
+
+	if (!pc->data || !pc->mr.readv)
+		return;
+	for (i = 0; i < pc->nws; i++) {
+		unsigned a = pc->ws[i].lo & ~63u, b = (pc->ws[i].hi + 63u) & ~63u;
+
+		if (a >= b)
+			continue;
+		/* into the bytes of the page's home slot: begin empties the cache anyway */
+		v[nv].addr = pc->ws[i].page + a;
+		v[nv].buf = pc->data[slot_of(pc->ws[i].page)] + a;
+		v[nv].len = b - a;
+		v[nv].res = 0;
+		nv++;
+	}
+	if (!nv)
+		return;
+	if (pc->syscalls)
+		(*pc->syscalls)++;
+	(void)pc->mr.readv(pc->mr.ctx, v, nv);
+	prs_py_pc_reset(pc); /* what the slots held is gone */
+}
+
 void prs_py_pc_end(struct prs_py_pagecache *pc)
 {
 	pc->noting = false;

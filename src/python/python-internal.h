@@ -62,6 +62,8 @@ struct prs_py_pagecache {
 void prs_py_pc_begin(struct prs_py_pagecache *pc);
 /* Ends it: later reads (outside samples) are not part of the next sample's working set. */
 void prs_py_pc_end(struct prs_py_pagecache *pc);
+/* Reads the working set in one readv into the slots' buffers and keeps nothing (prs_py_warm). */
+void prs_py_pc_warm(struct prs_py_pagecache *pc);
 /* Empties the cache (data read after this are fresh); the working set is kept. */
 void prs_py_pc_reset(struct prs_py_pagecache *pc);
 /* Reads len bytes at addr through the cache; 0, -EFAULT, -ESRCH. */

@@ -796,6 +796,11 @@ int prs_py_sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread
 	return rc;
 }
 
+void prs_py_warm(struct prs_py *py)
+{
+	prs_py_pc_warm(&py->pc);
+}
+
 void prs_py_get_stats(const struct prs_py *py, struct prs_py_stats *out)
 {
 	*out = py->st;
