@@ -10,10 +10,35 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "pyrsprof/python.h"
 #include "python/layout.h"
+
+/* ---- bytes copied from the target ---- */
+
+static inline uint64_t u64_at(const uint8_t *b, int32_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, 8);
+	return v;
+}
+
+static inline int32_t i32_at(const uint8_t *b, int32_t off)
+{
+	int32_t v;
+
+	memcpy(&v, b + off, 4);
+	return v;
+}
+
+/* A pointer the target could hold to an object: user space, 8-byte aligned, not in page 0. */
+static inline bool plausible_ptr(uint64_t a)
+{
+	return a >= 4096 && a < (1ull << 47) && !(a & 7);
+}
 
 /* ---- line tables (pure functions over bytes copied from the target; never read past len) ---- */
 

@@ -25,27 +25,6 @@
 #define MAX_TABLE (1u << 20)   /* line tables larger than this are not decoded */
 #define MAX_CODE_ENTRIES 65536 /* beyond that the cache is flushed */
 
-static uint64_t u64_at(const uint8_t *b, int32_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, 8);
-	return v;
-}
-
-static int32_t i32_at(const uint8_t *b, int32_t off)
-{
-	int32_t v;
-
-	memcpy(&v, b + off, 4);
-	return v;
-}
-
-static bool plausible_ptr(uint64_t a)
-{
-	return a >= 4096 && a < (1ull << 47) && !(a & 7);
-}
-
 /* ---- strings ---- */
 
 static size_t put_utf8(char *out, size_t room, uint32_t c)

@@ -80,19 +80,6 @@ struct dict {
 	bool split;          /* values come from names->vals */
 };
 
-static uint64_t u64_at(const uint8_t *b, int32_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, 8);
-	return v;
-}
-
-static bool plausible_ptr(uint64_t a)
-{
-	return a >= 4096 && a < (1ull << 47) && !(a & 7);
-}
-
 static int rd(struct prs_py *py, uint64_t addr, void *buf, size_t len)
 {
 	if (!plausible_ptr(addr & ~7ull))
