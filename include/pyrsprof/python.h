@@ -167,6 +167,14 @@ int prs_py_read_thread_names(struct prs_py *py, struct prs_profile *p, uint64_t 
 void prs_py_get_stats(const struct prs_py *py, struct prs_py_stats *out);
 
 /*
+ * Tells the reader whether every thread of the target stays stopped during the coming
+ * prs_py_sample calls (ptrace mode: the caller holds them all in a ptrace-stop). Then the GIL
+ * holder's top frame cannot move while its frames are read, and is not read a second time to
+ * check (one syscall less per sample). Default false: the target runs (vm mode).
+ */
+void prs_py_set_stopped(struct prs_py *py, bool all_stopped);
+
+/*
  * Reads again, in one readv into the reader's scratch, what the last prs_py_sample read, and keeps
  * nothing. For a caller about to stop the target and sample it: after a few ms asleep, the
  * profiler's CPU has lost the kernel's code and the target's page walks from its caches, and this

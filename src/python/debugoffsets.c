@@ -6,7 +6,8 @@
  * layouts.gen.c); a newer version than the newest known one is parsed with the newest known
  * positions and must then pass the same validation as any other target (prs_py_open).
  * What the debug offsets do not carry (_co_firsttraceable, the owner enum, the str state bits,
- * sizeof(PyCompactUnicodeObject)) comes from the base row, as offsets relative to fields they do carry.
+ * sizeof(PyCompactUnicodeObject)) comes from the base row, as offsets relative to fields they do carry;
+ * co_version only from a base row of the same minor version.
  */
 #include "python/python-internal.h"
 
@@ -88,6 +89,10 @@ int prs_py_layout_from_debug_offsets(const uint8_t *dbg, size_t len, const struc
 	/* _co_firsttraceable is not in the debug offsets: keep its distance to co_code_adaptive */
 	if (base->code_firsttraceable >= 0 && base->code_adaptive >= 0)
 		L->code_firsttraceable = L->code_adaptive - (base->code_adaptive - base->code_firsttraceable);
+	/* co_version is not in the debug offsets either, and a wrong position would make the cache
+	 * trust a reused code object: used only when the base row is of this very minor version */
+	if ((base->version_hex >> 16) != (uint32_t)(version >> 16))
+		L->code_version = -1;
 	ok &= get(dbg, len, D->ob_type, OBJ, &L->ob_type);
 	ok &= get(dbg, len, D->tp_name, OBJ, &L->tp_name);
 	ok &= get(dbg, len, D->bytes_size, OBJ, &L->ob_size);

@@ -36,6 +36,8 @@ struct prs_py_layout {
 	int32_t code_linetable;         /* co_lnotab <= 3.9, co_linetable 3.10+ */
 	int32_t code_adaptive, code_firsttraceable; /* 3.11+ */
 	int32_t code_code;              /* co_code (bytes) <= 3.10 */
+	int32_t code_version;           /* uint32_t co_version, 3.12+: a new value for every code object
+					 * created (0 once the counter is spent) */
 	/* objects and strings */
 	int32_t ob_type, ob_size, tp_name, bytes_sval;
 	int32_t str_length, str_state, str_ascii_size, str_compact_size;

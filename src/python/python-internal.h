@@ -107,6 +107,7 @@ struct prs_py_code {
 	uint64_t name_id, qual_id, file_id; /* str identities (length, hash, first bytes) */
 	uint64_t checked;     /* the sample number of the last validation */
 	int32_t firstline;
+	uint32_t version;     /* co_version (3.12+), 0 = none: then the strings are compared on hits */
 	uint32_t ncode_bytes; /* bytecode size in bytes (≤3.10 len(co_code), 3.11+ 2*Py_SIZE) */
 	uint32_t name, file;  /* string ids in the profile `owner` */
 	uint8_t *table;       /* the line table bytes (owned) */
@@ -118,6 +119,7 @@ struct prs_py_code {
 /* The handle (python.h's struct prs_py). */
 struct prs_py {
 	pid_t pid;
+	bool all_stopped; /* prs_py_set_stopped */
 	struct prs_memreader mr;
 	struct prs_py_layout L;
 	const char *layout_source;

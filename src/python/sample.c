@@ -248,19 +248,48 @@ static uint64_t str_ident(struct prs_py *py, uint64_t addr)
 	return h ? h : 1;
 }
 
+/* The co_version in a code object's head, 0 where the version has none. */
+static uint32_t code_version(const struct prs_py *py, const uint8_t *hdr)
+{
+	return py->L.code_version >= 0 ? (uint32_t)i32_at(hdr, py->L.code_version) : 0;
+}
+
+/* Whether the pointers and numbers of the cached entry equal those in the head hdr. */
+static bool code_head_matches(const struct prs_py *py, const struct prs_py_code *c, const uint8_t *hdr)
+{
+	const struct prs_py_layout *L = &py->L;
+
+	return c->type == u64_at(hdr, L->ob_type) && c->name_ptr == u64_at(hdr, L->code_name) &&
+	       c->file_ptr == u64_at(hdr, L->code_filename) &&
+	       (L->code_qualname < 0 || c->qual_ptr == u64_at(hdr, L->code_qualname)) &&
+	       c->table_ptr == u64_at(hdr, L->code_linetable) &&
+	       (L->code_code < 0 || c->code_ptr == u64_at(hdr, L->code_code)) &&
+	       c->firstline == i32_at(hdr, L->code_firstlineno) && c->version == code_version(py, hdr);
+}
+
+/*
+ * Whether the head alone proves the entry (3.12+). co_version is a serial the interpreter gives
+ * each code object it creates, so an object at a reused address has another one (200,000 code
+ * objects created and freed on 3.12 and 3.13: no reused address kept its version); the object
+ * holds its strings and line table, which are immutable. 0 (the counter spent) proves nothing.
+ */
+static bool code_head_proves(const struct prs_py *py, const struct prs_py_code *c, const uint8_t *hdr)
+{
+	return c->version != 0 && code_head_matches(py, c, hdr);
+}
+
 /* Whether the cached entry still describes the object whose head is hdr. */
 static bool code_matches(struct prs_py *py, const struct prs_py_code *c, const uint8_t *hdr)
 {
 	const struct prs_py_layout *L = &py->L;
 
-	if (!(c->type == u64_at(hdr, L->ob_type) && c->name_ptr == u64_at(hdr, L->code_name) &&
-	       c->file_ptr == u64_at(hdr, L->code_filename) &&
-	       (L->code_qualname < 0 || c->qual_ptr == u64_at(hdr, L->code_qualname)) &&
-	       c->table_ptr == u64_at(hdr, L->code_linetable) &&
-	       (L->code_code < 0 || c->code_ptr == u64_at(hdr, L->code_code)) &&
-	       c->firstline == i32_at(hdr, L->code_firstlineno)))
+	if (!code_head_matches(py, c, hdr))
 		return false;
-	if (c->table) { /* the line table too: its length and first bytes */
+	if (c->version)
+		return true;
+	/* without a version, equal pointers are not enough (see str_ident): the strings and the line
+	 * table are compared too */
+	if (c->table) { /* the line table: its length and first bytes */
 		uint8_t b[64], head[16];
 		size_t k = c->table_len < 16 ? c->table_len : 16;
 
@@ -294,6 +323,7 @@ static int code_decode(struct prs_py *py, struct prs_profile *p, struct prs_py_c
 	c->table_ptr = u64_at(hdr, L->code_linetable);
 	c->code_ptr = L->code_code >= 0 ? u64_at(hdr, L->code_code) : 0;
 	c->firstline = i32_at(hdr, L->code_firstlineno);
+	c->version = code_version(py, hdr);
 	c->name_id = str_ident(py, c->name_ptr);
 	c->qual_id = c->qual_ptr ? str_ident(py, c->qual_ptr) : 0;
 	c->file_id = str_ident(py, c->file_ptr);
@@ -426,6 +456,7 @@ static int resolve_frames(struct prs_py *py, struct prs_profile *p, unsigned n, 
 	const struct prs_py_layout *L = &py->L;
 	uint32_t minor = (py->version_hex >> 16) & 255;
 	uint8_t hdr[PRS_PY_CODE_HDR];
+	struct prs_py_code *c;
 	unsigned i;
 	int hrc = 0;
 
@@ -440,6 +471,9 @@ static int resolve_frames(struct prs_py *py, struct prs_profile *p, unsigned n, 
 				continue;
 			if (code_head(py, py->walk_code[i], hdr))
 				continue;
+			c = code_find(py, py->walk_code[i], false);
+			if (c && code_head_proves(py, c, hdr))
+				continue; /* a hit that needs no string */
 			strs[ns++] = u64_at(hdr, L->code_name);
 			strs[ns++] = u64_at(hdr, L->code_filename);
 			if (L->code_qualname >= 0)
@@ -451,7 +485,6 @@ static int resolve_frames(struct prs_py *py, struct prs_profile *p, unsigned n, 
 	t->nframes = 0;
 	for (i = 0; i < n; i++) {
 		uint64_t code = py->walk_code[i];
-		struct prs_py_code *c;
 		int64_t off = py->walk_off[i];
 		uint8_t flags = py->walk_flags[i];
 		int line, rc;
@@ -732,7 +765,7 @@ static int sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread
 			t->name = 0;
 			top = top_frame(py, ts);
 			nf = walk_frames(py, top, &truncated);
-			if (t->holds_gil) {
+			if (t->holds_gil && !py->all_stopped) {
 				/* the holder runs while we read: if its frame moved, walk again once (on
 				 * fresh data: the cache is emptied only then) */
 				uint64_t top2;
@@ -773,6 +806,11 @@ int prs_py_sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread
 	rc = sample(py, p, threads, max, n, err);
 	prs_py_pc_end(&py->pc);
 	return rc;
+}
+
+void prs_py_set_stopped(struct prs_py *py, bool all_stopped)
+{
+	py->all_stopped = all_stopped;
 }
 
 void prs_py_warm(struct prs_py *py)

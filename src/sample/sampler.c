@@ -760,6 +760,13 @@ static void tick(struct prs_sampler *s)
 	if (s->py) {
 		/* Every thread that could be stopped is stopped: read the Python frames, then let go. */
 		uint64_t p0 = prs_now_ns();
+		bool all_stopped = true;
+
+		/* (a thread whose first stop has not come yet has not run any code) */
+		for (size_t i = 0; i < s->nthr && all_stopped; i++)
+			all_stopped = s->thr[i].held || s->thr[i].stopped || s->thr[i].group_stopped ||
+				      s->thr[i].initial_stop;
+		prs_py_set_stopped(s->py, all_stopped);
 
 		if (prs_py_sample(s->py, s->prof, s->pyt, MAX_PY_THREADS, &s->npyt, NULL) != 0)
 			s->npyt = 0;

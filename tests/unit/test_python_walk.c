@@ -26,6 +26,8 @@ struct image {
 	uint8_t *mem;
 	uint64_t brk; /* next free target address */
 	unsigned reads;
+	uint64_t watch_lo[2], watch_hi[2]; /* reads that touch [lo, hi) are counted in watched */
+	unsigned watched;
 };
 
 static int img_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -33,6 +35,9 @@ static int img_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	struct image *im = ctx;
 
 	im->reads++;
+	for (int w = 0; w < 2; w++)
+		if (addr < im->watch_hi[w] && addr + len > im->watch_lo[w])
+			im->watched++;
 	if (addr < BASE || addr + len > BASE + SIZE || addr + len < addr)
 		return -EFAULT;
 	memcpy(buf, im->mem + (addr - BASE), len);
@@ -146,6 +151,9 @@ static void setup(void)
 	cr_assert(L, "no generated 3.12 row");
 	im.mem = calloc(1, SIZE);
 	im.brk = BASE + 4096;
+	memset(im.watch_lo, 0, sizeof(im.watch_lo));
+	memset(im.watch_hi, 0, sizeof(im.watch_hi));
+	im.watched = 0;
 	t_code = alloc(512);
 	t_str = alloc(512);
 	t_bytes = alloc(512);
@@ -457,7 +465,15 @@ Test(python_debug_offsets, measured_3_13_image)
 	SAME(code_name); SAME(code_filename); SAME(code_qualname); SAME(code_linetable);
 	SAME(code_firstlineno); SAME(code_adaptive); SAME(code_firsttraceable); SAME(ob_type);
 	SAME(tp_name); SAME(ob_size); SAME(bytes_sval); SAME(str_state); SAME(str_length);
-	SAME(str_ascii_size); SAME(str_compact_size);
+	SAME(str_ascii_size); SAME(str_compact_size); SAME(code_version);
+	/* co_version is not in the debug offsets: from a base row of another minor it is not trusted */
+	{
+		struct prs_py_layout other = *row;
+
+		other.version_hex = 0x030c00f0;
+		cr_assert_eq(prs_py_layout_from_debug_offsets(dbg, sizeof(dbg), &other, &out), 0);
+		cr_expect_eq(out.code_version, -1);
+	}
 	/* a wrong cookie, a free-threaded build and an absurd offset are refused */
 	dbg[0] = 'X';
 	cr_assert_eq(prs_py_layout_from_debug_offsets(dbg, sizeof(dbg), row, &out), -ENOTSUP);
@@ -547,4 +563,107 @@ Test(python_walk, reused_line_table_is_revalidated)
 	im.mem[tab + L->bytes_sval + 1 - BASE] = 10; /* svarint 5 */
 	sample();
 	cr_assert_eq(fline(th[0].frames[0]), 15);
+}
+
+/* ---- 3.12+: co_version proves a hit without reading the strings ---- */
+
+Test(python_walk, versioned_hit_reads_no_string)
+{
+	uint64_t file, name, c, f, tab;
+	struct prs_py_stats st;
+
+	cr_assert_eq(L->code_version, 92, "the 3.12 headers put co_version at 92");
+	/* the strings and the line table in one range of their own, watched */
+	im.brk = (im.brk + 4095) & ~4095ull;
+	im.watch_lo[0] = im.brk;
+	file = mkstr("f.py");
+	name = mkstr("versioned");
+	im.watch_hi[0] = im.brk;
+	im.brk = (im.brk + 8191) & ~4095ull; /* the code object on a page of its own */
+	c = mkcode(name, file, 10);
+	/* and its line table moved to another page (reads are of whole 64-byte lines) */
+	memcpy(&tab, im.mem + (c + L->code_linetable - BASE), 8);
+	im.brk = (im.brk + 8191) & ~4095ull;
+	im.watch_lo[1] = alloc(64);
+	memcpy(im.mem + (im.watch_lo[1] - BASE), im.mem + (tab - BASE), 64);
+	put64(c + L->code_linetable, im.watch_lo[1]);
+	im.watch_hi[1] = im.watch_lo[1] + 64;
+	put32(c + L->code_version, 77);
+	f = mkframe(c, 1, 0, 0);
+	set_top(f);
+	sample();
+	cr_assert_str_eq(fname(th[0].frames[0]), "versioned");
+	cr_assert_gt(im.watched, 0, "decoding reads the strings");
+	sample(); /* starts with the working set of the decoding sample: the strings once more */
+	for (int i = 0; i < 3; i++) {
+		im.watched = 0;
+		sample();
+		cr_assert_eq(th[0].nframes, 1);
+		cr_assert_str_eq(fname(th[0].frames[0]), "versioned");
+		cr_assert_eq(fline(th[0].frames[0]), 12);
+		cr_assert_eq(im.watched, 0, "a versioned hit read the strings or line table %u times",
+			     im.watched);
+	}
+	prs_py_get_stats(py, &st);
+	cr_assert_eq(st.code_misses, 1);
+	cr_assert_eq(st.code_stale, 0);
+}
+
+Test(python_walk, reused_address_with_new_version_is_redecoded)
+{
+	/* as in reused_code_and_name_addresses_are_revalidated, with versions: every pointer the
+	 * same, the name's content and the version new */
+	uint64_t file = mkstr("f.py");
+	uint64_t name = mkstr("f_000028");
+	uint64_t c = mkcode(name, file, 1);
+	uint64_t f = mkframe(c, 1, 0, 0);
+	struct prs_py_stats st;
+
+	put32(c + L->code_version, 1000);
+	set_top(f);
+	sample();
+	cr_assert_str_eq(fname(th[0].frames[0]), "f_000028");
+	memcpy(im.mem + (name + L->str_ascii_size - BASE), "f_000029", 8);
+	put32(c + L->code_version, 1002);
+	sample();
+	prs_py_get_stats(py, &st);
+	cr_assert_str_eq(fname(th[0].frames[0]), "f_000029");
+	cr_assert_eq(st.code_stale, 1);
+	/* a version of 0 (the counter spent) proves nothing: the strings are compared again */
+	put32(c + L->code_version, 0);
+	sample();
+	memcpy(im.mem + (name + L->str_ascii_size - BASE), "f_000030", 8);
+	sample();
+	cr_assert_str_eq(fname(th[0].frames[0]), "f_000030");
+}
+
+/* ---- the GIL holder's re-check ---- */
+
+Test(python_walk, holder_rechecked_only_while_running)
+{
+	uint64_t file = mkstr("f.py");
+	uint64_t c = mkcode(mkstr("hold"), file, 1);
+	uint64_t f = mkframe(c, 1, 0, 0);
+	struct prs_py_stats a, b, d;
+
+	set_top(f);
+	sample(); /* warms the working set: later samples take one readv */
+	sample();
+	prs_py_get_stats(py, &a);
+	sample();
+	prs_py_get_stats(py, &b);
+	cr_assert(th[0].holds_gil);
+	/* running: the working set, then the holder's top frame read again */
+	cr_assert_eq(b.syscalls - a.syscalls, 2);
+	prs_py_set_stopped(py, true);
+	sample();
+	prs_py_get_stats(py, &d);
+	cr_assert(th[0].holds_gil);
+	cr_assert_str_eq(fname(th[0].frames[0]), "hold");
+	cr_assert_eq(d.syscalls - b.syscalls, 1, "stopped: no second read of the top frame");
+	/* running again: a frame pushed while the walk ran is caught by the re-check, as before */
+	prs_py_set_stopped(py, false);
+	sample();
+	prs_py_get_stats(py, &a);
+	cr_assert_eq(a.syscalls - d.syscalls, 2);
 }

@@ -209,16 +209,23 @@ int main(int argc, char **argv)
 	P(code_adaptive, offsetof(PyCodeObject, co_code_adaptive));
 	P(code_firsttraceable, offsetof(PyCodeObject, _co_firsttraceable));
 	NONE(code_code);
+#if PY_VERSION_HEX >= 0x030c0000
+	P(code_version, offsetof(PyCodeObject, co_version));
+#else
+	NONE(code_version);
+#endif
 #elif PY_VERSION_HEX >= 0x030a0000
 	NONE(code_qualname);
 	P(code_linetable, offsetof(PyCodeObject, co_linetable));
 	NONE(code_adaptive); NONE(code_firsttraceable);
 	P(code_code, offsetof(PyCodeObject, co_code));
+	NONE(code_version);
 #else
 	NONE(code_qualname);
 	P(code_linetable, offsetof(PyCodeObject, co_lnotab));
 	NONE(code_adaptive); NONE(code_firsttraceable);
 	P(code_code, offsetof(PyCodeObject, co_code));
+	NONE(code_version);
 #endif
 
 	/* ---- objects and strings ---- */
