@@ -21,6 +21,10 @@ int prs_task_comm(pid_t pid, pid_t tid, char *buf, size_t size);
 
 /* The state letter of /proc/PID/task/TID/stat ('R', 'S', 'D', 'T', 't', 'Z', ...), or 0 on error. */
 char prs_task_state(pid_t pid, pid_t tid);
+/* The same through a file descriptor kept open across calls (-1 the first time; left -1 when it
+ * cannot be opened, closed and set to -1 once the thread is gone): one pread instead of an
+ * open, a read and a close (measured after 10 ms asleep: 5-15 us against 14-48 us). */
+char prs_task_state_fd(pid_t pid, pid_t tid, int *fd);
 
 /* The syscall a thread is blocked in, from /proc/PID/task/TID/syscall: the number, -1 when it is
  * running, or -errno when the file cannot be read. */

@@ -67,19 +67,48 @@ int prs_task_comm(pid_t pid, pid_t tid, char *buf, size_t size)
 	return 0;
 }
 
+/* The state letter in the text of a stat file: "tid (comm) S ...". comm may contain spaces and
+ * parentheses, so the last ')' is taken. */
+static char state_of(const char *buf)
+{
+	const char *p = strrchr(buf, ')');
+
+	if (!p || p[1] != ' ' || p[2] == '\0')
+		return 0;
+	return p[2];
+}
+
 char prs_task_state(pid_t pid, pid_t tid)
 {
 	char path[80], buf[512];
-	const char *p;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
 	if (read_small(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	/* "tid (comm) S ...": comm may contain spaces and parentheses, so take the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || p[2] == '\0')
+	return state_of(buf);
+}
+
+char prs_task_state_fd(pid_t pid, pid_t tid, int *fd)
+{
+	char buf[512];
+	ssize_t n;
+
+	if (*fd < 0) {
+		char path[80];
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+		*fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (*fd < 0)
+			return 0;
+	}
+	n = pread(*fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0) { /* the thread is gone */
+		close(*fd);
+		*fd = -1;
 		return 0;
-	return p[2];
+	}
+	buf[n] = '\0';
+	return state_of(buf);
 }
 
 int prs_task_syscall(pid_t pid, pid_t tid)

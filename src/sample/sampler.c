@@ -70,6 +70,7 @@ struct thr {
 	int syscall;
 	int blocked_in;         /* the syscall of the last blocked sample, -1 after a running one */
 	int schedstat_fd;       /* /proc/PID/task/TID/schedstat, kept open (-1: not open) */
+	int stat_fd;            /* /proc/PID/task/TID/stat, kept open in vm mode (-1: not open) */
 	uint64_t wait_ns;       /* run-queue wait time read just before the INTERRUPT */
 	bool have_wait;         /* wait_ns was read this tick */
 	uint64_t cpu_ns;        /* CPU time at the last sample (0 = none yet) */
@@ -108,7 +109,7 @@ struct prs_sampler {
 	int sigints;
 	unsigned rng;
 	struct prs_sampler_stats st;
-	int open_schedstats; /* threads whose schedstat file is kept open */
+	int open_schedstats; /* threads whose schedstat file (vm mode: stat file) is kept open */
 	/* Python */
 	struct prs_py *py;
 	struct prs_py_thread *pyt;
@@ -202,6 +203,7 @@ static struct thr *thr_add(struct prs_sampler *s, pid_t tid)
 	t->tid = tid;
 	t->blocked_in = -1;
 	t->schedstat_fd = -1;
+	t->stat_fd = -1;
 	s->nthr++;
 	s->st.threads_seen++;
 	return t;
@@ -211,6 +213,10 @@ static void thr_remove(struct prs_sampler *s, struct thr *t)
 {
 	if (t->schedstat_fd >= 0) {
 		close(t->schedstat_fd);
+		s->open_schedstats--;
+	}
+	if (t->stat_fd >= 0) {
+		close(t->stat_fd);
 		s->open_schedstats--;
 	}
 	free(t->stack);
@@ -272,6 +278,28 @@ static int schedstat(struct prs_sampler *s, struct thr *t, uint64_t *cpu_ns, uin
 	if (fd >= 0)
 		close(fd);
 	return rc;
+}
+
+/* vm mode: the thread's state letter, through its stat file kept open (within the same budget). */
+static char vm_state(struct prs_sampler *s, struct thr *t)
+{
+	int fd = -1;
+	char c;
+
+	if (t->stat_fd >= 0 || s->open_schedstats < SCHEDSTAT_FDS) {
+		bool had = t->stat_fd >= 0;
+
+		c = prs_task_state_fd(s->pid, t->tid, &t->stat_fd);
+		if (!had && t->stat_fd >= 0)
+			s->open_schedstats++;
+		else if (had && t->stat_fd < 0)
+			s->open_schedstats--;
+		return c;
+	}
+	c = prs_task_state_fd(s->pid, t->tid, &fd);
+	if (fd >= 0)
+		close(fd);
+	return c;
 }
 
 /*
@@ -828,23 +856,28 @@ static void tick_vm(struct prs_sampler *s)
 	}
 	p1 = prs_now_ns();
 	dist_add(s, &s->d_python, p1 - p0);
-	/* In this mode a thread-sample costs its share of the one batched read of all threads. */
-	for (int i = 0; i < s->npyt; i++)
-		dist_add(s, &s->d_cost, (p1 - p0) / (uint64_t)s->npyt);
 	for (int i = 0; i < s->npyt; i++) {
 		const struct prs_py_thread *pt = &s->pyt[i];
+		struct thr *t = pt->tid > 0 ? thr_find(s, pt->tid) : NULL;
 		struct prs_sample smp;
 		uint32_t stack = 0;
+		uint64_t s0;
 		size_t m;
 		char c;
 
+		if (pt->tid > 0 && !t && (t = thr_add(s, pt->tid)) != NULL)
+			thr_record_name(s, t);
+		/* A thread-sample costs its share of the one batched read of all threads, and the
+		 * read of its state. */
+		s0 = prs_now_ns();
+		c = t ? vm_state(s, t) : pt->tid > 0 ? prs_task_state(s->pid, pt->tid) : 'R';
+		dist_add(s, &s->d_cost, (p1 - p0) / (uint64_t)s->npyt + (prs_now_ns() - s0));
 		m = prs_py_merge(s->py, NULL, NULL, 0, pt, 0, s->merged, PRS_MAX_STACK_FRAMES);
 		for (size_t j = 0; j < m; j++)
 			stack = prs_profile_stack(s->prof, stack, s->merged[j]);
 		memset(&smp, 0, sizeof(smp));
 		smp.time_ns = tick_ns - s->t0;
 		smp.tid = pt->tid;
-		c = pt->tid > 0 ? prs_task_state(s->pid, pt->tid) : 'R';
 		smp.state = c == 'R' ? PRS_STATE_RUNNING : c == 'D' ? PRS_STATE_DISK : PRS_STATE_BLOCKED;
 		smp.syscall = -1;
 		smp.stack = stack;
@@ -852,12 +885,6 @@ static void tick_vm(struct prs_sampler *s)
 		smp.flags = pt->holds_gil ? PRS_SAMPLE_GIL : 0;
 		prs_profile_sample(s->prof, &smp);
 		s->st.thread_samples++;
-		if (pt->tid > 0 && !thr_find(s, pt->tid)) {
-			struct thr *t = thr_add(s, pt->tid);
-
-			if (t)
-				thr_record_name(s, t);
-		}
 	}
 	py_names(s);
 }
