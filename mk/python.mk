@@ -1,14 +1,19 @@
 # SPDX-License-Identifier: MIT
-# src/python: the developer tool tools/pystacks (every thread's Python stack of a PID, by memory
-# reads only), the Rust cdylib called through ctypes by tests/targets/py/ffi_rust.py, and the
+# src/python: the developer tools tools/pystacks (every thread's Python stack of a PID, by memory
+# reads only) and tools/floor (the platform's cost of a sample, for the benchmark), the Rust cdylib called through ctypes by tests/targets/py/ffi_rust.py, and the
 # command that regenerates the committed layout table.
 
-PY_TOOLS := $(BUILD)/tools/pystacks
+PY_TOOLS := $(BUILD)/tools/pystacks $(BUILD)/tools/floor
 PY_TARGETS := build/targets/py/libpyrs_ffi.so
 
 $(BUILD)/tools/pystacks: tools/pystacks.c $(BUILD)/libpyrsprof.a
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libpyrsprof.a $(LDLIBS)
+
+# what a sample costs on this machine before reading anything (tests/bench/bench_python.py)
+$(BUILD)/tools/floor: tools/floor.c
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 build/targets/py/libpyrs_ffi.so: tests/targets/py/pyrs_ffi.rs
 	@mkdir -p $(dir $@)
@@ -36,4 +41,4 @@ python-fixtures:
 $(BUILD)/bench/names_bench: $(BUILD)/tests/bench/names_bench.o $(BUILD)/libpyrsprof.a
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libpyrsprof.a $(LDLIBS)
-bench: $(BUILD)/bench/names_bench
+bench: $(BUILD)/bench/names_bench $(PY_TOOLS)

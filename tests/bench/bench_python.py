@@ -8,9 +8,13 @@
      ptrace mode, which merges the Python frames into the native stacks) at 100 Hz (the default
      rate) and 1000 Hz. For merged also its parts: stop (the target is stopped: waiting for the
      stop, registers, stack copy, the Python read, continue), the Python read alone, the unwind.
-   The warm figure is a floor, not the cost of a real sample: between ticks the profiler sleeps,
-   and on the 2-vCPU dev VM the first process_vm_readv after 10 ms costs 10-20 us more than the
-   next one (kernel code and page tables gone from the caches). The rated figures are the cost.
+   The warm figure is what the reader's own work costs on hot caches, not the cost of a real
+   sample: between ticks the profiler sleeps, and on the 2-vCPU dev VM the first process_vm_readv
+   after 10 ms costs 15-25 us by itself (kernel code and page tables gone from the caches), and
+   stopping a thread blocked in a sleep costs 90-130 us (its idle vCPU must be woken). So each rated
+   figure is printed with the platform's floor at the same rate on the same target, measured by
+   tools/floor: for vm one 64-byte process_vm_readv, for merged stopping the thread, reading its
+   registers and letting it go; "over" = figure - floor, the part pyrsprof's code adds.
    Each figure is the median over ROUNDS runs (3 with --quick, else 5) of each run's median, with
    the range of those medians; every round starts a fresh target and runs all columns once.
 2. Slowdown of a pure-Python CPU workload (tests/targets/py/cpuwork.py, which times itself) at
@@ -80,28 +84,46 @@ def attach_cost(pid, mode, hz):
     return {k: v["median"] for k, v in st.items() if k.endswith("_us") and isinstance(v, dict) and v.get("n")}
 
 
-COLUMNS = ["warm", "vm 100", "vm 1000", "merged 100", "stop", "python", "unwind", "merged 1000"]
+def floor_cost(pid, mode, hz):
+    """The median cost of the platform's part of a sample at hz (tools/floor vm|stop), or None."""
+    n = 300 if hz <= 100 else 1000
+    r = subprocess.run(PROF_CPU + [str(T.pystacks_path().parent / "floor"), mode, str(pid), str(1e6 / hz), str(n)],
+                       capture_output=True, text=True, timeout=60)
+    w = r.stdout.split()
+    return float(w[3]) if r.returncode == 0 and len(w) >= 4 else None
+
+
+VM_COLS = ["warm", "100 Hz", "floor 100", "over 100", "1000 Hz", "floor 1000", "over 1000"]
+MERGED_COLS = ["100 Hz", "floor 100", "over 100", "stop", "python", "unwind", "1000 Hz", "floor 1000", "over 1000"]
 
 
 def sample_costs(py, kind):
-    """{column: [median of each round]} for one target kind."""
-    got = {c: [] for c in COLUMNS}
+    """({vm column: [value of each round]}, {merged column: [...]}) for one target kind."""
+    vm = {c: [] for c in VM_COLS}
+    mg = {c: [] for c in MERGED_COLS}
     for _ in range(ROUNDS):
         t = target(py, "recurse.py", 49, 3600) if kind == "sleeping" else \
             target(py, "cpuwork.py", 10 ** 10, 49)  # down x48 + work + <module> = 50 frames
         try:
-            got["warm"].append(warm_cost(t.pid))
+            vm["warm"].append(warm_cost(t.pid))
             for hz in (100, 1000):
-                vm = attach_cost(t.pid, "vm", hz)
-                mg = attach_cost(t.pid, "ptrace", hz)
-                got["vm %d" % hz].append(vm.get("sample_cost_us"))
-                got["merged %d" % hz].append(mg.get("sample_cost_us"))
+                a = attach_cost(t.pid, "vm", hz).get("sample_cost_us")
+                f = floor_cost(t.pid, "vm", hz)
+                vm["%d Hz" % hz].append(a)
+                vm["floor %d" % hz].append(f)
+                vm["over %d" % hz].append(a - f if a is not None and f is not None else None)
+                m = attach_cost(t.pid, "ptrace", hz)
+                a = m.get("sample_cost_us")
+                f = floor_cost(t.pid, "stop", hz)
+                mg["%d Hz" % hz].append(a)
+                mg["floor %d" % hz].append(f)
+                mg["over %d" % hz].append(a - f if a is not None and f is not None else None)
                 if hz == 100:
                     for k in ("stop", "python", "unwind"):
-                        got[k].append(mg.get(k + "_us"))
+                        mg[k].append(m.get(k + "_us"))
         finally:
             t.stop()
-    return got
+    return vm, mg
 
 
 def cell(v):
@@ -154,18 +176,30 @@ def main():
     print("## cost of one sample, 50-frame Python stack (us: median of %d runs' medians [range])\n" % ROUNDS)
     print("load average %.1f; %s\n" % (os.getloadavg()[0], "profiler on CPU 0, target on CPU 1" if PIN
                                           else "not pinned"))
-    print("| python | target | " + " | ".join(COLUMNS) + " |")
-    print("|---|---|" + "---|" * len(COLUMNS))
+    rows_vm, rows_mg = [], []
     for v in vers:
         py = T.pyenv_python(v)
         if not py:
-            print("| %s | not installed |%s" % (v, " |" * len(COLUMNS)))
+            rows_vm.append("| %s | not installed |%s" % (v, " |" * len(VM_COLS)))
+            rows_mg.append("| %s | not installed |%s" % (v, " |" * len(MERGED_COLS)))
             continue
         for kind in ("sleeping", "running"):
-            got = sample_costs(py, kind)
-            print("| %s | %s | %s |" % (v, kind, " | ".join(cell(got[c]) for c in COLUMNS)), flush=True)
-    print("\nwarm: back to back (pystacks --bench); vm/merged N: pyrsprof attach at N Hz, sample_cost_us;"
-          " stop, python, unwind: the parts of merged 100 (stop includes python)")
+            vm, mg = sample_costs(py, kind)
+            rows_vm.append("| %s | %s | %s |" % (v, kind, " | ".join(cell(vm[c]) for c in VM_COLS)))
+            rows_mg.append("| %s | %s | %s |" % (v, kind, " | ".join(cell(mg[c]) for c in MERGED_COLS)))
+    print("### vm mode (goal <= 15 us)\n")
+    print("| python | target | " + " | ".join(VM_COLS) + " |")
+    print("|---|---|" + "---|" * len(VM_COLS))
+    print("\n".join(rows_vm))
+    print("\n### merged mode (goal <= 60 us)\n")
+    print("| python | target | " + " | ".join(MERGED_COLS) + " |")
+    print("|---|---|" + "---|" * len(MERGED_COLS))
+    print("\n".join(rows_mg))
+    print("\nwarm: back to back (pystacks --bench); N Hz: pyrsprof attach at N Hz, sample_cost_us;"
+          " floor N: what the platform charges any sampler at N Hz before it reads anything (tools/floor:"
+          " vm, one 64-byte process_vm_readv; merged, stopping the thread, its registers and letting it go);"
+          " over N: N Hz - floor N, the part pyrsprof's code adds; stop, python, unwind: the parts of merged"
+          " 100 Hz (stop includes python)")
     if "--no-slowdown" in sys.argv:
         return
     reps = 5 if QUICK else 9
