@@ -177,12 +177,13 @@ static int write_stats(const char *dir, const struct prs_sampler_stats *st, doub
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/stats.json", dir);
-	j = json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:o, s:o, s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I}}",
+	j = json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:o, s:o, s:o, s:o, s:I, s:o, s:{s:I, s:I, s:I, s:I, s:I}}",
 		      "samples", (json_int_t)st->ticks, "thread_samples", (json_int_t)st->thread_samples,
 		      "threads", (json_int_t)st->threads_seen, "missed_ticks",
 		      (json_int_t)st->missed_ticks, "duration_s", st->duration_s, "rate_hz", rate_hz,
 		      "sample_cost_us", dist_json(&st->sample_cost), "stop_us", dist_json(&st->stop),
 		      "python_us", dist_json(&st->python), "py_names_us", dist_json(&st->py_names),
+		      "py_name_reads", (json_int_t)st->py_name_reads,
 		      "unwind_us", dist_json(&st->unwind), "errors", "unwind",
 		      (json_int_t)st->unwind_errors, "unwind_truncated", (json_int_t)st->unwind_truncated,
 		      "read", (json_int_t)st->read_errors, "not_stopped", (json_int_t)st->not_stopped,

@@ -106,10 +106,15 @@ def test_rename_while_profiling(py, python_cli, run_prs, export_folded, outdir):
     try:
         tid = next(k for k, v in names.items() if v == "early")
         d = outdir / "prof"
-        res = run_prs(["attach", t.pid, "-d", "4", "-r", "50", "-o", d], timeout=60)
+        res = run_prs(["attach", t.pid, "-d", "4", "-r", "50", "-o", d, "--stats"], timeout=60)
         assert_clean(res)
         assert res.rc == 0, res.describe()
         assert folded_roots(export_folded, d / "profile.pyrs")[tid] == "renamed-late"
+        # read on the first tick, every 2 s, and every 250 ms while the raw _thread thread has no
+        # name: in 4 s at least 3 and at most 4 / 0.25 + 2
+        st = json.loads((d / "stats.json").read_text())
+        assert 3 <= st["py_name_reads"] <= 18, st["py_name_reads"]
+        assert st["py_names_us"]["n"] == st["py_name_reads"], st["py_names_us"]
         res = run_prs(["export", d / "profile.pyrs", "--format", "speedscope", "--view", "wall"], timeout=60)
         assert res.rc == 0, res.describe()
         titles = [p["name"] for p in json.loads(res.out)["profiles"]]
