@@ -172,6 +172,14 @@ int prs_py_layout_from_debug_offsets(const uint8_t *dbg, size_t len, const struc
 /* Decodes a str object (≤ PRS_MAX_NAME bytes of UTF-8 into out, NUL-terminated) at addr. Returns
  * the length, or a negative errno (-EINVAL: not a plausible string). */
 int prs_py_read_str(struct prs_py *py, uint64_t addr, char *out, size_t outsz);
+/*
+ * Decodes the compact str whose first `have` bytes are in h into UTF-8 in out (at most PRS_MAX_NAME
+ * code points, cut at a character boundary to fit outsz with its NUL; NUL and lone surrogates
+ * become U+FFFD). Returns the length, -EINVAL (not a compact str of py's str type), or -E2BIG with
+ * *need set to the bytes the str takes when that is more than `have`.
+ */
+int prs_py_str_decode(const struct prs_py *py, const uint8_t *h, size_t have, char *out, size_t outsz,
+		      size_t *need);
 
 /* Frees the thread-name cache (threadnames.c); called by prs_py_free. */
 void prs_py_names_free(struct prs_py *py);

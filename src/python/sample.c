@@ -27,88 +27,94 @@
 
 /* ---- strings ---- */
 
-static size_t put_utf8(char *out, size_t room, uint32_t c)
+/* Appends c as UTF-8 at out[o] when it fits before out[outsz - 1] (kept for the NUL); returns the
+ * new length, o when it does not fit. A lone surrogate or a NUL becomes U+FFFD. */
+static size_t put_utf8(char *out, size_t o, size_t outsz, uint32_t c)
 {
-	if (c < 0x80) {
-		if (room < 1)
-			return 0;
-		out[0] = (char)c;
-		return 1;
+	if (c == 0 || (c >= 0xd800 && c < 0xe000) || c > 0x10ffff)
+		c = 0xfffd;
+	if (c < 0x80 && o + 1 < outsz) {
+		out[o++] = (char)c;
+	} else if (c >= 0x80 && c < 0x800 && o + 2 < outsz) {
+		out[o++] = (char)(0xc0 | c >> 6);
+		out[o++] = (char)(0x80 | (c & 63));
+	} else if (c >= 0x800 && c < 0x10000 && o + 3 < outsz) {
+		out[o++] = (char)(0xe0 | c >> 12);
+		out[o++] = (char)(0x80 | ((c >> 6) & 63));
+		out[o++] = (char)(0x80 | (c & 63));
+	} else if (c >= 0x10000 && o + 4 < outsz) {
+		out[o++] = (char)(0xf0 | c >> 18);
+		out[o++] = (char)(0x80 | ((c >> 12) & 63));
+		out[o++] = (char)(0x80 | ((c >> 6) & 63));
+		out[o++] = (char)(0x80 | (c & 63));
 	}
-	if (c < 0x800) {
-		if (room < 2)
-			return 0;
-		out[0] = (char)(0xc0 | (c >> 6));
-		out[1] = (char)(0x80 | (c & 63));
-		return 2;
+	return o;
+}
+
+int prs_py_str_decode(const struct prs_py *py, const uint8_t *h, size_t have, char *out, size_t outsz,
+		      size_t *need)
+{
+	const struct prs_py_layout *L = &py->L;
+	uint64_t len;
+	uint32_t state, kind;
+	size_t off, o = 0;
+
+	if (outsz == 0 || have < (size_t)L->str_ascii_size)
+		return -EINVAL;
+	out[0] = 0;
+	len = u64_at(h, L->str_length);
+	memcpy(&state, h + L->str_state, 4);
+	kind = (state >> L->str_kind_shift) & 7;
+	/* legacy (non-compact) strings are not read: never seen for code or thread names */
+	if ((py->str_type && u64_at(h, L->ob_type) != py->str_type) || !(state & (1u << L->str_compact_bit)) ||
+	    (kind != 1 && kind != 2 && kind != 4) || len > (1u << 30))
+		return -EINVAL;
+	off = (state & (1u << L->str_ascii_bit)) ? (size_t)L->str_ascii_size : (size_t)L->str_compact_size;
+	if (len > PRS_MAX_NAME)
+		len = PRS_MAX_NAME;
+	*need = off + (size_t)len * kind;
+	if (*need > have)
+		return -E2BIG;
+	for (size_t i = 0; i < len; i++) {
+		const uint8_t *c = h + off + i * kind;
+		uint32_t u = kind == 1 ? c[0]
+			     : kind == 2 ? (uint32_t)(c[0] | c[1] << 8)
+					 : (uint32_t)(c[0] | c[1] << 8 | c[2] << 16 | (uint32_t)c[3] << 24);
+		size_t o2 = put_utf8(out, o, outsz, u);
+
+		if (o2 == o)
+			break; /* full: cut at a character boundary */
+		o = o2;
 	}
-	if (c < 0x10000) {
-		if (room < 3 || (c >= 0xd800 && c < 0xe000))
-			return 0;
-		out[0] = (char)(0xe0 | (c >> 12));
-		out[1] = (char)(0x80 | ((c >> 6) & 63));
-		out[2] = (char)(0x80 | (c & 63));
-		return 3;
-	}
-	if (c > 0x10ffff || room < 4)
-		return 0;
-	out[0] = (char)(0xf0 | (c >> 18));
-	out[1] = (char)(0x80 | ((c >> 12) & 63));
-	out[2] = (char)(0x80 | ((c >> 6) & 63));
-	out[3] = (char)(0x80 | (c & 63));
-	return 4;
+	out[o] = 0;
+	return (int)o;
 }
 
 int prs_py_read_str(struct prs_py *py, uint64_t addr, char *out, size_t outsz)
 {
 	const struct prs_py_layout *L = &py->L;
-	uint8_t hdr[128], data[4 * PRS_MAX_NAME];
-	uint64_t len, state, kind, type;
-	size_t dataoff, nbytes, i, o = 0;
+	uint8_t buf[128 + 4 * PRS_MAX_NAME];
+	size_t need = 0;
 	int rc;
 
 	if (outsz == 0)
 		return -EINVAL;
 	out[0] = 0;
-	if (!plausible_ptr(addr) || L->str_compact_size > (int32_t)sizeof(hdr))
+	if (!plausible_ptr(addr) || L->str_compact_size > 128)
 		return -EINVAL;
-	rc = prs_py_pc_read(&py->pc, addr, hdr, (size_t)L->str_compact_size);
+	/* the head, then exactly the bytes it says the characters take (from the same cached page) */
+	rc = prs_py_pc_read(&py->pc, addr, buf, (size_t)L->str_compact_size);
 	if (rc)
 		return rc;
-	type = u64_at(hdr, L->ob_type);
-	if (py->str_type && type != py->str_type)
-		return -EINVAL;
-	len = u64_at(hdr, L->str_length);
-	state = (uint32_t)i32_at(hdr, L->str_state);
-	kind = (state >> L->str_kind_shift) & 7;
-	if (!(state & (1u << L->str_compact_bit)) || (kind != 1 && kind != 2 && kind != 4) ||
-	    len > (1u << 30))
-		return -EINVAL; /* legacy (non-compact) strings are not read: never seen for code names */
-	dataoff = (state & (1u << L->str_ascii_bit)) ? (size_t)L->str_ascii_size : (size_t)L->str_compact_size;
-	if (len > PRS_MAX_NAME)
-		len = PRS_MAX_NAME;
-	nbytes = (size_t)len * kind;
-	if (nbytes && (rc = prs_py_pc_read(&py->pc, addr + dataoff, data, nbytes)))
+	rc = prs_py_str_decode(py, buf, (size_t)L->str_compact_size, out, outsz, &need);
+	if (rc != -E2BIG)
 		return rc;
-	for (i = 0; i < len; i++) {
-		uint32_t c;
-		size_t w;
-
-		if (kind == 1)
-			c = data[i];
-		else if (kind == 2)
-			c = (uint32_t)data[2 * i] | (uint32_t)data[2 * i + 1] << 8;
-		else
-			memcpy(&c, data + 4 * i, 4);
-		if (c == 0)
-			c = '?';
-		w = put_utf8(out + o, outsz - 1 - o, c);
-		if (!w)
-			break;
-		o += w;
-	}
-	out[o] = 0;
-	return (int)o;
+	if (need > sizeof(buf))
+		return -EINVAL;
+	rc = prs_py_pc_read(&py->pc, addr, buf, need);
+	if (rc)
+		return rc;
+	return prs_py_str_decode(py, buf, need, out, outsz, &need);
 }
 
 /* Reads a bytes object's payload (≤ maxlen) into a new buffer. */

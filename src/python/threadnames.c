@@ -365,66 +365,6 @@ static int cmp_named(const void *a, const void *b)
 	return x->ident < y->ident ? -1 : x->ident > y->ident;
 }
 
-/* ---- strings ---- */
-
-static size_t put_utf8(char *out, size_t o, size_t outsz, uint32_t c)
-{
-	if (c >= 0xd800 && c < 0xe000)
-		c = 0xfffd; /* a lone surrogate is not UTF-8 */
-	if (c < 0x80 && o + 1 < outsz) {
-		out[o++] = (char)c;
-	} else if (c < 0x800 && o + 2 < outsz) {
-		out[o++] = (char)(0xc0 | c >> 6);
-		out[o++] = (char)(0x80 | (c & 63));
-	} else if (c >= 0x800 && c < 0x10000 && o + 3 < outsz) {
-		out[o++] = (char)(0xe0 | c >> 12);
-		out[o++] = (char)(0x80 | ((c >> 6) & 63));
-		out[o++] = (char)(0x80 | (c & 63));
-	} else if (c >= 0x10000 && c < 0x110000 && o + 4 < outsz) {
-		out[o++] = (char)(0xf0 | c >> 18);
-		out[o++] = (char)(0x80 | ((c >> 12) & 63));
-		out[o++] = (char)(0x80 | ((c >> 6) & 63));
-		out[o++] = (char)(0x80 | (c & 63));
-	}
-	return o;
-}
-
-/*
- * Decodes the compact str whose first `have` bytes are h into UTF-8 (at most PRS_MAX_NAME code
- * points). Returns the length, -EINVAL (not a compact str), or -E2BIG with *need set when its
- * characters go past `have`.
- */
-static int decode_str(const struct prs_py *py, const uint8_t *h, size_t have, char *out, size_t outsz,
-		      size_t *need)
-{
-	const struct prs_py_layout *L = &py->L;
-	uint64_t len = u64_at(h, L->str_length);
-	uint32_t state, kind;
-	size_t off, o = 0;
-
-	memcpy(&state, h + L->str_state, 4);
-	kind = (state >> L->str_kind_shift) & 7;
-	if ((py->str_type && u64_at(h, L->ob_type) != py->str_type) || !(state & (1u << L->str_compact_bit)) ||
-	    (kind != 1 && kind != 2 && kind != 4) || len > (1u << 30))
-		return -EINVAL;
-	off = (state & (1u << L->str_ascii_bit)) ? (size_t)L->str_ascii_size : (size_t)L->str_compact_size;
-	if (len > PRS_MAX_NAME)
-		len = PRS_MAX_NAME;
-	*need = off + (size_t)len * kind;
-	if (*need > have)
-		return -E2BIG;
-	for (size_t i = 0; i < len; i++) {
-		const uint8_t *c = h + off + i * kind;
-		uint32_t u = kind == 1 ? c[0] : kind == 2 ? (uint32_t)(c[0] | c[1] << 8) : (uint32_t)(c[0] | c[1] << 8 | c[2] << 16 | (uint32_t)c[3] << 24);
-
-		if (u == 0)
-			u = 0xfffd;
-		o = put_utf8(out, o, outsz, u);
-	}
-	out[o] = 0;
-	return (int)o;
-}
-
 /* ---- every Thread of _active, in a few batched reads ---- */
 
 /* What a refresh knows of a Thread (sub)class. */
@@ -630,13 +570,13 @@ static int read_names(struct prs_py *py, struct prs_profile *p, unsigned nact, s
 		if (nm->svecs[pd[i].vaux].res) {
 			/* near the end of a mapping: the smallest head, then exactly what it says */
 			len = rd(py, pd[i].str, pd[i].strhd, (size_t)L->str_ascii_size) ? -EFAULT
-				: decode_str(py, pd[i].strhd, (size_t)L->str_ascii_size, name, sizeof(name), &need);
+				: prs_py_str_decode(py, pd[i].strhd, (size_t)L->str_ascii_size, name, sizeof(name), &need);
 		} else {
-			len = decode_str(py, pd[i].strhd, STR_READ, name, sizeof(name), &need);
+			len = prs_py_str_decode(py, pd[i].strhd, STR_READ, name, sizeof(name), &need);
 		}
 		if (len == -E2BIG && need <= (size_t)L->str_compact_size + 4 * PRS_MAX_NAME &&
 		    (big = malloc(need)) && rd(py, pd[i].str, big, need) == 0)
-			len = decode_str(py, big, need, name, sizeof(name), &need);
+			len = prs_py_str_decode(py, big, need, name, sizeof(name), &need);
 		free(big);
 		if (len < 0)
 			continue;

@@ -667,3 +667,53 @@ Test(python_walk, holder_rechecked_only_while_running)
 	prs_py_get_stats(py, &a);
 	cr_assert_eq(a.syscalls - d.syscalls, 2);
 }
+
+/* ---- str decoding (prs_py_read_str, prs_py_str_decode: code names and thread names) ---- */
+
+/* prs_py_read_str on fresh memory (outside a sample the page cache keeps what it last read) */
+static int rstr(uint64_t a, char *out, size_t outsz)
+{
+	prs_py_pc_reset(&py->pc);
+	return prs_py_read_str(py, a, out, outsz);
+}
+
+Test(python_walk, str_decoding_edges)
+{
+	static const uint32_t mixed[] = { 'a', 0xe9, 0x20ac, 0x1f600 }; /* a é € 😀: 1+2+3+4 bytes */
+	static const uint32_t bad[] = { 'x', 0, 0xd800, 'y' };
+	char out[64];
+	uint8_t head[64];
+	size_t need = 0;
+	uint64_t a;
+
+	a = mkstr_cp(mixed, 4, 4, false);
+	cr_assert_eq(rstr(a, out, sizeof(out)), 10);
+	cr_assert_str_eq(out, "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+	/* too small a buffer: cut before the character that does not fit, never inside one */
+	cr_assert_eq(rstr(a, out, 6), 3);
+	cr_assert_str_eq(out, "a\xc3\xa9");
+	cr_assert_eq(rstr(a, out, 7), 6);
+	{
+		static const uint32_t after[] = { 'a', 0xe9, 0x20ac, 'b' }; /* the 'b' would fit, the € not */
+
+		cr_assert_eq(rstr(mkstr_cp(after, 4, 2, false), out, 6), 3);
+		cr_assert_str_eq(out, "a\xc3\xa9");
+	}
+	cr_assert_eq(rstr(a, out, 1), 0);
+	cr_assert_str_eq(out, "");
+	/* NUL and a lone surrogate (UCS-2) become U+FFFD */
+	a = mkstr_cp(bad, 4, 2, false);
+	cr_assert_eq(rstr(a, out, sizeof(out)), 8);
+	cr_assert_str_eq(out, "x\xef\xbf\xbd\xef\xbf\xbdy");
+	/* the decoder asks for what the characters take beyond the bytes it was given */
+	memcpy(head, im.mem + (a - BASE), (size_t)L->str_compact_size);
+	cr_assert_eq(prs_py_str_decode(py, head, (size_t)L->str_compact_size, out, sizeof(out), &need), -E2BIG);
+	cr_assert_eq(need, (size_t)L->str_compact_size + 8);
+	/* not a compact str, not a str, not a pointer */
+	put32(a + L->str_state, (2u << L->str_kind_shift));
+	cr_assert_eq(rstr(a, out, sizeof(out)), -EINVAL);
+	put32(a + L->str_state, (2u << L->str_kind_shift) | (1u << L->str_compact_bit));
+	put64(a + L->ob_type, t_code);
+	cr_assert_eq(rstr(a, out, sizeof(out)), -EINVAL);
+	cr_assert_lt(rstr(8, out, sizeof(out)), 0);
+}
