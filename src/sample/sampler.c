@@ -109,7 +109,7 @@ struct prs_sampler {
 	int sigints;
 	unsigned rng;
 	struct prs_sampler_stats st;
-	int open_schedstats; /* threads whose schedstat file (vm mode: stat file) is kept open */
+	int open_fds;        /* per-thread /proc files kept open (see KEPT_FDS) */
 	/* Python */
 	struct prs_py *py;
 	struct prs_py_thread *pyt;
@@ -213,11 +213,11 @@ static void thr_remove(struct prs_sampler *s, struct thr *t)
 {
 	if (t->schedstat_fd >= 0) {
 		close(t->schedstat_fd);
-		s->open_schedstats--;
+		s->open_fds--;
 	}
 	if (t->stat_fd >= 0) {
 		close(t->stat_fd);
-		s->open_schedstats--;
+		s->open_fds--;
 	}
 	free(t->stack);
 	*t = s->thr[--s->nthr];
@@ -254,51 +254,50 @@ static void resume(struct prs_sampler *s, struct thr *t, int sig)
 }
 
 /*
- * Reads a thread's schedstat. The file stays open for the first SCHEDSTAT_FDS threads (one pread
- * per read); beyond, each read opens and closes it, so a process with thousands of threads cannot
- * use up pyrsprof's file descriptors (the symbolizer needs them at the end).
+ * Per-thread /proc files (schedstat; in vm mode stat) stay open, one pread per read, up to
+ * KEPT_FDS descriptors in all; beyond, each read opens and closes its file, so a process with
+ * thousands of threads cannot use up pyrsprof's file descriptors (the symbolizer needs them at
+ * the end). A read goes through kept_fd (where it may keep its descriptor), then kept_fd_done.
  */
-#define SCHEDSTAT_FDS 256
+#define KEPT_FDS 256
+
+static int *kept_fd(struct prs_sampler *s, int *own, int *scratch)
+{
+	*scratch = -1;
+	return *own >= 0 || s->open_fds < KEPT_FDS ? own : scratch;
+}
+
+/* Counts the descriptor the read opened or closed (had: *own was open before) and closes scratch. */
+static void kept_fd_done(struct prs_sampler *s, const int *own, bool had, int *scratch)
+{
+	if (*scratch >= 0)
+		close(*scratch);
+	*scratch = -1;
+	if (!had && *own >= 0)
+		s->open_fds++;
+	else if (had && *own < 0)
+		s->open_fds--;
+}
 
 static int schedstat(struct prs_sampler *s, struct thr *t, uint64_t *cpu_ns, uint64_t *wait_ns)
 {
-	int fd = -1, rc;
+	bool had = t->schedstat_fd >= 0;
+	int scratch, rc;
 
-	if (t->schedstat_fd >= 0 || s->open_schedstats < SCHEDSTAT_FDS) {
-		bool had = t->schedstat_fd >= 0;
-
-		rc = prs_task_schedstat(s->pid, t->tid, &t->schedstat_fd, cpu_ns, wait_ns);
-		if (!had && t->schedstat_fd >= 0)
-			s->open_schedstats++;
-		else if (had && t->schedstat_fd < 0)
-			s->open_schedstats--;
-		return rc;
-	}
-	rc = prs_task_schedstat(s->pid, t->tid, &fd, cpu_ns, wait_ns);
-	if (fd >= 0)
-		close(fd);
+	rc = prs_task_schedstat(s->pid, t->tid, kept_fd(s, &t->schedstat_fd, &scratch), cpu_ns, wait_ns);
+	kept_fd_done(s, &t->schedstat_fd, had, &scratch);
 	return rc;
 }
 
-/* vm mode: the thread's state letter, through its stat file kept open (within the same budget). */
+/* vm mode: the thread's state letter, from its stat file. */
 static char vm_state(struct prs_sampler *s, struct thr *t)
 {
-	int fd = -1;
+	bool had = t->stat_fd >= 0;
+	int scratch;
 	char c;
 
-	if (t->stat_fd >= 0 || s->open_schedstats < SCHEDSTAT_FDS) {
-		bool had = t->stat_fd >= 0;
-
-		c = prs_task_state_fd(s->pid, t->tid, &t->stat_fd);
-		if (!had && t->stat_fd >= 0)
-			s->open_schedstats++;
-		else if (had && t->stat_fd < 0)
-			s->open_schedstats--;
-		return c;
-	}
-	c = prs_task_state_fd(s->pid, t->tid, &fd);
-	if (fd >= 0)
-		close(fd);
+	c = prs_task_state_fd(s->pid, t->tid, kept_fd(s, &t->stat_fd, &scratch));
+	kept_fd_done(s, &t->stat_fd, had, &scratch);
 	return c;
 }
 
