@@ -66,6 +66,11 @@ struct prs_unwind_info {
 	int fp_frames;                 /* frames recovered by the frame-pointer fallback */
 	unsigned remote_reads;         /* process_vm_readv calls made during this unwind */
 	unsigned cache_misses;         /* FAST: PCs decoded from CFI during this unwind */
+	/* The unwind read the snapshot's bytes [0, snap_used) at most: with the registers it read
+	 * (RIP, RSP, and RBP where a CFA is RBP-based), and read-only files, these decide the frames.
+	 * So the same PC and SP over the same bytes unwind to the same frames (the sampler relies
+	 * on it to keep a sleeping thread's native stack without stopping it again). */
+	size_t snap_used;
 };
 
 /* Returns a short lower-case name ("clean", "max", ...). Never NULL. */

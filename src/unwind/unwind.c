@@ -83,6 +83,7 @@ struct prs_unwinder {
 	const struct prs_regs *cur_regs;
 	const struct prs_snapshot *cur_snap;
 	unsigned remote_reads;
+	size_t snap_used;   /* end of the snapshot bytes read so far */
 	/* Dwfl walk state */
 	uint64_t *out_pcs;
 	int out_max, out_n;
@@ -198,6 +199,8 @@ static int read_mem(struct prs_unwinder *u, uint64_t addr, void *buf, size_t len
 		return -EFAULT;
 	if (s && addr >= s->base && addr - s->base <= s->len && len <= s->len - (addr - s->base)) {
 		memcpy(buf, s->data + (addr - s->base), len);
+		if (addr - s->base + len > u->snap_used)
+			u->snap_used = addr - s->base + len;
 		return 0;
 	}
 	m = prs_maps_find(&u->maps, addr);
@@ -810,6 +813,7 @@ int prs_unwind(struct prs_unwinder *u, const struct prs_regs *regs, const struct
 	u->cur_regs = regs;
 	u->cur_snap = snap;
 	u->remote_reads = 0;
+	u->snap_used = 0;
 	switch (u->method) {
 	case PRS_UNWIND_DWFL:
 		n = unwind_dwfl(u, pcs, max, info);
@@ -833,6 +837,7 @@ int prs_unwind(struct prs_unwinder *u, const struct prs_regs *regs, const struct
 		break;
 	}
 	info->remote_reads = u->remote_reads;
+	info->snap_used = u->snap_used;
 	if (info->end == PRS_UNWIND_END_MAX)
 		info->flags |= PRS_UNWIND_TRUNCATED;
 	else if (info->end != PRS_UNWIND_END_CLEAN)

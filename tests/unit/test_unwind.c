@@ -370,6 +370,41 @@ Test(unwind, fixture_c_chain_offline)
 	prs_unwinder_set_method(u, PRS_UNWIND_FAST);
 	prs_unwind(u, &regs, &s, pcs, PRS_MAX_NATIVE_FRAMES, &info);
 	cr_assert_eq(info.cache_misses, 0);
+
+	/*
+	 * snap_used: the unwind depends on the snapshot's first snap_used bytes only (the sampler
+	 * keeps a sleeping thread's native frames while those bytes are unchanged). Scrambling every
+	 * byte past it changes nothing; changing the return address that the last frame came from
+	 * (the last 8 bytes it read, for this fixture) does.
+	 */
+	for (int m = PRS_UNWIND_FAST; m <= PRS_UNWIND_DWFL; m++) {
+		static uint8_t other[64 * 1024];
+		uint64_t pcs2[PRS_MAX_NATIVE_FRAMES];
+		struct prs_unwind_info info2;
+		struct prs_snapshot s2 = { regs.r[PRS_REG_RSP], slen, other };
+		unsigned seed = 7;
+		size_t used;
+		int n, n2;
+
+		prs_unwinder_set_method(u, (enum prs_unwind_method)m);
+		n = prs_unwind(u, &regs, &s, pcs, PRS_MAX_NATIVE_FRAMES, &info);
+		used = info.snap_used;
+		cr_assert(used >= 8 && used < slen, "%s: %zu of %zu bytes used", prs_unwind_method_name(m),
+			  used, slen);
+		memcpy(other, stack, used);
+		for (size_t i = used; i < slen; i++)
+			other[i] = (uint8_t)rand_r(&seed);
+		n2 = prs_unwind(u, &regs, &s2, pcs2, PRS_MAX_NATIVE_FRAMES, &info2);
+		cr_assert_eq(n2, n, "%s: bytes past snap_used changed the frame count", prs_unwind_method_name(m));
+		cr_assert_eq(memcmp(pcs, pcs2, (size_t)n * sizeof(pcs[0])), 0, "%s: bytes past snap_used "
+			     "changed the frames", prs_unwind_method_name(m));
+		cr_assert_eq(info2.snap_used, used);
+		/* the frames' return addresses are inside what was used */
+		other[used - 1] ^= 0x40;
+		n2 = prs_unwind(u, &regs, &s2, pcs2, PRS_MAX_NATIVE_FRAMES, &info2);
+		cr_assert(n2 != n || memcmp(pcs, pcs2, (size_t)n * sizeof(pcs[0])) != 0,
+			  "%s: the last used byte did not matter", prs_unwind_method_name(m));
+	}
 	prs_unwinder_free(u);
 	free(maps);
 }
