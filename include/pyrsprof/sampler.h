@@ -58,6 +58,10 @@ struct prs_dist {
 struct prs_sampler_stats {
 	uint64_t ticks, missed_ticks, thread_samples, threads_seen;
 	uint64_t not_stopped;     /* threads that did not stop in time (recorded from /proc) */
+	/* threads asleep since their last sample, recorded without being read again: all of their
+	 * last sample (reused_samples), or its native frames with Python frames read now
+	 * (reused_native); reuse_lost: found asleep, but it woke during the tick */
+	uint64_t reused_samples, reused_native, reuse_lost;
 	uint64_t unwind_errors, unwind_truncated, read_errors;
 	uint64_t signals_forwarded;
 	/* Python reader (0 when the target is not Python) */

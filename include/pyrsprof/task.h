@@ -30,13 +30,39 @@ char prs_task_state_fd(pid_t pid, pid_t tid, int *fd);
  * running, or -errno when the file cannot be read. */
 int prs_task_syscall(pid_t pid, pid_t tid);
 
+/* A thread's scheduler statistics (/proc/PID/task/TID/schedstat). */
+struct prs_schedstat {
+	uint64_t cpu_ns;  /* CPU time used (exact when the thread is off a CPU; while it runs, it lags
+			   * by up to a scheduler tick) */
+	uint64_t wait_ns; /* time spent runnable, waiting for a CPU */
+	uint64_t slices;  /* times it was given a CPU: unchanged, with cpu_ns, means it never ran */
+};
+
 /*
- * A thread's scheduler statistics from /proc/PID/task/TID/schedstat: the CPU time it has used and
- * the time it has spent runnable but waiting for a CPU, in ns. *fd caches the open file between
- * calls: pass -1 the first time, close it when done (it is left -1 when opening failed, e.g. out
- * of file descriptors: then every call opens and closes). One pread when cached. Returns 0 or -errno.
+ * Reads a thread's scheduler statistics. *fd caches the open file between calls: pass -1 the
+ * first time, close it when done (it is left -1 when opening failed, e.g. out of file descriptors:
+ * then every call opens and closes; and it is closed and set to -1 once the thread is gone). One
+ * pread when cached. Returns 0 or -errno.
  */
-int prs_task_schedstat(pid_t pid, pid_t tid, int *fd, uint64_t *cpu_ns, uint64_t *wait_ns);
+int prs_task_schedstat(pid_t pid, pid_t tid, int *fd, struct prs_schedstat *out);
+
+/* What /proc/PID/task/TID/syscall says of a thread: running (or runnable), or asleep in the kernel
+ * with its user registers as they were when it entered (nr -1: not in a syscall, e.g. a page
+ * fault or a job-control stop). */
+struct prs_task_sys {
+	bool running;
+	int nr;            /* the syscall number; -1 when asleep outside a syscall */
+	uint64_t args[6];  /* its arguments (0 when nr is -1) */
+	uint64_t sp, pc;   /* user stack pointer and the address after the syscall instruction */
+};
+
+/*
+ * Reads /proc/PID/task/TID/syscall through *fd (kept open as for prs_task_schedstat). Cheaper than
+ * the stat file (measured after 10 ms asleep, after a process_vm_readv: 8-10 us against 12-15) and
+ * it names the syscall. Needs the same permission as ptrace. Returns 0, or -errno (-ESRCH: gone,
+ * -EINVAL: unparsable).
+ */
+int prs_task_syscall_fd(pid_t pid, pid_t tid, int *fd, struct prs_task_sys *out);
 
 /* True if process pid exists (it may be a zombie). */
 bool prs_proc_exists(pid_t pid);

@@ -196,6 +196,9 @@ static int write_stats(const char *dir, const struct prs_sampler_stats *st, doub
 				      (json_int_t)st->py_truncated, "merge_mismatch",
 				      (json_int_t)st->py_merge_mismatch, "stale_code",
 				      (json_int_t)st->py_code_stale));
+	json_object_set_new(j, "reused", json_pack("{s:I, s:I, s:I}", "samples", (json_int_t)st->reused_samples,
+						   "native", (json_int_t)st->reused_native, "lost",
+						   (json_int_t)st->reuse_lost));
 	if (sym)
 		json_object_set_new(j, "symbols",
 				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "frames",

@@ -88,29 +88,6 @@ char prs_task_state(pid_t pid, pid_t tid)
 	return state_of(buf);
 }
 
-char prs_task_state_fd(pid_t pid, pid_t tid, int *fd)
-{
-	char buf[512];
-	ssize_t n;
-
-	if (*fd < 0) {
-		char path[80];
-
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-		*fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (*fd < 0)
-			return 0;
-	}
-	n = pread(*fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0) { /* the thread is gone */
-		close(*fd);
-		*fd = -1;
-		return 0;
-	}
-	buf[n] = '\0';
-	return state_of(buf);
-}
-
 int prs_task_syscall(pid_t pid, pid_t tid)
 {
 	char path[80], buf[256];
@@ -125,33 +102,95 @@ int prs_task_syscall(pid_t pid, pid_t tid)
 	return atoi(buf);
 }
 
-int prs_task_schedstat(pid_t pid, pid_t tid, int *fd, uint64_t *cpu_ns, uint64_t *wait_ns)
+/* Opens /proc/PID/task/TID/<name> into *fd if it is not open yet, then preads it into buf
+ * (NUL-terminated). A thread that is gone closes *fd. Returns the length or -errno. */
+static ssize_t pread_kept(pid_t pid, pid_t tid, const char *name, int *fd, char *buf, size_t size)
 {
-	char buf[128], *end, *end2;
 	ssize_t n;
 	int f = *fd;
 
 	if (f < 0) {
 		char path[80];
 
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
 		f = open(path, O_RDONLY | O_CLOEXEC);
 		if (f < 0)
-			return -errno;
+			return errno == ENOENT ? -ESRCH : -errno;
 		*fd = f;
 	}
-	n = pread(f, buf, sizeof(buf) - 1, 0);
+	n = pread(f, buf, size - 1, 0);
 	if (n <= 0) {
-		int e = n < 0 ? errno : ENODATA;
+		int e = n < 0 ? errno : ESRCH;
 
 		close(f);
 		*fd = -1;
 		return -e;
 	}
 	buf[n] = '\0';
-	*cpu_ns = strtoull(buf, &end, 10);
-	*wait_ns = strtoull(end, &end2, 10);
-	return end == buf || end2 == end ? -EINVAL : 0;
+	return n;
+}
+
+char prs_task_state_fd(pid_t pid, pid_t tid, int *fd)
+{
+	char buf[512];
+
+	if (pread_kept(pid, tid, "stat", fd, buf, sizeof(buf)) <= 0)
+		return 0;
+	return state_of(buf);
+}
+
+int prs_task_schedstat(pid_t pid, pid_t tid, int *fd, struct prs_schedstat *out)
+{
+	char buf[128], *p = buf, *end;
+	uint64_t v[3];
+	ssize_t n = pread_kept(pid, tid, "schedstat", fd, buf, sizeof(buf));
+
+	if (n < 0)
+		return (int)n;
+	for (int i = 0; i < 3; i++, p = end) {
+		v[i] = strtoull(p, &end, 10);
+		if (end == p)
+			return -EINVAL;
+	}
+	out->cpu_ns = v[0];
+	out->wait_ns = v[1];
+	out->slices = v[2];
+	return 0;
+}
+
+int prs_task_syscall_fd(pid_t pid, pid_t tid, int *fd, struct prs_task_sys *out)
+{
+	char buf[256], *p = buf, *end;
+	uint64_t v[8];
+	ssize_t n = pread_kept(pid, tid, "syscall", fd, buf, sizeof(buf));
+	long nr;
+	int k;
+
+	memset(out, 0, sizeof(*out));
+	if (n < 0)
+		return (int)n;
+	if (strncmp(buf, "running", 7) == 0) {
+		out->running = true;
+		out->nr = -1;
+		return 0;
+	}
+	nr = strtol(p, &end, 10);
+	if (end == p || nr < -1 || nr > 4095)
+		return -EINVAL;
+	p = end;
+	/* "nr a0 .. a5 sp pc", or "-1 sp pc" outside a syscall */
+	k = nr < 0 ? 2 : 8;
+	for (int i = 0; i < k; i++, p = end) {
+		v[i] = strtoull(p, &end, 16);
+		if (end == p)
+			return -EINVAL;
+	}
+	out->nr = (int)nr;
+	if (nr >= 0)
+		memcpy(out->args, v, sizeof(out->args));
+	out->sp = v[k - 2];
+	out->pc = v[k - 1];
+	return 0;
 }
 
 bool prs_proc_exists(pid_t pid)

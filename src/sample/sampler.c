@@ -48,11 +48,38 @@
 #define MAPS_REFRESH_MIN_NS 100000000ull
 #define COMM_REFRESH_NS 1000000000ull
 #define MAX_PY_THREADS 256
+/* vm mode: the Python frames are read at least this often, even while every thread sleeps */
+#define VM_FULL_READ_NS 250000000ull
 /* Looking for CPython in a launched program: often at first (the interpreter maps libpython and
  * initialises _PyRuntime during start-up), then rarely; and again whenever the maps change. */
 #define PY_RETRY_FAST_NS 20000000ull
 #define PY_RETRY_SLOW_NS 1000000000ull
 #define PY_FAST_PERIOD_NS 3000000000ull
+
+/* What a thread's last sample leaves for the next ticks while the thread sleeps. */
+struct kept {
+	bool valid;             /* the last sample found the thread blocked, and is kept here */
+	bool at_rest;           /* rest: its schedstat, taken before the reads of that sample */
+	struct prs_schedstat rest;
+	uint32_t stack;         /* the sample's stack id, state, syscall and flags */
+	uint8_t state, flags;
+	int16_t syscall;
+	/* ptrace mode: the native part of the last stop, for a thread found asleep there again */
+	bool native;            /* the fields below are valid */
+	int n;                  /* frames in pcs and ids */
+	uint64_t *pcs;          /* PRS_MAX_NATIVE_FRAMES each, allocated on first use */
+	uint32_t *ids;
+	size_t used;            /* the unwind read the snapshot's [0, used): t->stack still holds it */
+	uint64_t sp, pc, gen;   /* RSP and RIP at the stop; the unwinder's maps generation */
+	int nr, restart_nr;     /* the syscall at the stop, and as /proc shows its restarted call */
+};
+
+/* How a thread is sampled this tick (see "Sleeping threads"). */
+enum reuse {
+	REUSE_NONE = 0, /* read it: stopped (ptrace), or its memory read (vm) */
+	REUSE_ALL,      /* it has not run since its kept sample: record that again */
+	REUSE_NATIVE,   /* ptrace: asleep where it was stopped: kept native frames, Python read now */
+};
 
 struct thr {
 	pid_t tid;
@@ -70,9 +97,16 @@ struct thr {
 	int syscall;
 	int blocked_in;         /* the syscall of the last blocked sample, -1 after a running one */
 	int schedstat_fd;       /* /proc/PID/task/TID/schedstat, kept open (-1: not open) */
-	int stat_fd;            /* /proc/PID/task/TID/stat, kept open in vm mode (-1: not open) */
+	int stat_fd;            /* /proc/PID/task/TID/stat, kept open (-1: not open) */
+	int syscall_fd;         /* /proc/PID/task/TID/syscall, kept open (-1: not open) */
 	uint64_t wait_ns;       /* run-queue wait time read just before the INTERRUPT */
 	bool have_wait;         /* wait_ns was read this tick */
+	/* sleeping threads (see "Sleeping threads") */
+	struct kept kept;       /* the last sample, while it may be recorded again */
+	enum reuse reuse;       /* this tick */
+	struct prs_schedstat tick_ss; /* read at the start of this tick (tick_ss_ok) */
+	bool tick_ss_ok;
+	uint64_t check_ns;      /* this tick's time spent deciding reuse (part of its cost) */
 	uint64_t cpu_ns;        /* CPU time at the last sample (0 = none yet) */
 	int64_t cpu_credit_ns;  /* CPU time not yet paid out as on-CPU samples */
 	struct prs_regs regs;
@@ -120,6 +154,9 @@ struct prs_sampler {
 	char py_info[256];
 	struct dist d_cost, d_stop, d_unwind, d_python, d_names;
 	uint64_t last_tick_ns;      /* start of the last tick() */
+	uint64_t last_py_read;      /* vm mode: end of the last Python read */
+	bool reuse_idle;            /* record sleeping threads again instead of reading them */
+	uint8_t *cmp;               /* ptrace mode: a sleeping thread's stack, read to compare */
 	uint64_t warm_share_ns;     /* this tick's prs_py_warm time, per thread-sample */
 };
 
@@ -204,6 +241,7 @@ static struct thr *thr_add(struct prs_sampler *s, pid_t tid)
 	t->blocked_in = -1;
 	t->schedstat_fd = -1;
 	t->stat_fd = -1;
+	t->syscall_fd = -1;
 	s->nthr++;
 	s->st.threads_seen++;
 	return t;
@@ -219,6 +257,12 @@ static void thr_remove(struct prs_sampler *s, struct thr *t)
 		close(t->stat_fd);
 		s->open_fds--;
 	}
+	if (t->syscall_fd >= 0) {
+		close(t->syscall_fd);
+		s->open_fds--;
+	}
+	free(t->kept.pcs);
+	free(t->kept.ids);
 	free(t->stack);
 	*t = s->thr[--s->nthr];
 }
@@ -279,26 +323,53 @@ static void kept_fd_done(struct prs_sampler *s, const int *own, bool had, int *s
 		s->open_fds--;
 }
 
-static int schedstat(struct prs_sampler *s, struct thr *t, uint64_t *cpu_ns, uint64_t *wait_ns)
+static int schedstat(struct prs_sampler *s, struct thr *t, struct prs_schedstat *ss)
 {
 	bool had = t->schedstat_fd >= 0;
 	int scratch, rc;
 
-	rc = prs_task_schedstat(s->pid, t->tid, kept_fd(s, &t->schedstat_fd, &scratch), cpu_ns, wait_ns);
+	rc = prs_task_schedstat(s->pid, t->tid, kept_fd(s, &t->schedstat_fd, &scratch), ss);
 	kept_fd_done(s, &t->schedstat_fd, had, &scratch);
 	return rc;
 }
 
-/* vm mode: the thread's state letter, from its stat file. */
-static char vm_state(struct prs_sampler *s, struct thr *t)
+static int task_syscall(struct prs_sampler *s, struct thr *t, struct prs_task_sys *sys)
 {
-	bool had = t->stat_fd >= 0;
+	bool had = t->syscall_fd >= 0;
+	int scratch, rc;
+
+	rc = prs_task_syscall_fd(s->pid, t->tid, kept_fd(s, &t->syscall_fd, &scratch), sys);
+	kept_fd_done(s, &t->syscall_fd, had, &scratch);
+	return rc;
+}
+
+/*
+ * vm mode: the thread's state now, from its syscall file: running, or blocked in which syscall
+ * (a sleep restarted after a signal shows as restart_syscall: the first syscall is kept, as in
+ * take_sample). Asleep outside a syscall (a page fault, a job-control stop), or when the file
+ * cannot be read, the stat file's letter decides.
+ */
+static enum prs_state vm_state(struct prs_sampler *s, struct thr *t, int *syscall)
+{
+	struct prs_task_sys sys;
+	bool had;
 	int scratch;
 	char c;
 
+	*syscall = -1;
+	if (task_syscall(s, t, &sys) == 0) {
+		if (sys.running)
+			return PRS_STATE_RUNNING;
+		if (sys.nr >= 0) {
+			*syscall = sys.nr == SYS_RESTART_SYSCALL && t->blocked_in >= 0 ? t->blocked_in : sys.nr;
+			t->blocked_in = *syscall;
+			return PRS_STATE_BLOCKED;
+		}
+	}
+	had = t->stat_fd >= 0;
 	c = prs_task_state_fd(s->pid, t->tid, kept_fd(s, &t->stat_fd, &scratch));
 	kept_fd_done(s, &t->stat_fd, had, &scratch);
-	return c;
+	return c == 'R' ? PRS_STATE_RUNNING : c == 'D' ? PRS_STATE_DISK : PRS_STATE_BLOCKED;
 }
 
 /*
@@ -317,11 +388,14 @@ static char vm_state(struct prs_sampler *s, struct thr *t)
 static enum prs_state cpu_or_runqueue(struct prs_sampler *s, struct thr *t)
 {
 	int64_t period = (int64_t)(1e9 / s->opts.rate_hz);
+	struct prs_schedstat ss;
 	uint64_t cpu_ns, wait_ns;
 	bool first = t->cpu_ns == 0;
 
-	if (schedstat(s, t, &cpu_ns, &wait_ns) != 0)
+	if (schedstat(s, t, &ss) != 0)
 		return PRS_STATE_RUNNING;
+	cpu_ns = ss.cpu_ns;
+	wait_ns = ss.wait_ns;
 	if (!first && cpu_ns >= t->cpu_ns)
 		t->cpu_credit_ns += (int64_t)(cpu_ns - t->cpu_ns);
 	t->cpu_ns = cpu_ns ? cpu_ns : 1;
@@ -340,10 +414,10 @@ static enum prs_state cpu_or_runqueue(struct prs_sampler *s, struct thr *t)
 /* A blocked thread used no CPU worth paying out: track its CPU time, clear its credit. */
 static void note_blocked(struct prs_sampler *s, struct thr *t)
 {
-	uint64_t cpu_ns, wait_ns;
+	struct prs_schedstat ss;
 
-	if (schedstat(s, t, &cpu_ns, &wait_ns) == 0)
-		t->cpu_ns = cpu_ns ? cpu_ns : 1;
+	if (schedstat(s, t, &ss) == 0)
+		t->cpu_ns = ss.cpu_ns ? ss.cpu_ns : 1;
 	t->cpu_credit_ns = 0;
 }
 
@@ -473,6 +547,7 @@ static void handle_event(struct prs_sampler *s, pid_t tid, int status, bool in_t
 		t = thr_find(s, s->pid);
 		if (t) {
 			t->interrupt_pending = false;
+			t->kept.valid = t->kept.native = false; /* of the old image */
 			t->name_sid = t->py_name_sid = 0;
 			resume(s, t, 0);
 		}
@@ -685,24 +760,99 @@ static void py_names(struct prs_sampler *s)
 	}
 }
 
+/* The Python frames read this tick of thread tid, or NULL. */
+static const struct prs_py_thread *py_thread_of(const struct prs_sampler *s, pid_t tid)
+{
+	for (int i = 0; s->py && i < s->npyt; i++)
+		if (s->pyt[i].tid == tid)
+			return &s->pyt[i];
+	return NULL;
+}
+
+/*
+ * Records a sample of t with state, syscall and flags from smp and the stack made of its native
+ * frames (pcs and their frame ids, n, innermost first) merged with its Python frames of this tick
+ * (pt, may be NULL). Keeps it for the next ticks when the thread is blocked.
+ */
+static void record_stack(struct prs_sampler *s, struct thr *t, uint64_t tick_ns, const uint64_t *pcs,
+			 const uint32_t *ids, int n, const struct prs_py_thread *pt, struct prs_sample *smp)
+{
+	uint32_t stack = 0;
+
+	if (pt) {
+		/* Merged with the native stack; Python-only when the thread could not be stopped. */
+		size_t m = prs_py_merge(s->py, pcs, ids, (size_t)n, pt,
+					s->opts.native_all ? PRS_PY_NATIVE_ALL : 0, s->merged,
+					PRS_MAX_STACK_FRAMES);
+
+		for (size_t i = 0; i < m; i++)
+			stack = prs_profile_stack(s->prof, stack, s->merged[i]);
+		if (pt->holds_gil)
+			smp->flags |= PRS_SAMPLE_GIL;
+	} else {
+		for (int i = n - 1; i >= 0; i--)
+			stack = prs_profile_stack(s->prof, stack, ids[i]);
+	}
+	smp->time_ns = tick_ns - s->t0;
+	smp->tid = t->tid;
+	smp->stack = stack;
+	smp->weight = 1;
+	prs_profile_sample(s->prof, smp);
+	s->st.thread_samples++;
+	t->kept.valid = smp->state == PRS_STATE_BLOCKED || smp->state == PRS_STATE_DISK;
+	t->kept.at_rest = false;
+	t->kept.stack = stack;
+	t->kept.state = smp->state;
+	t->kept.syscall = smp->syscall;
+	t->kept.flags = smp->flags;
+}
+
+/*
+ * Keeps the native part of a blocked thread's stopped sample, for REUSE_NATIVE: only when the
+ * unwind depended on nothing but RIP, RSP (RBP) and the snapshot bytes it read (FAST rows, no read
+ * outside the snapshot), so that the same registers over the same bytes give the same frames.
+ */
+static void keep_native(struct prs_sampler *s, struct thr *t, int n, const struct prs_unwind_info *info)
+{
+	struct kept *k = &t->kept;
+
+	k->native = false;
+	if (!s->reuse_idle || !s->uw || t->state != PRS_STATE_BLOCKED || n <= 0 ||
+	    info->method != PRS_UNWIND_FAST || info->remote_reads || info->snap_used > t->stack_len)
+		return;
+	if (!k->pcs)
+		k->pcs = malloc(PRS_MAX_NATIVE_FRAMES * sizeof(*k->pcs));
+	if (!k->ids)
+		k->ids = malloc(PRS_MAX_NATIVE_FRAMES * sizeof(*k->ids));
+	if (!k->pcs || !k->ids)
+		return;
+	memcpy(k->pcs, s->pcs, (size_t)n * sizeof(*k->pcs));
+	memcpy(k->ids, s->frame_ids, (size_t)n * sizeof(*k->ids));
+	k->n = n;
+	k->used = info->snap_used;
+	k->sp = t->regs.r[PRS_REG_RSP];
+	k->pc = t->regs.r[PRS_REG_RIP];
+	k->gen = prs_unwinder_generation(s->uw);
+	k->nr = (int)t->regs.orig_rax;
+	/* how the kernel restarts the call once we let it go (see prs_state_from_regs) */
+	k->restart_nr = (int64_t)t->regs.r[PRS_REG_RAX] == -516 /* -ERESTART_RESTARTBLOCK */
+				? SYS_RESTART_SYSCALL : k->nr;
+	k->native = true;
+}
+
 static void record_thread_sample(struct prs_sampler *s, struct thr *t, uint64_t tick_ns)
 {
-	const struct prs_py_thread *pt = NULL;
 	struct prs_sample smp;
-	uint32_t stack = 0;
+	struct prs_unwind_info info;
 	int n = 0;
 
 	memset(&smp, 0, sizeof(smp));
-	for (int i = 0; s->py && i < s->npyt; i++)
-		if (s->pyt[i].tid == t->tid)
-			pt = &s->pyt[i];
+	memset(&info, 0, sizeof(info));
 	if (t->sampled && s->uw) {
 		struct prs_snapshot snap = { .base = t->regs.r[PRS_REG_RSP], .len = t->stack_len,
 					     .data = t->stack };
-		struct prs_unwind_info info;
 		uint64_t u0 = prs_now_ns(), u1;
 
-		memset(&info, 0, sizeof(info));
 		n = prs_unwind(s->uw, &t->regs, &snap, s->pcs, PRS_MAX_NATIVE_FRAMES, &info);
 		u1 = prs_now_ns();
 		if (n < 0) {
@@ -713,41 +863,170 @@ static void record_thread_sample(struct prs_sampler *s, struct thr *t, uint64_t 
 			s->st.unwind_truncated++;
 		dist_add(s, &s->d_unwind, u1 - u0);
 		dist_add(s, &s->d_stop, t->t_cont - t->t_interrupt);
-		dist_add(s, &s->d_cost, (t->t_cont - t->t_interrupt) + (u1 - u0) + s->warm_share_ns);
+		dist_add(s, &s->d_cost, (t->t_cont - t->t_interrupt) + (u1 - u0) + t->check_ns +
+					s->warm_share_ns);
 		for (int i = 0; i < n; i++)
 			s->frame_ids[i] = prs_profile_raw_frame(s->prof, mapping_id(s, s->pcs[i]), s->pcs[i],
 								i == 0);
 	}
-	if (pt) {
-		/* Merged with the native stack; Python-only when the thread could not be stopped. */
-		size_t m = prs_py_merge(s->py, s->pcs, s->frame_ids, (size_t)n, pt,
-					s->opts.native_all ? PRS_PY_NATIVE_ALL : 0, s->merged,
-					PRS_MAX_STACK_FRAMES);
-
-		for (size_t i = 0; i < m; i++)
-			stack = prs_profile_stack(s->prof, stack, s->merged[i]);
-		if (pt->holds_gil)
-			smp.flags |= PRS_SAMPLE_GIL;
-	} else {
-		for (int i = n - 1; i >= 0; i--)
-			stack = prs_profile_stack(s->prof, stack, s->frame_ids[i]);
-	}
-	smp.time_ns = tick_ns - s->t0;
-	smp.tid = t->tid;
 	smp.state = (uint8_t)t->state;
 	smp.syscall = (int16_t)t->syscall;
-	smp.stack = stack;
-	smp.weight = 1;
-	prs_profile_sample(s->prof, &smp);
-	s->st.thread_samples++;
+	record_stack(s, t, tick_ns, s->pcs, s->frame_ids, n, py_thread_of(s, t->tid), &smp);
+	if (t->sampled)
+		keep_native(s, t, n, &info);
+	else
+		t->kept.native = false;
 	t->sampled = false;
 }
 
-/* One tick: stop, snapshot and resume every thread, then unwind and record. */
+/*
+ * ---- Sleeping threads ----
+ *
+ * Most threads of a real program sleep most of the time, and stopping one costs it and us 35-160
+ * us per tick on the dev VM (the interrupt and the continue each wake its idle vCPU), for a stack
+ * that did not change. So a thread whose last sample found it blocked is not read again while
+ * it provably has not moved:
+ * - REUSE_ALL: its schedstat (CPU time, times given a CPU, run-queue wait) equals the one taken
+ *   when it was last known at rest: it has not run since, so nothing of its state (registers,
+ *   stack, Python frames, GIL) has changed, and its kept sample is recorded again. One pread.
+ *   The at-rest schedstat is always read before the reads that found it blocked (vm mode: before
+ *   the memory read; ptrace mode: before the checks below), so a run in between shows.
+ * - REUSE_NATIVE (ptrace mode): it ran since (our own stop makes it run: it leaves the stop and
+ *   re-enters its syscall; or it woke and came back), but /proc/TID/syscall finds it asleep in
+ *   the same syscall (or its restart) with the same RSP and RIP as when it was stopped, and the
+ *   stack bytes the unwind read then are still the same: so the same unwind would give the same
+ *   native frames (unwind.h, snap_used). They are merged with its Python frames read this tick.
+ *   Its schedstat must not move from before these checks to after the Python read (it is then
+ *   at rest there); if it did, it is recorded like a thread that did not stop in time.
+ * Anything else is stopped and read as usual. PYRSPROF_READ_IDLE=1 in the environment turns this
+ * off (every thread read at every tick: benchmarks, comparisons).
+ */
+
+static bool same_schedstat(const struct prs_schedstat *a, const struct prs_schedstat *b)
+{
+	return a->cpu_ns == b->cpu_ns && a->slices == b->slices && a->wait_ns == b->wait_ns;
+}
+
+/*
+ * A sleeping thread's stack as /proc and its memory show it now, against its last stop: asleep
+ * in the same syscall with the same RSP and RIP, the same stack bytes under what the unwind read,
+ * and the unwinder's maps unchanged.
+ */
+static bool native_unchanged(struct prs_sampler *s, struct thr *t)
+{
+	const struct kept *k = &t->kept;
+	struct prs_task_sys sys;
+
+	if (!k->native || !s->uw || s->maps_dirty || prs_unwinder_generation(s->uw) != k->gen)
+		return false;
+	if (task_syscall(s, t, &sys) != 0 || sys.running || sys.sp != k->sp || sys.pc != k->pc ||
+	    (sys.nr != k->nr && sys.nr != k->restart_nr))
+		return false;
+	if (!k->used)
+		return true;
+	if (!s->cmp && !(s->cmp = malloc(s->opts.stack_bytes)))
+		return false;
+	return prs_read_stack(s->pid, k->sp, s->cmp, k->used) == (ssize_t)k->used &&
+	       memcmp(s->cmp, t->stack, k->used) == 0;
+}
+
+/*
+ * Decides how t is sampled this tick (t->reuse), reading its schedstat (t->tick_ss; in ptrace
+ * mode also the run-queue wait before the interrupt). A thread whose last sample ran is read.
+ */
+static void rest_check(struct prs_sampler *s, struct thr *t, bool ptrace_mode)
+{
+	uint64_t c0 = prs_now_ns();
+
+	t->reuse = REUSE_NONE;
+	t->tick_ss_ok = false;
+	t->check_ns = 0;
+	if (ptrace_mode || (s->reuse_idle && t->kept.valid))
+		t->tick_ss_ok = schedstat(s, t, &t->tick_ss) == 0;
+	if (ptrace_mode) {
+		t->have_wait = t->tick_ss_ok;
+		t->wait_ns = t->tick_ss.wait_ns;
+	}
+	if (s->reuse_idle && t->tick_ss_ok && t->kept.valid) {
+		if (t->kept.at_rest && same_schedstat(&t->tick_ss, &t->kept.rest))
+			t->reuse = REUSE_ALL;
+		else if (ptrace_mode && native_unchanged(s, t))
+			t->reuse = REUSE_NATIVE;
+	}
+	t->check_ns = prs_now_ns() - c0;
+}
+
+/* Records t's kept sample again (REUSE_ALL), at the cost of cost_ns. */
+static void record_kept(struct prs_sampler *s, struct thr *t, uint64_t tick_ns, uint64_t cost_ns)
+{
+	struct prs_sample smp;
+
+	memset(&smp, 0, sizeof(smp));
+	smp.time_ns = tick_ns - s->t0;
+	smp.tid = t->tid;
+	smp.state = t->kept.state;
+	smp.syscall = t->kept.syscall;
+	smp.stack = t->kept.stack;
+	smp.flags = t->kept.flags;
+	smp.weight = 1;
+	prs_profile_sample(s->prof, &smp);
+	s->st.thread_samples++;
+	s->st.reused_samples++;
+	dist_add(s, &s->d_cost, cost_ns);
+	/* as note_blocked: its CPU time is followed, no credit for on-CPU samples */
+	t->cpu_ns = t->tick_ss.cpu_ns ? t->tick_ss.cpu_ns : 1;
+	t->cpu_credit_ns = 0;
+}
+
+/*
+ * REUSE_NATIVE, after the Python read: if the thread stayed at rest through the checks and the
+ * read, records its kept native frames merged with this tick's Python frames. Returns false when
+ * it ran meanwhile (the caller records it as a thread that did not stop).
+ */
+static bool record_native_kept(struct prs_sampler *s, struct thr *t, uint64_t tick_ns, uint64_t share_ns)
+{
+	struct prs_schedstat now;
+	struct prs_sample smp;
+	uint64_t c0 = prs_now_ns();
+
+	if (schedstat(s, t, &now) != 0 || !same_schedstat(&now, &t->tick_ss)) {
+		s->st.reuse_lost++;
+		return false;
+	}
+	memset(&smp, 0, sizeof(smp));
+	smp.state = t->kept.state;
+	smp.syscall = t->kept.syscall;
+	record_stack(s, t, tick_ns, t->kept.pcs, t->kept.ids, t->kept.n, py_thread_of(s, t->tid), &smp);
+	t->kept.at_rest = true;
+	t->kept.rest = now;
+	s->st.reused_native++;
+	dist_add(s, &s->d_cost, t->check_ns + (prs_now_ns() - c0) + share_ns);
+	t->cpu_ns = now.cpu_ns ? now.cpu_ns : 1;
+	t->cpu_credit_ns = 0;
+	return true;
+}
+
+/* A thread not stopped this tick, recorded from /proc (state letter, syscall) and its Python
+ * frames alone. */
+static void record_unstopped(struct prs_sampler *s, struct thr *t, uint64_t tick_ns)
+{
+	char c = prs_task_state(s->pid, t->tid);
+
+	s->st.not_stopped++;
+	t->state = c == 'D' ? PRS_STATE_DISK : c == 'R' ? PRS_STATE_RUNNING : PRS_STATE_BLOCKED;
+	t->syscall = prs_task_syscall(s->pid, t->tid);
+	if (t->syscall < -1)
+		t->syscall = -1;
+	t->sampled = false;
+	record_thread_sample(s, t, tick_ns);
+}
+
+/* One tick: stop, snapshot and resume every thread (but those asleep since their last sample),
+ * then unwind and record. */
 static void tick(struct prs_sampler *s)
 {
-	uint64_t tick_ns = prs_now_ns(), warm_ns = 0;
-	size_t pending = 0, nsampled = 0;
+	uint64_t tick_ns = prs_now_ns(), warm_ns = 0, py_ns = 0;
+	size_t pending = 0, nsampled = 0, nheld = 0, nnative = 0, nstop = 0;
 
 	if (s->uw && s->maps_dirty && (s->last_maps_refresh == 0 ||
 			      tick_ns - s->last_maps_refresh > MAPS_REFRESH_MIN_NS)) {
@@ -755,7 +1034,20 @@ static void tick(struct prs_sampler *s)
 		s->maps_dirty = false;
 		s->last_maps_refresh = tick_ns;
 	}
-	if (s->py && s->last_tick_ns && tick_ns - s->last_tick_ns >= PY_WARM_AFTER_NS) {
+	for (size_t i = 0; i < s->nthr; i++) {
+		struct thr *t = &s->thr[i];
+
+		t->sampled = false;
+		t->given_up = false;
+		t->reuse = REUSE_NONE;
+		t->check_ns = 0;
+		if (t->stopped || t->group_stopped || t->initial_stop || t->interrupt_pending)
+			continue;
+		rest_check(s, t, true);
+		nstop += t->reuse == REUSE_NONE;
+		nnative += t->reuse == REUSE_NATIVE;
+	}
+	if (s->py && nstop && s->last_tick_ns && tick_ns - s->last_tick_ns >= PY_WARM_AFTER_NS) {
 		/* After ms asleep, the first process_vm_readv and the page walks to the target's
 		 * pages cost 10-20 us more than warm (2-vCPU VM, 100 Hz). Pay that before stopping
 		 * anything: the threads stay stopped 30-40 us less per tick. The profiler's cost is
@@ -769,13 +1061,9 @@ static void tick(struct prs_sampler *s)
 	for (size_t i = 0; i < s->nthr; i++) {
 		struct thr *t = &s->thr[i];
 
-		t->sampled = false;
-		t->given_up = false;
-		if (t->stopped || t->group_stopped || t->initial_stop || t->interrupt_pending)
+		if (t->stopped || t->group_stopped || t->initial_stop || t->interrupt_pending ||
+		    t->reuse != REUSE_NONE)
 			continue;
-		uint64_t cpu_ns;
-
-		t->have_wait = schedstat(s, t, &cpu_ns, &t->wait_ns) == 0;
 		t->t_interrupt = prs_now_ns();
 		if (prs_ptrace_interrupt(t->tid) == 0) {
 			t->interrupt_pending = true;
@@ -784,20 +1072,26 @@ static void tick(struct prs_sampler *s)
 	}
 	if (pending)
 		wait_until(s, tick_ns + STOP_WAIT_MAX_NS, true);
-	if (s->py) {
-		/* Every thread that could be stopped is stopped: read the Python frames, then let go. */
+	for (size_t i = 0; i < s->nthr; i++)
+		nheld += s->thr[i].held;
+	if (s->py && (nheld || nnative)) {
+		/* Every thread that could be stopped is stopped, and the others sleep (checked after):
+		 * read the Python frames, then let go. */
 		uint64_t p0 = prs_now_ns();
 		bool all_stopped = true;
 
 		/* (a thread whose first stop has not come yet has not run any code) */
 		for (size_t i = 0; i < s->nthr && all_stopped; i++)
 			all_stopped = s->thr[i].held || s->thr[i].stopped || s->thr[i].group_stopped ||
-				      s->thr[i].initial_stop;
+				      s->thr[i].initial_stop || s->thr[i].reuse != REUSE_NONE;
 		prs_py_set_stopped(s->py, all_stopped);
 
 		if (prs_py_sample(s->py, s->prof, s->pyt, MAX_PY_THREADS, &s->npyt, NULL) != 0)
 			s->npyt = 0;
-		dist_add(s, &s->d_python, prs_now_ns() - p0);
+		py_ns = prs_now_ns() - p0;
+		dist_add(s, &s->d_python, py_ns);
+	} else if (s->py) {
+		s->npyt = 0; /* every thread sleeps where its kept sample shows it */
 	}
 	/* Let go of the threads kept stopped for the Python read (also if an exec event dropped
 	 * the interpreter meanwhile). */
@@ -810,7 +1104,7 @@ static void tick(struct prs_sampler *s)
 			t->t_cont = prs_now_ns();
 		}
 	}
-	if (s->py)
+	if (s->py && s->npyt)
 		py_names(s);
 	s->st.ticks++;
 	for (size_t i = 0; i < s->nthr; i++)
@@ -821,16 +1115,15 @@ static void tick(struct prs_sampler *s)
 
 		if (t->sampled) {
 			record_thread_sample(s, t, tick_ns);
+		} else if (t->reuse == REUSE_ALL) {
+			record_kept(s, t, tick_ns, t->check_ns);
+		} else if (t->reuse == REUSE_NATIVE) {
+			/* the Python read is in the stop of the held threads; else it is theirs */
+			if (!record_native_kept(s, t, tick_ns, nheld ? 0 : py_ns / nnative))
+				record_unstopped(s, t, tick_ns);
 		} else if (t->interrupt_pending) {
 			/* Did not stop in time: most likely in uninterruptible sleep. Ask /proc. */
-			char c = prs_task_state(s->pid, t->tid);
-
-			s->st.not_stopped++;
-			t->state = c == 'D' ? PRS_STATE_DISK : c == 'R' ? PRS_STATE_RUNNING : PRS_STATE_BLOCKED;
-			t->syscall = prs_task_syscall(s->pid, t->tid);
-			if (t->syscall < -1)
-				t->syscall = -1;
-			record_thread_sample(s, t, tick_ns);
+			record_unstopped(s, t, tick_ns);
 		} else if (t->group_stopped) {
 			t->state = PRS_STATE_STOPPED;
 			t->syscall = -1;
@@ -839,51 +1132,85 @@ static void tick(struct prs_sampler *s)
 	}
 }
 
-/* One tick of the memory-only source: the Python frames of every thread, no stop. */
+/*
+ * One tick of the memory-only source: the Python frames of every thread, no stop. Threads asleep
+ * since their last sample are recorded again (REUSE_ALL); when all are, nothing is read, but at
+ * least every VM_FULL_READ_NS (a thread the sampler does not know, say a native one, may have
+ * created a Python thread meanwhile).
+ */
 static void tick_vm(struct prs_sampler *s)
 {
-	uint64_t tick_ns = prs_now_ns();
+	uint64_t tick_ns = prs_now_ns(), p0, p1, share;
+	bool all_rest = s->reuse_idle && s->npyt > 0 && tick_ns - s->last_py_read < VM_FULL_READ_NS;
 
 	s->st.ticks++;
 	if (!s->py)
 		return;
-	uint64_t p0 = prs_now_ns(), p1;
+	for (size_t i = 0; i < s->nthr; i++)
+		s->thr[i].reuse = REUSE_NONE;
+	for (int i = 0; i < s->npyt; i++) {
+		struct thr *t = s->pyt[i].tid > 0 ? thr_find(s, s->pyt[i].tid) : NULL;
 
+		if (!t) {
+			all_rest = false;
+			continue;
+		}
+		rest_check(s, t, false);
+		all_rest = all_rest && t->reuse == REUSE_ALL;
+	}
+	if (all_rest) {
+		for (int i = 0; i < s->npyt; i++) {
+			struct thr *t = thr_find(s, s->pyt[i].tid);
+
+			record_kept(s, t, tick_ns, t->check_ns);
+		}
+		return;
+	}
+	p0 = prs_now_ns();
 	if (prs_py_sample(s->py, s->prof, s->pyt, MAX_PY_THREADS, &s->npyt, NULL) != 0) {
 		s->npyt = 0;
 		return;
 	}
 	p1 = prs_now_ns();
+	s->last_py_read = p1;
 	dist_add(s, &s->d_python, p1 - p0);
+	share = s->npyt ? (p1 - p0) / (uint64_t)s->npyt : 0;
 	for (int i = 0; i < s->npyt; i++) {
 		const struct prs_py_thread *pt = &s->pyt[i];
 		struct thr *t = pt->tid > 0 ? thr_find(s, pt->tid) : NULL;
 		struct prs_sample smp;
-		uint32_t stack = 0;
 		uint64_t s0;
-		size_t m;
-		char c;
+		int sc;
 
 		if (pt->tid > 0 && !t && (t = thr_add(s, pt->tid)) != NULL)
 			thr_record_name(s, t);
+		if (!t) { /* no thread id: recorded as it is, never kept */
+			struct thr tmp;
+
+			memset(&tmp, 0, sizeof(tmp));
+			memset(&smp, 0, sizeof(smp));
+			smp.state = PRS_STATE_RUNNING;
+			smp.syscall = -1;
+			tmp.tid = pt->tid;
+			record_stack(s, &tmp, tick_ns, NULL, NULL, 0, pt, &smp);
+			dist_add(s, &s->d_cost, share);
+			continue;
+		}
+		if (t->reuse == REUSE_ALL) {
+			record_kept(s, t, tick_ns, share + t->check_ns);
+			continue;
+		}
 		/* A thread-sample costs its share of the one batched read of all threads, and the
-		 * read of its state. */
+		 * read of its state (and its schedstat before, if it slept at its last sample). */
 		s0 = prs_now_ns();
-		c = t ? vm_state(s, t) : pt->tid > 0 ? prs_task_state(s->pid, pt->tid) : 'R';
-		dist_add(s, &s->d_cost, (p1 - p0) / (uint64_t)s->npyt + (prs_now_ns() - s0));
-		m = prs_py_merge(s->py, NULL, NULL, 0, pt, 0, s->merged, PRS_MAX_STACK_FRAMES);
-		for (size_t j = 0; j < m; j++)
-			stack = prs_profile_stack(s->prof, stack, s->merged[j]);
 		memset(&smp, 0, sizeof(smp));
-		smp.time_ns = tick_ns - s->t0;
-		smp.tid = pt->tid;
-		smp.state = c == 'R' ? PRS_STATE_RUNNING : c == 'D' ? PRS_STATE_DISK : PRS_STATE_BLOCKED;
-		smp.syscall = -1;
-		smp.stack = stack;
-		smp.weight = 1;
-		smp.flags = pt->holds_gil ? PRS_SAMPLE_GIL : 0;
-		prs_profile_sample(s->prof, &smp);
-		s->st.thread_samples++;
+		smp.state = (uint8_t)vm_state(s, t, &sc);
+		smp.syscall = (int16_t)sc;
+		dist_add(s, &s->d_cost, share + t->check_ns + (prs_now_ns() - s0));
+		record_stack(s, t, tick_ns, NULL, NULL, 0, pt, &smp);
+		/* at rest since before the memory read, if it sleeps now and its schedstat was read */
+		t->kept.at_rest = t->kept.valid && t->tick_ss_ok;
+		t->kept.rest = t->tick_ss;
 	}
 	py_names(s);
 }
@@ -985,6 +1312,7 @@ static int sampler_new(enum prs_sampler_mode mode, const struct prs_sampler_opts
 	s->d_python.v = calloc(DIST_CAP, sizeof(uint32_t));
 	s->d_names.v = calloc(DIST_CAP, sizeof(uint32_t));
 	s->rng = (unsigned)prs_now_ns() | 1u;
+	s->reuse_idle = !getenv("PYRSPROF_READ_IDLE");
 	s->exit_status = -1;
 	if (!s->thr || !s->pcs || !s->frame_ids || !s->d_cost.v || !s->d_stop.v || !s->d_unwind.v ||
 	    !s->d_python.v || !s->d_names.v) {
@@ -1429,6 +1757,7 @@ void prs_sampler_free(struct prs_sampler *s)
 	free(s->map_ids);
 	free(s->pcs);
 	free(s->frame_ids);
+	free(s->cmp);
 	free(s->d_cost.v);
 	free(s->d_stop.v);
 	free(s->d_unwind.v);
