@@ -20,7 +20,9 @@
  * This is not on the sampling path: the sampler reads names once at start, when a thread id it
  * has no name for shows up (at most every 250 ms), and every 2 s (renames), while the target
  * runs. Every object is checked (type pointers where the symbols are known, sizes, counts); a
- * read that races with the target only costs that refresh.
+ * read that races with the target only costs that refresh. The path to _active is looked up once
+ * per interpreter and then re-validated by one readv per refresh (chain_valid), which also re-reads
+ * _active's entry in the module dict, so a `threading._active = {}` is followed.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -44,9 +46,14 @@ struct named {
 	uint32_t name;
 };
 
-/* Where _active was found in one interpreter (kept while it validates). */
+/*
+ * Where _active was found in one interpreter (kept while it validates): the module, its dict, the
+ * dict's keys object, and where in that keys object's entries the "_active" entry's key and value
+ * pointers are (slot: the value's address, the key's 8 bytes before it; 0 = not known).
+ */
 struct chain {
 	uint64_t interp, mod, mdict, active;
+	uint64_t mkeys, key, slot;
 };
 
 struct pending;
@@ -74,6 +81,8 @@ struct prs_py_names {
 
 /* One dict's entries in py->names' scratch. */
 struct dict {
+	uint64_t keys;       /* the keys object they were read from */
+	uint64_t ent;        /* the target address of entry 0 */
 	uint32_t n;          /* entries */
 	uint32_t esz;        /* bytes per entry */
 	uint32_t koff, voff; /* key and value pointers inside an entry */
@@ -158,6 +167,8 @@ static int read_keys(struct prs_py *py, uint64_t keys, uint64_t values, uint32_t
 		d->koff = kind == 0 ? 8 : 0;
 	}
 	d->voff = d->koff + 8;
+	d->keys = keys;
+	d->ent = keys + (uint64_t)L->dk_indices + idx_bytes;
 	if (nent < 0 || (uint64_t)nent > size)
 		return -EINVAL;
 	n = (uint64_t)nent < MAX_ENTRIES ? (uint64_t)nent : MAX_ENTRIES;
@@ -169,7 +180,7 @@ static int read_keys(struct prs_py *py, uint64_t keys, uint64_t values, uint32_t
 		return 0;
 	if ((rc = grow(nm, n, L)))
 		return rc;
-	if ((rc = rd(py, keys + (uint64_t)L->dk_indices + idx_bytes, nm->ent, n * d->esz)))
+	if ((rc = rd(py, d->ent, nm->ent, n * d->esz)))
 		return rc;
 	if (d->split && (rc = rd(py, values, nm->vals, n * 8)))
 		return rc;
@@ -591,23 +602,37 @@ static int read_names(struct prs_py *py, struct prs_profile *p, unsigned nact, s
 
 /* ---- finding _active ---- */
 
-/* Is the cached path to _active still what it was: the module object still a module with the
- * same dict, _active still a dict? (Full lookup otherwise, or when the types are unknown.) */
+/*
+ * Is the cached path to _active still what it was: the module object still a module with the same
+ * dict, that dict's keys object the same and its "_active" entry holding the same key and value,
+ * _active still a dict? One readv. The entry catches `threading._active = {}` (the value rebound in
+ * place, the old dict maybe alive and still valid) and a deletion (the value cleared); the keys
+ * pointer catches a resize (the entries moved to a new keys object; the old one, freed, may keep
+ * its bytes). Full lookup otherwise, or when the types are unknown.
+ */
 static bool chain_valid(struct prs_py *py, const struct chain *c)
 {
 	const struct prs_py_layout *L = &py->L;
 	struct prs_py_names *nm = py->names;
-	uint8_t mh[64], ah[64];
+	uint8_t mh[64], dh[64], ah[64];
+	uint64_t kv[2];
 	size_t nv = 0;
 
-	if (!c->active || !py->module_type || !py->dict_type || (size_t)L->module_dict + 8 > sizeof(mh))
+	if (!c->active || !c->slot || !py->module_type || !py->dict_type || (size_t)L->module_dict + 8 > sizeof(mh) ||
+	    (size_t)L->dict_keys + 8 > sizeof(dh))
 		return false;
 	add_vec(nm, &nv, c->mod, mh, (size_t)L->module_dict + 8);
+	add_vec(nm, &nv, c->mdict, dh, (size_t)L->dict_keys + 8);
+	add_vec(nm, &nv, c->slot - 8, kv, sizeof(kv));
 	add_vec(nm, &nv, c->active, ah, (size_t)L->ob_type + 8);
-	if (run_vecs(py, nv) || nm->svecs[0].res || nm->svecs[1].res)
+	if (run_vecs(py, nv))
 		return false;
+	for (size_t i = 0; i < nv; i++)
+		if (nm->svecs[i].res)
+			return false;
 	return u64_at(mh, L->ob_type) == py->module_type && u64_at(mh, L->module_dict) == c->mdict &&
-	       u64_at(ah, L->ob_type) == py->dict_type;
+	       u64_at(dh, L->ob_type) == py->dict_type && u64_at(dh, L->dict_keys) == c->mkeys &&
+	       kv[0] == c->key && kv[1] == c->active && u64_at(ah, L->ob_type) == py->dict_type;
 }
 
 /* sys.modules["threading"].__dict__["_active"] of one interpreter, into c. */
@@ -616,6 +641,7 @@ static int find_active(struct prs_py *py, uint64_t interp, struct chain *c)
 	const struct prs_py_layout *L = &py->L;
 	struct dict d;
 	uint64_t modules, mod, mdict, active, type;
+	uint32_t idx;
 	int rc;
 
 	c->active = 0;
@@ -627,12 +653,17 @@ static int find_active(struct prs_py *py, uint64_t interp, struct chain *c)
 	if (py->module_type && type != py->module_type)
 		return -EINVAL;
 	if ((rc = rd(py, mod + (uint64_t)L->module_dict, &mdict, 8)) || (rc = read_dict(py, mdict, &d)) ||
-	    (rc = dict_find(py, &d, "_active", false, &active, NULL)))
+	    (rc = dict_find(py, &d, "_active", false, &active, &idx)))
 		return rc;
 	c->interp = interp;
 	c->mod = mod;
 	c->mdict = mdict;
 	c->active = active;
+	/* a module's dict is combined (its values in its entries); were it split, no slot: the chain
+	 * is then looked up on every refresh */
+	c->mkeys = d.keys;
+	c->key = d.split ? 0 : entry_key(py->names, &d, idx);
+	c->slot = d.split ? 0 : d.ent + (uint64_t)idx * d.esz + d.voff;
 	return 0;
 }
 

@@ -5,10 +5,10 @@
  * _active dict {ident: Thread} and each Thread's attributes where that version keeps them (<=3.10
  * split dict at tp_dictoffset, 3.11 values pointer, 3.12 tagged values, 3.13 inline values; or a
  * combined dict of the instance's own), every offset from the layout row, and serves the buffer
- * through a memreader (-EFAULT outside it), so the truth is what the test wrote. Covers ASCII,
- * UCS-2, UCS-4 and 300-character names, multi-digit idents, renames, a replaced module dict, the
- * cached path to _active, 3.13 invalid inline values, hostile objects, 1030 threads and
- * prs_py_names_due.
+ * through a memreader (py_image.h: -EFAULT outside it), so the truth is what the test wrote.
+ * Covers ASCII, UCS-2, UCS-4 and 300-character names, multi-digit idents, renames, a replaced
+ * module dict, the cached path to _active (and its memreader calls), a rebound _active, 3.13
+ * invalid inline values, hostile objects, 1030 threads and prs_py_names_due.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -18,6 +18,7 @@
 
 #include "pyrsprof/profile.h"
 #include "python/python-internal.h"
+#include "py_image.h"
 
 #include "util/banned.h"
 
@@ -26,107 +27,29 @@
 #define UNMAPPED 0x7e0000001000ull /* a plausible pointer outside the image */
 #define MS 1000000ull
 
-/* ---- the image (as in test_python_walk.c) ---- */
-
-struct image {
-	uint8_t *mem;
-	uint64_t brk;
-};
-
-static struct image im;
-
-static int img_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	(void)ctx;
-	if (addr < BASE || addr + len > BASE + SIZE || addr + len < addr)
-		return -EFAULT;
-	memcpy(buf, im.mem + (addr - BASE), len);
-	return 0;
-}
-
-static int img_readv(void *ctx, struct prs_memvec *v, size_t n)
-{
-	int ok = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		v[i].res = img_read(ctx, v[i].addr, v[i].buf, v[i].len);
-		ok += v[i].res == 0;
-	}
-	return ok;
-}
-
 static const struct prs_py_layout *L;
 static struct prs_py *py;
 static struct prs_profile *prof;
 static uint64_t t_str, t_dict, t_long, t_module, none;
 
-static uint64_t alloc(size_t n)
-{
-	uint64_t a = (im.brk + 15) & ~15ull;
-
-	im.brk = a + n;
-	cr_assert(im.brk <= BASE + SIZE, "image full");
-	return a;
-}
-
-static void put64(uint64_t addr, uint64_t v) { memcpy(im.mem + (addr - BASE), &v, 8); }
-static void put32(uint64_t addr, uint32_t v) { memcpy(im.mem + (addr - BASE), &v, 4); }
-static void put8(uint64_t addr, uint8_t v) { im.mem[addr - BASE] = v; }
-
-/* ---- objects ---- */
-
-static uint32_t str_state(unsigned kind, bool ascii)
-{
-	return kind << L->str_kind_shift | 1u << L->str_compact_bit | (ascii ? 1u << L->str_ascii_bit : 0);
-}
-
-/* A compact str of `kind` bytes per code point holding cps[0..n), at `at` (0: allocated). */
-static uint64_t mkstr_cp_at(uint64_t at, const uint32_t *cps, size_t n, unsigned kind, bool ascii)
-{
-	uint64_t hdr = (uint64_t)(ascii ? L->str_ascii_size : L->str_compact_size);
-	uint64_t a = at ? at : alloc(hdr + (n + 1) * kind);
-
-	put64(a + L->ob_type, t_str);
-	put64(a + L->str_length, n);
-	put32(a + L->str_state, str_state(kind, ascii));
-	for (size_t i = 0; i < n; i++)
-		memcpy(im.mem + (a + hdr + i * kind - BASE), &cps[i], kind);
-	return a;
-}
-
-static uint64_t mkstr_cp(const uint32_t *cps, size_t n, unsigned kind, bool ascii)
-{
-	return mkstr_cp_at(0, cps, n, kind, ascii);
-}
-
-static uint64_t mkstr(const char *s)
-{
-	size_t n = strlen(s);
-	uint64_t a = alloc((size_t)L->str_ascii_size + n + 1);
-
-	put64(a + L->ob_type, t_str);
-	put64(a + L->str_length, n);
-	put32(a + L->str_state, str_state(1, true));
-	memcpy(im.mem + (a + L->str_ascii_size - BASE), s, n);
-	return a;
-}
+/* ---- objects (strs: py_image.c) ---- */
 
 /* An int of |v| with sign < 0 negative: 30-bit digits, ob_size (<= 3.11) or lv_tag (3.12+). */
 static uint64_t mklong(uint64_t v, int sign)
 {
 	uint32_t d[4];
 	unsigned nd = 0;
-	uint64_t a = alloc((size_t)L->long_digit + 16);
+	uint64_t a = img_alloc((size_t)L->long_digit + 16);
 
 	for (; v; v >>= L->long_shift)
 		d[nd++] = (uint32_t)(v & ((1u << L->long_shift) - 1));
-	put64(a + L->ob_type, t_long);
+	img_put64(a + L->ob_type, t_long);
 	if (L->long_tag >= 0)
-		put64(a + L->long_tag, (uint64_t)nd << 3 | (sign < 0 ? 2 : nd == 0 ? 1 : 0));
+		img_put64(a + L->long_tag, (uint64_t)nd << 3 | (sign < 0 ? 2 : nd == 0 ? 1 : 0));
 	else
-		put64(a + L->long_size, sign < 0 ? -(uint64_t)nd : nd);
+		img_put64(a + L->long_size, sign < 0 ? -(uint64_t)nd : nd);
 	for (unsigned i = 0; i < nd; i++)
-		put32(a + L->long_digit + 4 * i, d[i]);
+		img_put32(a + L->long_digit + 4 * i, d[i]);
 	return a;
 }
 
@@ -161,38 +84,38 @@ static uint64_t mkkeys(int kind, const struct kv *e, unsigned n)
 		last_esz = (uint32_t)(kind == GENERAL ? L->dict_entry_size : L->dict_uentry_size);
 		koff = kind == GENERAL ? 8 : 0;
 	}
-	k = alloc((size_t)L->dk_indices + idx_bytes + (size_t)n * last_esz);
+	k = img_alloc((size_t)L->dk_indices + idx_bytes + (size_t)n * last_esz);
 	if (L->dk_size >= 0) {
-		put64(k + L->dk_size, size);
+		img_put64(k + L->dk_size, size);
 	} else {
-		put8(k + L->dk_log2_size, (uint8_t)log2);
-		put8(k + L->dk_log2_index_bytes, (uint8_t)log2ib);
-		put8(k + L->dk_kind, (uint8_t)kind);
+		img_put8(k + L->dk_log2_size, (uint8_t)log2);
+		img_put8(k + L->dk_log2_index_bytes, (uint8_t)log2ib);
+		img_put8(k + L->dk_kind, (uint8_t)kind);
 	}
-	put64(k + L->dk_nentries, n);
-	memset(im.mem + (k + L->dk_indices - BASE), 0xff, idx_bytes);
+	img_put64(k + L->dk_nentries, n);
+	memset(img_at(k + L->dk_indices), 0xff, idx_bytes);
 	for (unsigned i = 0; i < n; i++)
-		memcpy(im.mem + (k + L->dk_indices + (uint64_t)i * width - BASE), &i, width);
+		memcpy(img_at(k + L->dk_indices + (uint64_t)i * width), &i, width);
 	last_ent = k + L->dk_indices + idx_bytes;
 	last_voff = koff + 8;
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t en = last_ent + (uint64_t)i * last_esz;
 
 		if (koff)
-			put64(en, e[i].key ^ 0x5bd1e995u); /* me_hash */
-		put64(en + koff, e[i].key);
-		put64(en + koff + 8, e[i].value);
+			img_put64(en, e[i].key ^ 0x5bd1e995u); /* me_hash */
+		img_put64(en + koff, e[i].key);
+		img_put64(en + koff + 8, e[i].value);
 	}
 	return k;
 }
 
 static uint64_t mkdict(uint64_t keys, uint64_t values)
 {
-	uint64_t d = alloc((size_t)L->dict_values + 16);
+	uint64_t d = img_alloc((size_t)L->dict_values + 16);
 
-	put64(d + L->ob_type, t_dict);
-	put64(d + L->dict_keys, keys);
-	put64(d + L->dict_values, values);
+	img_put64(d + L->ob_type, t_dict);
+	img_put64(d + L->dict_keys, keys);
+	img_put64(d + L->dict_values, values);
 	return d;
 }
 
@@ -203,10 +126,10 @@ static uint64_t mkdict_kv(int kind, const struct kv *e, unsigned n)
 
 static uint64_t mkmodule(uint64_t mdict)
 {
-	uint64_t m = alloc((size_t)L->module_dict + 32);
+	uint64_t m = img_alloc((size_t)L->module_dict + 32);
 
-	put64(m + L->ob_type, t_module);
-	put64(m + L->module_dict, mdict);
+	img_put64(m + L->ob_type, t_module);
+	img_put64(m + L->module_dict, mdict);
 	return m;
 }
 
@@ -224,7 +147,7 @@ static uint64_t key(const char *s)
 			return keystr[i].a;
 	cr_assert(nkeystr < 16);
 	keystr[nkeystr].s = s;
-	return keystr[nkeystr++].a = mkstr(s);
+	return keystr[nkeystr++].a = img_mkstr(s);
 }
 
 /* ---- Thread classes and instances ---- */
@@ -257,11 +180,11 @@ static void mkcls(struct cls *c, const char *const *names, unsigned n)
 		c->basic = L->managed_dict == 3 ? 16 : 24;
 		c->dictoff = -1;
 	}
-	c->type = alloc((size_t)L->ht_cached_keys + 64);
-	put64(c->type + L->tp_flags, flags | 1ull << 9 /* heap type */);
-	put64(c->type + L->tp_basicsize, (uint64_t)c->basic);
-	put64(c->type + L->tp_dictoffset, (uint64_t)c->dictoff);
-	put64(c->type + L->ht_cached_keys, c->keys);
+	c->type = img_alloc((size_t)L->ht_cached_keys + 64);
+	img_put64(c->type + L->tp_flags, flags | 1ull << 9 /* heap type */);
+	img_put64(c->type + L->tp_basicsize, (uint64_t)c->basic);
+	img_put64(c->type + L->tp_dictoffset, (uint64_t)c->dictoff);
+	img_put64(c->type + L->ht_cached_keys, c->keys);
 }
 
 static uint64_t vv(void) { return L->dict_values_values > 0 ? (uint64_t)L->dict_values_values : 0; }
@@ -270,9 +193,9 @@ static uint64_t vv(void) { return L->dict_values_values > 0 ? (uint64_t)L->dict_
 static uint64_t mkobj(const struct cls *c)
 {
 	size_t sz = (size_t)c->basic + vv() + 8 * c->nkeys + 64;
-	uint64_t o = alloc(32 + sz) + 32;
+	uint64_t o = img_alloc(32 + sz) + 32;
 
-	put64(o + L->ob_type, c->type);
+	img_put64(o + L->ob_type, c->type);
 	return o;
 }
 
@@ -283,24 +206,24 @@ static uint64_t set_shared(uint64_t obj, const struct cls *c, uint64_t name)
 	uint64_t v, back = (uint64_t)L->managed_dict_back;
 
 	if (!L->managed_dict) {
-		v = alloc(8 * c->nkeys);
-		put64(obj + (uint64_t)c->dictoff, mkdict(c->keys, v));
+		v = img_alloc(8 * c->nkeys);
+		img_put64(obj + (uint64_t)c->dictoff, mkdict(c->keys, v));
 	} else if (L->managed_dict == 3) {
 		v = obj + (uint64_t)c->basic;
-		put8(v + L->dict_values_capacity, (uint8_t)c->nkeys);
-		put8(v + L->dict_values_valid, 1);
-		put64(obj - back, 0);
+		img_put8(v + L->dict_values_capacity, (uint8_t)c->nkeys);
+		img_put8(v + L->dict_values_valid, 1);
+		img_put64(obj - back, 0);
 	} else {
-		v = alloc(vv() + 8 * c->nkeys);
+		v = img_alloc(vv() + 8 * c->nkeys);
 		if (L->managed_dict == 1) {
-			put64(obj - back - 8, v);
-			put64(obj - back, 0);
+			img_put64(obj - back - 8, v);
+			img_put64(obj - back, 0);
 		} else {
-			put64(obj - back, v - 1);
+			img_put64(obj - back, v - 1);
 		}
 	}
 	for (unsigned i = 0; i < c->nkeys; i++)
-		put64(v + vv() + 8 * i, i == c->idx ? name : none);
+		img_put64(v + vv() + 8 * i, i == c->idx ? name : none);
 	return v + vv() + 8 * c->idx;
 }
 
@@ -315,14 +238,14 @@ static uint64_t set_own(uint64_t obj, const struct cls *c, uint64_t name)
 	own_dict = mkdict_kv(UNICODE, e, 4);
 	slot = last_ent + 2 * last_esz + last_voff;
 	if (!L->managed_dict) {
-		put64(obj + (uint64_t)c->dictoff, own_dict);
+		img_put64(obj + (uint64_t)c->dictoff, own_dict);
 	} else {
-		put64(obj - back, own_dict);
+		img_put64(obj - back, own_dict);
 		if (L->managed_dict == 1)
-			put64(obj - back - 8, 0);
+			img_put64(obj - back - 8, 0);
 		if (L->managed_dict == 3) {
-			put8(obj + (uint64_t)c->basic + L->dict_values_capacity, (uint8_t)c->nkeys);
-			put8(obj + (uint64_t)c->basic + L->dict_values_valid, 0);
+			img_put8(obj + (uint64_t)c->basic + L->dict_values_capacity, (uint8_t)c->nkeys);
+			img_put8(obj + (uint64_t)c->basic + L->dict_values_valid, 0);
 		}
 	}
 	return slot;
@@ -343,6 +266,7 @@ struct thr {
 static struct {
 	unsigned minor;
 	uint64_t interp, modules, threading, mdict, active, active_keys;
+	uint64_t mslot; /* where the last md_dict made keeps its "_active" value pointer */
 	uint64_t aent; /* _active's entries; entry i's key at aent + i * aesz + 8, value + 16 */
 	uint32_t aesz;
 	uint64_t own;  /* t[2]'s own dict */
@@ -371,30 +295,33 @@ static uint64_t mkactive(const struct thr *t, unsigned n)
 
 static uint64_t mkmdict(uint64_t active)
 {
-	struct kv e[4] = { { key("__name__"), mkstr("threading") }, { key("_limbo"), mkdict_kv(GENERAL, NULL, 0) },
+	struct kv e[4] = { { key("__name__"), img_mkstr("threading") }, { key("_limbo"), mkdict_kv(GENERAL, NULL, 0) },
 			   { key("_active"), active }, { key("_main_thread"), W.t[0].obj } };
+	uint64_t d = mkdict_kv(UNICODE, e, 4);
 
-	return mkdict_kv(UNICODE, e, 4);
+	W.mslot = last_ent + 2 * last_esz + last_voff;
+	return d;
 }
 
 static void world_open(unsigned minor)
 {
-	struct prs_memreader mr = { img_read, img_readv, &im };
+	struct prs_memreader mr = img_reader();
 	struct kv mods[5];
 	uint64_t empty;
 
 	L = prs_py_layout_find(3, minor);
 	cr_assert(L, "no generated 3.%u row", minor);
-	memset(im.mem, 0, SIZE);
-	im.brk = BASE + 4096;
+	img_clear();
 	memset(&W, 0, sizeof(W));
 	nkeystr = 0;
 	W.minor = minor;
-	t_str = alloc(1024);
-	t_dict = alloc(1024);
-	t_long = alloc(1024);
-	t_module = alloc(1024);
-	none = alloc(32);
+	t_str = img_alloc(1024);
+	img.L = L;
+	img.str_type = t_str;
+	t_dict = img_alloc(1024);
+	t_long = img_alloc(1024);
+	t_module = img_alloc(1024);
+	none = img_alloc(32);
 	mkcls(&W.thread, THREAD_KEYS, 6);
 	mkcls(&W.main, MAIN_KEYS, 5);
 	for (unsigned i = 0; i < 3; i++) {
@@ -407,9 +334,9 @@ static void world_open(unsigned minor)
 	W.t[0].expect = "MainThread";
 	W.t[1].expect = WORKER_UTF8;
 	W.t[2].expect = W.longname;
-	W.t[0].name = mkstr("MainThread");
-	W.t[1].name = mkstr_cp(WORKER, 8, 2, false);
-	W.t[2].name = mkstr(W.longname);
+	W.t[0].name = img_mkstr("MainThread");
+	W.t[1].name = img_mkstr_cp(WORKER, 8, 2, false);
+	W.t[2].name = img_mkstr(W.longname);
 	W.t[0].slot = set_shared(W.t[0].obj, &W.main, W.t[0].name);
 	W.t[1].slot = set_shared(W.t[1].obj, &W.thread, W.t[1].name);
 	W.t[2].slot = set_own(W.t[2].obj, &W.thread, W.t[2].name);
@@ -420,19 +347,19 @@ static void world_open(unsigned minor)
 	empty = mkdict_kv(UNICODE, NULL, 0);
 	mods[0] = (struct kv){ key("sys"), mkmodule(empty) };
 	mods[1] = (struct kv){ key("builtins"), mkmodule(empty) };
-	mods[2] = (struct kv){ mkstr("threading"), 0 }; /* deleted */
+	mods[2] = (struct kv){ img_mkstr("threading"), 0 }; /* deleted */
 	mods[3] = (struct kv){ key("threading"), W.threading };
 	mods[4] = (struct kv){ key("_thread"), mkmodule(empty) };
 	W.modules = mkdict_kv(UNICODE, mods, 5);
-	W.interp = alloc((size_t)(L->interp_modules > L->interp_next ? L->interp_modules : L->interp_next) + 64);
-	put64(W.interp + L->interp_modules, W.modules);
+	W.interp = img_alloc((size_t)(L->interp_modules > L->interp_next ? L->interp_modules : L->interp_next) + 64);
+	img_put64(W.interp + L->interp_modules, W.modules);
 	cr_assert_eq(prs_py_new_raw(L, &mr, L->version_hex, &py), 0);
 	if (L->runtime_interp_head >= 0) {
-		py->runtime = alloc((size_t)L->runtime_interp_head + 64);
-		put64(py->runtime + L->runtime_interp_head, W.interp);
+		py->runtime = img_alloc((size_t)L->runtime_interp_head + 64);
+		img_put64(py->runtime + L->runtime_interp_head, W.interp);
 	} else {
-		py->interp_head_var = alloc(16);
-		put64(py->interp_head_var, W.interp);
+		py->interp_head_var = img_alloc(16);
+		img_put64(py->interp_head_var, W.interp);
 	}
 	py->str_type = t_str;
 	py->dict_type = t_dict;
@@ -452,15 +379,14 @@ static void world_close(void)
 
 static void setup(void)
 {
-	im.mem = calloc(1, SIZE);
-	cr_assert(im.mem);
+	img_init(BASE, SIZE);
 }
 
 static void teardown(void)
 {
 	if (py)
 		world_close();
-	free(im.mem);
+	img_release();
 }
 
 static int refresh(uint64_t now) { return prs_py_read_thread_names(py, prof, now); }
@@ -490,6 +416,17 @@ static void assert_named(unsigned mask, const char *what)
 }
 
 static uint64_t active_key(unsigned i) { return W.aent + (uint64_t)i * W.aesz + 8; }
+
+/* A new thread object named s with ident id, in the common place of its version. */
+static struct thr mkthread(uint64_t id, const char *s)
+{
+	struct thr t = { .ident = id, .expect = s };
+
+	t.obj = mkobj(&W.thread);
+	t.name = img_mkstr(s);
+	t.slot = set_shared(t.obj, &W.thread, t.name);
+	return t;
+}
 
 TestSuite(python_names, .init = setup, .fini = teardown);
 
@@ -526,8 +463,8 @@ Test(python_names, materialized_split_dict)
 		back = (uint64_t)L->managed_dict_back;
 		values = W.t[1].slot - vv() - 8 * W.thread.idx; /* the PyDictValues */
 		if (L->managed_dict == 1)
-			put64(o - back - 8, 0);
-		put64(o - back, mkdict(W.thread.keys, values));
+			img_put64(o - back - 8, 0);
+		img_put64(o - back, mkdict(W.thread.keys, values));
 		cr_assert_eq(refresh(1), 3, "3.%u", minor);
 		assert_named(7, "split dict");
 		world_close();
@@ -548,29 +485,110 @@ Test(python_names, rename_and_new_module_dict)
 		cr_assert_eq(refresh(1), 3);
 		/* the chain to _active is cached: sys.modules is not looked at again while it validates */
 		t = t_dict;
-		put64(W.modules + L->ob_type, t_long);
+		img_put64(W.modules + L->ob_type, t_long);
 		cr_assert_eq(refresh(2), 3, "3.%u cached chain", minor);
-		put64(W.modules + L->ob_type, t);
+		img_put64(W.modules + L->ob_type, t);
 		/* renames: new str objects in the _name slots (shared values and own dict) */
-		put64(W.t[1].slot, mkstr_cp(EMOJI, 7, 4, false));
-		put64(W.t[2].slot, mkstr("renamed"));
-		put64(W.t[0].slot, mkstr("Main"));
+		img_put64(W.t[1].slot, img_mkstr_cp(EMOJI, 7, 4, false));
+		img_put64(W.t[2].slot, img_mkstr("renamed"));
+		img_put64(W.t[0].slot, img_mkstr("Main"));
 		cr_assert_eq(refresh(3), 3);
 		assert_name(W.t[0].ident, "Main");
 		assert_name(W.t[1].ident, "emoji-\xf0\x9f\x98\x80");
 		assert_name(W.t[2].ident, "renamed");
 		/* a new md_dict with a new _active (the old ones stay intact in memory) */
 		nt[0] = W.t[0];
-		nt[1].ident = 0x7f1200001000ull;
-		nt[1].obj = mkobj(&W.thread);
-		set_shared(nt[1].obj, &W.thread, mkstr("late-joiner"));
-		put64(W.threading + L->module_dict, mkmdict(mkactive(nt, 2)));
+		nt[1] = mkthread(0x7f1200001000ull, "late-joiner");
+		img_put64(W.threading + L->module_dict, mkmdict(mkactive(nt, 2)));
 		cr_assert_eq(refresh(4), 2, "3.%u new md_dict", minor);
 		assert_name(W.t[0].ident, "Main");
 		assert_name(nt[1].ident, "late-joiner");
 		assert_name(W.t[1].ident, "(none)");
 		assert_name(W.t[2].ident, "(none)");
 		world_close();
+	}
+}
+
+/*
+ * `threading._active = {...}`: the module dict's entry is rebound to another dict while the old
+ * one stays alive (and valid) in memory. The cached chain must not keep reading the old dict: the
+ * next refresh names the new dict's threads. Then the same after the module dict was resized (a
+ * new keys object, the old one left as it was), and with the cached slot holding another key.
+ */
+Test(python_names, rebound_active)
+{
+	for (unsigned minor = 6; minor <= 13; minor++) {
+		struct thr nt[2], mt[2];
+		struct kv e[5];
+		uint64_t t, kslot;
+
+		world_open(minor);
+		cr_assert_eq(refresh(1), 3, "3.%u", minor);
+		/* rebound in place: the entry's value pointer changes, nothing else in the chain */
+		nt[0] = W.t[0];
+		nt[1] = mkthread(0x7f1200001000ull, "late-joiner");
+		img_put64(W.mslot, mkactive(nt, 2));
+		cr_assert_eq(refresh(2), 2, "3.%u rebound _active", minor);
+		assert_name(W.t[0].ident, "MainThread");
+		assert_name(nt[1].ident, "late-joiner");
+		assert_name(W.t[1].ident, "(none)");
+		assert_name(W.t[2].ident, "(none)");
+		/* the chain found again is cached again: sys.modules is not looked at */
+		t = img_get64(W.modules + L->ob_type);
+		img_put64(W.modules + L->ob_type, t_long);
+		cr_assert_eq(refresh(3), 2, "3.%u cached after the rebinding", minor);
+		img_put64(W.modules + L->ob_type, t);
+		/* the module dict resized: new keys, _active at another index and rebound; the old keys
+		 * (freed, not overwritten) still point to the previous dict */
+		mt[0] = W.t[0];
+		mt[1] = mkthread(0x7f1300002000ull, "after-resize");
+		e[0] = (struct kv){ key("__name__"), img_mkstr("threading") };
+		e[1] = (struct kv){ key("_active"), mkactive(mt, 2) };
+		e[2] = (struct kv){ key("_limbo"), mkdict_kv(GENERAL, NULL, 0) };
+		e[3] = (struct kv){ key("_main_thread"), W.t[0].obj };
+		e[4] = (struct kv){ img_mkstr("_shutdown"), none };
+		img_put64(W.mdict + L->dict_keys, mkkeys(UNICODE, e, 5));
+		kslot = last_ent + last_esz + last_voff - 8; /* _active's key pointer */
+		cr_assert_eq(refresh(4), 2, "3.%u resized module dict", minor);
+		assert_name(mt[1].ident, "after-resize");
+		assert_name(nt[1].ident, "(none)");
+		/* the entry reused for another key, its value pointer the same: there is no _active */
+		img_put64(kslot, img_mkstr("_active2"));
+		cr_assert_eq(refresh(5), -ENOENT, "3.%u _active's entry rekeyed", minor);
+		assert_name(mt[1].ident, "after-resize");
+		world_close();
+	}
+}
+
+/*
+ * What a refresh on the cached chain costs, per version: memreader calls (reads and readvs, each
+ * also counted in the stats' syscalls) and vecs. The counts are those before the chain checked
+ * _active's entry in the module dict; that check adds vecs to the chain's readv, never a call.
+ */
+Test(python_names, cached_chain_calls)
+{
+	/* 3.6-3.10, 3.11-3.12 (no ≤3.10 instance dict heads to read), 3.13 (inline values' headers) */
+	static const struct {
+		unsigned from, to, reads, readvs, vecs;
+	} want[] = { { 6, 10, 18, 8, 30 }, { 11, 12, 18, 7, 27 }, { 13, 13, 18, 8, 29 } };
+
+	for (unsigned w = 0; w < sizeof(want) / sizeof(want[0]); w++) {
+		for (unsigned minor = want[w].from; minor <= want[w].to; minor++) {
+			struct prs_py_stats a, b;
+
+			world_open(minor);
+			cr_assert_eq(refresh(1), 3);
+			img.reads = img.readvs = img.vecs = 0;
+			prs_py_get_stats(py, &a);
+			cr_assert_eq(refresh(2), 3);
+			prs_py_get_stats(py, &b);
+			cr_assert_eq(img.reads, want[w].reads, "3.%u: %u reads", minor, img.reads);
+			cr_assert_eq(img.readvs, want[w].readvs, "3.%u: %u readvs", minor, img.readvs);
+			cr_assert_eq(b.syscalls - a.syscalls, (uint64_t)(img.reads + img.readvs), "3.%u", minor);
+			/* the chain's readv reads the module dict's head and _active's entry too */
+			cr_assert_eq(img.vecs, want[w].vecs + 2, "3.%u: %u vecs", minor, img.vecs);
+			world_close();
+		}
 	}
 }
 
@@ -582,18 +600,18 @@ Test(python_names, inline_values_313)
 
 	world_open(13);
 	hv = W.t[1].obj + (uint64_t)W.thread.basic; /* A's PyDictValues */
-	put8(hv + L->dict_values_valid, 0);
+	img_put8(hv + L->dict_values_valid, 0);
 	cr_assert_eq(refresh(1), 2);
 	assert_named(5, "valid = 0, no dict");
-	put8(hv + L->dict_values_valid, 1);
-	put8(hv + L->dict_values_capacity, (uint8_t)W.thread.idx); /* _name past the capacity */
+	img_put8(hv + L->dict_values_valid, 1);
+	img_put8(hv + L->dict_values_capacity, (uint8_t)W.thread.idx); /* _name past the capacity */
 	cr_assert_eq(refresh(2), 2);
 	assert_named(5, "capacity too small");
-	put8(hv + L->dict_values_capacity, (uint8_t)W.thread.nkeys);
+	img_put8(hv + L->dict_values_capacity, (uint8_t)W.thread.nkeys);
 	cr_assert_eq(refresh(3), 3);
 	assert_named(7, "restored");
 	/* basicsize out of range: no inline values looked for */
-	put64(W.thread.type + L->tp_basicsize, 1u << 20);
+	img_put64(W.thread.type + L->tp_basicsize, 1u << 20);
 	cr_assert_eq(refresh(4), 2);
 	assert_named(5, "basicsize 1 MiB");
 }
@@ -608,84 +626,82 @@ struct damage {
 	unsigned from;  /* minimum minor (0: every version) */
 };
 
-static void d_type_garbage(void) { put64(W.t[1].obj + L->ob_type, 0x4141414141414141ull); }
-static void d_type_unmapped(void) { put64(W.t[1].obj + L->ob_type, UNMAPPED); }
-static void d_type_zeros(void) { put64(W.t[1].obj + L->ob_type, alloc(2048)); }
-static void d_ident_str(void) { put64(active_key(1), mkstr("12345")); }
-static void d_ident_negative(void) { put64(active_key(2), mklong(W.t[2].ident, -1)); }
+static void d_type_garbage(void) { img_put64(W.t[1].obj + L->ob_type, 0x4141414141414141ull); }
+static void d_type_unmapped(void) { img_put64(W.t[1].obj + L->ob_type, UNMAPPED); }
+static void d_type_zeros(void) { img_put64(W.t[1].obj + L->ob_type, img_alloc(2048)); }
+static void d_ident_str(void) { img_put64(active_key(1), img_mkstr("12345")); }
+static void d_ident_negative(void) { img_put64(active_key(2), mklong(W.t[2].ident, -1)); }
 static void d_ident_big_digit(void)
 {
 	uint64_t k = mklong(W.t[1].ident, 1);
 
-	put32(k + L->long_digit, 1u << L->long_shift); /* a digit with more than 30 bits */
-	put64(active_key(1), k);
+	img_put32(k + L->long_digit, 1u << L->long_shift); /* a digit with more than 30 bits */
+	img_put64(active_key(1), k);
 }
 static void d_ident_four_digits(void)
 {
 	uint64_t k = mklong(W.t[2].ident, 1);
 
 	if (L->long_tag >= 0)
-		put64(k + L->long_tag, 4u << 3);
+		img_put64(k + L->long_tag, 4u << 3);
 	else
-		put64(k + L->long_size, 4);
-	put64(active_key(2), k);
+		img_put64(k + L->long_size, 4);
+	img_put64(active_key(2), k);
 }
 static void d_ident_not_int(void)
 {
 	uint64_t k = mklong(W.t[1].ident, 1);
 
-	put64(k + L->ob_type, t_dict);
-	put64(active_key(1), k);
+	img_put64(k + L->ob_type, t_dict);
+	img_put64(active_key(1), k);
 }
-static void d_value_unmapped(void) { put64(active_key(1) + 8, UNMAPPED); }
-static void d_value_null(void) { put64(active_key(1) + 8, 0); }
-static void d_value_odd(void) { put64(active_key(1) + 8, W.t[1].obj + 1); }
-static void d_name_int(void) { put64(W.t[1].slot, mklong(42, 1)); }
-static void d_name_null(void) { put64(W.t[1].slot, 0); }
-static void d_name_unmapped(void) { put64(W.t[1].slot, UNMAPPED); }
-static void d_name_bad_kind(void) { put32(W.t[2].name + L->str_state, str_state(3, true)); }
-static void d_name_kind0(void) { put32(W.t[2].name + L->str_state, str_state(0, true)); }
+static void d_value_unmapped(void) { img_put64(active_key(1) + 8, UNMAPPED); }
+static void d_value_null(void) { img_put64(active_key(1) + 8, 0); }
+static void d_value_odd(void) { img_put64(active_key(1) + 8, W.t[1].obj + 1); }
+static void d_name_int(void) { img_put64(W.t[1].slot, mklong(42, 1)); }
+static void d_name_null(void) { img_put64(W.t[1].slot, 0); }
+static void d_name_unmapped(void) { img_put64(W.t[1].slot, UNMAPPED); }
+static void d_name_bad_kind(void) { img_put32(W.t[2].name + L->str_state, img_str_state(3, true)); }
+static void d_name_kind0(void) { img_put32(W.t[2].name + L->str_state, img_str_state(0, true)); }
 static void d_name_not_compact(void)
 {
-	put32(W.t[2].name + L->str_state, str_state(1, true) & ~(1u << L->str_compact_bit));
+	img_put32(W.t[2].name + L->str_state, img_str_state(1, true) & ~(1u << L->str_compact_bit));
 }
-static void d_name_huge_len(void) { put64(W.t[2].name + L->str_length, 1ull << 40); }
-static void d_name_not_str(void) { put64(W.t[1].name + L->ob_type, t_long); }
-static void d_own_keys_unmapped(void) { put64(W.own + L->dict_keys, UNMAPPED); }
-static void d_own_not_dict(void) { put64(W.own + L->ob_type, t_long); }
-static void d_own_other_keys(void) { put64(W.own + L->dict_keys, W.active_keys); } /* no "_name" in them */
+static void d_name_huge_len(void) { img_put64(W.t[2].name + L->str_length, 1ull << 40); }
+static void d_name_not_str(void) { img_put64(W.t[1].name + L->ob_type, t_long); }
+static void d_own_keys_unmapped(void) { img_put64(W.own + L->dict_keys, UNMAPPED); }
+static void d_own_not_dict(void) { img_put64(W.own + L->ob_type, t_long); }
+static void d_own_other_keys(void) { img_put64(W.own + L->dict_keys, W.active_keys); } /* no "_name" in them */
 static void d_own_keys_huge(void)
 {
-	uint64_t k = 0;
+	uint64_t k = img_get64(W.own + L->dict_keys);
 
-	memcpy(&k, im.mem + (W.own + L->dict_keys - BASE), 8);
-	put64(k + L->dk_nentries, 1ull << 40);
+	img_put64(k + L->dk_nentries, 1ull << 40);
 }
 static void d_own_keys_size(void)
 {
-	uint64_t k = 0;
+	uint64_t k = img_get64(W.own + L->dict_keys);
 
-	memcpy(&k, im.mem + (W.own + L->dict_keys - BASE), 8);
 	if (L->dk_size >= 0)
-		put64(k + L->dk_size, 1ull << 40);
+		img_put64(k + L->dk_size, 1ull << 40);
 	else
-		put8(k + L->dk_log2_size, 63);
+		img_put8(k + L->dk_log2_size, 63);
 }
 static void d_attrs_unmapped(void)
 {
 	uint64_t o = W.t[1].obj, back = (uint64_t)L->managed_dict_back;
 
 	if (!L->managed_dict)
-		put64(o + (uint64_t)W.thread.dictoff, UNMAPPED);
+		img_put64(o + (uint64_t)W.thread.dictoff, UNMAPPED);
 	else if (L->managed_dict == 1)
-		put64(o - back - 8, UNMAPPED);
+		img_put64(o - back - 8, UNMAPPED);
 	else if (L->managed_dict == 2)
-		put64(o - back, UNMAPPED - 1);
+		img_put64(o - back, UNMAPPED - 1);
 	else
-		put64(o - back, UNMAPPED);
+		img_put64(o - back, UNMAPPED);
 }
-static void d_class_keys_unmapped(void) { put64(W.main.type + L->ht_cached_keys, UNMAPPED); }
-static void d_class_keys_garbage(void) { put64(W.main.type + L->ht_cached_keys, W.t[0].name); }
+static void d_class_keys_unmapped(void) { img_put64(W.main.type + L->ht_cached_keys, UNMAPPED); }
+static void d_class_keys_garbage(void) { img_put64(W.main.type + L->ht_cached_keys, W.t[0].name); }
 
 static const struct damage DAMAGE[] = {
 	{ "Thread ob_type garbage", d_type_garbage, 5, 0 },
@@ -746,44 +762,44 @@ Test(python_names, hostile_chain)
 
 		world_open(minor);
 		mods[0] = (struct kv){ key("sys"), W.threading };
-		mods[1] = (struct kv){ mkstr("threadinf"), W.threading };
-		put64(W.interp + L->interp_modules, mkdict_kv(UNICODE, mods, 2));
+		mods[1] = (struct kv){ img_mkstr("threadinf"), W.threading };
+		img_put64(W.interp + L->interp_modules, mkdict_kv(UNICODE, mods, 2));
 		cr_assert_eq(refresh(1), -ENOENT, "3.%u no threading", minor);
 		assert_named(0, "no threading");
 		world_close();
 
 		world_open(minor);
-		put64(W.interp + L->interp_modules, mkdict_kv(UNICODE, NULL, 0));
+		img_put64(W.interp + L->interp_modules, mkdict_kv(UNICODE, NULL, 0));
 		cr_assert_eq(refresh(1), -ENOENT, "3.%u empty sys.modules", minor);
 		world_close();
 
 		world_open(minor);
-		put64(W.threading + L->ob_type, t_dict);
+		img_put64(W.threading + L->ob_type, t_dict);
 		cr_assert_lt(refresh(1), 0, "3.%u threading not a module", minor);
 		assert_named(0, "threading not a module");
 		world_close();
 
 		world_open(minor);
-		put64(W.interp + L->interp_modules, UNMAPPED);
+		img_put64(W.interp + L->interp_modules, UNMAPPED);
 		cr_assert_lt(refresh(1), 0, "3.%u sys.modules unmapped", minor);
-		put64(W.interp + L->interp_modules, W.threading); /* a module, not a dict */
+		img_put64(W.interp + L->interp_modules, W.threading); /* a module, not a dict */
 		cr_assert_lt(refresh(1), 0, "3.%u sys.modules a module", minor);
-		put64(W.interp + L->interp_modules, W.modules);
-		put64(W.threading + L->module_dict, W.t[0].name);
+		img_put64(W.interp + L->interp_modules, W.modules);
+		img_put64(W.threading + L->module_dict, W.t[0].name);
 		cr_assert_lt(refresh(1), 0, "3.%u md_dict a str", minor);
-		put64(W.threading + L->module_dict, mkdict_kv(UNICODE, NULL, 0));
+		img_put64(W.threading + L->module_dict, mkdict_kv(UNICODE, NULL, 0));
 		cr_assert_eq(refresh(1), -ENOENT, "3.%u no _active", minor);
-		put64(W.threading + L->module_dict, W.mdict);
+		img_put64(W.threading + L->module_dict, W.mdict);
 		cr_assert_eq(refresh(1), 3);
 		/* a cycle in the interpreter list */
-		put64(W.interp + L->interp_next, W.interp);
+		img_put64(W.interp + L->interp_next, W.interp);
 		cr_assert_eq(refresh(1), 3, "3.%u interp cycle", minor);
 		assert_named(7, "interp cycle");
 		/* no interpreter */
 		if (py->runtime)
-			put64(py->runtime + L->runtime_interp_head, 0);
+			img_put64(py->runtime + L->runtime_interp_head, 0);
 		else
-			put64(py->interp_head_var, 0);
+			img_put64(py->interp_head_var, 0);
 		cr_assert_eq(refresh(1), -ENOENT);
 		world_close();
 	}
@@ -799,17 +815,17 @@ Test(python_names, hostile_active_keeps_names)
 			world_open(minor);
 			cr_assert_eq(refresh(1), 3);
 			switch (c) {
-			case 0: put64(W.active_keys + L->dk_nentries, 1ull << 40); break;
-			case 1: put64(W.active_keys + L->dk_nentries, (uint64_t)-5); break;
+			case 0: img_put64(W.active_keys + L->dk_nentries, 1ull << 40); break;
+			case 1: img_put64(W.active_keys + L->dk_nentries, (uint64_t)-5); break;
 			case 2:
 				if (L->dk_size >= 0)
-					put64(W.active_keys + L->dk_size, 24);
+					img_put64(W.active_keys + L->dk_size, 24);
 				else
-					put8(W.active_keys + L->dk_log2_size, 63);
+					img_put8(W.active_keys + L->dk_log2_size, 63);
 				break;
-			case 3: put64(W.active + L->dict_keys, UNMAPPED); break;
-			case 4: put64(W.active + L->ob_type, t_long); break;
-			case 5: put64(W.active + L->dict_keys, W.active_keys + 3); break;
+			case 3: img_put64(W.active + L->dict_keys, UNMAPPED); break;
+			case 4: img_put64(W.active + L->ob_type, t_long); break;
+			case 5: img_put64(W.active + L->dict_keys, W.active_keys + 3); break;
 			}
 			rc = refresh(2);
 			cr_assert_lt(rc, 0, "3.%u case %d: %d", minor, c, rc);
@@ -830,13 +846,13 @@ Test(python_names, name_near_mapping_end)
 		world_open(minor);
 		for (unsigned i = 0; i < 10; i++)
 			cps[i] = (uint32_t)"tail-named"[i];
-		mkstr_cp_at(at, cps, 10, 1, true);
-		put64(W.t[1].slot, at);
+		img_mkstr_cp_at(at, cps, 10, 1, true);
+		img_put64(W.t[1].slot, at);
 		/* a 300-character name whose characters run past the end */
 		at = BASE + SIZE - 200;
-		mkstr_cp_at(at, cps, 10, 1, true);
-		put64(at + L->str_length, 300);
-		put64(W.t[2].slot, at);
+		img_mkstr_cp_at(at, cps, 10, 1, true);
+		img_put64(at + L->str_length, 300);
+		img_put64(W.t[2].slot, at);
 		rc = refresh(1);
 		assert_name(W.t[1].ident, "tail-named");
 		assert_name(W.t[2].ident, "(none)");
@@ -865,12 +881,12 @@ Test(python_names, many_threads)
 			uint64_t o = mkobj(&W.thread);
 
 			snprintf(s, sizeof(s), "Thread-%u", i);
-			set_shared(o, &W.thread, mkstr(s));
+			set_shared(o, &W.thread, img_mkstr(s));
 			e[i].key = mklong(0x7f0000001000ull + (uint64_t)i * 0x801000, 1);
 			e[i].value = o;
 		}
 		mods_active = mkdict_kv(GENERAL, e, N);
-		put64(W.threading + L->module_dict, mkmdict(mods_active));
+		img_put64(W.threading + L->module_dict, mkmdict(mods_active));
 		cr_assert_eq(refresh(1), 1024, "3.%u", minor);
 		for (unsigned i = 0; i < N; i++) {
 			uint32_t id = prs_py_thread_name(py, prof, 0x7f0000001000ull + (uint64_t)i * 0x801000);
@@ -932,11 +948,11 @@ Test(python_names, names_due)
 Test(python_names, validation_error_is_einval)
 {
 	world_open(12);
-	put64(W.threading + L->ob_type, t_dict);
+	img_put64(W.threading + L->ob_type, t_dict);
 	cr_assert_eq(refresh(1), -EINVAL, "threading not a module");
 	world_close();
 	world_open(12);
-	put64(W.active_keys + L->dk_nentries, 1ull << 40);
+	img_put64(W.active_keys + L->dk_nentries, 1ull << 40);
 	cr_assert_eq(refresh(1), -EINVAL, "_active nentries > size");
 	world_close();
 }
@@ -959,8 +975,8 @@ Test(python_names, failed_window_read_uses_stale_data)
 		world_open(minor);
 		cr_assert_eq(refresh(1), 3);
 		/* a new thread Z at _active's index 1 (A's before), its Thread object unreadable */
-		put64(active_key(1), mklong(z, 1));
-		put64(active_key(1) + 8, UNMAPPED);
+		img_put64(active_key(1), mklong(z, 1));
+		img_put64(active_key(1) + 8, UNMAPPED);
 		cr_assert_eq(refresh(2), 2, "3.%u", minor); /* actual <= 3.12: 3, Z named "wörker-名" (A's) */
 		assert_name(z, "(none)");
 		world_close();
@@ -977,22 +993,21 @@ Test(python_names, failed_slot_read_uses_stale_data)
 		struct thr o2[3] = { W.t[2], W.t[1], W.t[0] }; /* B, A, main */
 
 		mkactive(o1, 3);
-		put64(W.active + L->dict_keys, W.active_keys); /* _active resized in place */
+		img_put64(W.active + L->dict_keys, W.active_keys); /* _active resized in place */
 		cr_assert_eq(refresh(1), 3);
 		mkactive(o2, 3);
-		put64(W.active + L->dict_keys, W.active_keys);
+		img_put64(W.active + L->dict_keys, W.active_keys);
 		/* A's values unreadable (its object and dict are fine) */
 		a = W.t[1].obj;
 		back = (uint64_t)L->managed_dict_back;
 		if (!L->managed_dict) {
-			uint64_t d = 0;
+			uint64_t d = img_get64(a + (uint64_t)W.thread.dictoff);
 
-			memcpy(&d, im.mem + (a + (uint64_t)W.thread.dictoff - BASE), 8);
-			put64(d + L->dict_values, UNMAPPED);
+			img_put64(d + L->dict_values, UNMAPPED);
 		} else if (L->managed_dict == 1) {
-			put64(a - back - 8, UNMAPPED);
+			img_put64(a - back - 8, UNMAPPED);
 		} else {
-			put64(a - back, UNMAPPED - 1);
+			img_put64(a - back, UNMAPPED - 1);
 		}
 		cr_assert_eq(refresh(2), 2, "3.%u", minor); /* actual: 3, A named "MainThread" */
 		assert_named(5, "A's values unmapped");
@@ -1013,8 +1028,8 @@ Test(python_names, short_ascii_name_at_mapping_end)
 	world_open(12);
 	at = BASE + SIZE - ((uint64_t)L->str_ascii_size + 3) - 5;
 	at &= ~7ull;
-	mkstr_cp_at(at, cps, 2, 1, true);
-	put64(W.t[1].slot, at);
+	img_mkstr_cp_at(at, cps, 2, 1, true);
+	img_put64(W.t[1].slot, at);
 	cr_assert_eq(refresh(1), 3);
 	assert_name(W.t[1].ident, "ab");
 	world_close();

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The CPython reader's per-sample page cache (src/python/memreader.c) against a mock target: a
- * 1 MiB buffer with one unreadable page, whose reader counts calls, vecs and bytes. The truth:
+ * The CPython reader's per-sample page cache (src/python/memreader.c) against a mock target (the
+ * py_image.h image, filled with a pattern): a 1 MiB buffer with one unreadable page, whose reader
+ * counts calls, vecs and bytes. The truth:
  * every byte served equals the target's bytes at that moment of the sample; a sample that reads
  * what the last one read costs one readv of exactly those 64-byte lines; a failed page stays
  * failed within the sample and is tried again in the next.
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "python/python-internal.h"
+#include "py_image.h"
 
 #include "util/banned.h"
 
@@ -19,75 +21,30 @@
 #define SIZE (1u << 20)
 #define HOLE (BASE + 7 * 4096ull) /* this page cannot be read */
 
-static struct {
-	uint8_t *mem;
-	unsigned reads, readvs, vecs;
-	size_t bytes;
-	bool gone; /* the process exited: every read fails with ESRCH */
-	uint64_t hole2; /* a second unreadable page, 0 = none (unmapped while sampling) */
-} T;
-
-static int one(uint64_t addr, void *buf, size_t len)
-{
-	if (T.gone)
-		return -ESRCH;
-	if (addr < BASE || addr + len > BASE + SIZE || (addr < HOLE + 4096 && addr + len > HOLE) ||
-	    (T.hole2 && addr < T.hole2 + 4096 && addr + len > T.hole2))
-		return -EFAULT;
-	memcpy(buf, T.mem + (addr - BASE), len);
-	T.bytes += len;
-	return 0;
-}
-
-static int mock_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	(void)ctx;
-	T.reads++;
-	return one(addr, buf, len);
-}
-
-static int mock_readv(void *ctx, struct prs_memvec *v, size_t n)
-{
-	int ok = 0;
-
-	(void)ctx;
-	T.readvs++;
-	T.vecs += (unsigned)n;
-	if (T.gone)
-		return -ESRCH;
-	for (size_t i = 0; i < n; i++) {
-		v[i].res = one(v[i].addr, v[i].buf, v[i].len);
-		ok += v[i].res == 0;
-	}
-	return ok;
-}
-
 static struct prs_py_pagecache pc;
 static uint64_t syscalls;
 
 static void setup(void)
 {
-	T.mem = malloc(SIZE);
-	cr_assert(T.mem);
+	img_init(BASE, SIZE);
 	for (size_t i = 0; i < SIZE; i++)
-		T.mem[i] = (uint8_t)(i * 7 + (i >> 12));
+		img.mem[i] = (uint8_t)(i * 7 + (i >> 12));
+	img.hole[0] = HOLE;
 	memset(&pc, 0, sizeof(pc));
-	pc.mr = (struct prs_memreader){ mock_read, mock_readv, NULL };
+	pc.mr = img_reader();
 	pc.data = malloc(PRS_PY_NPAGES * (size_t)PRS_PY_PAGE);
 	cr_assert(pc.data);
 	pc.syscalls = &syscalls;
 	syscalls = 0;
-	T.gone = false;
-	T.hole2 = 0;
 }
 
 static void teardown(void)
 {
 	free(pc.data);
-	free(T.mem);
+	img_release();
 }
 
-static void zero_counts(void) { T.reads = T.readvs = T.vecs = 0; T.bytes = 0; }
+static void zero_counts(void) { img.reads = img.readvs = img.vecs = 0; img.bytes = 0; }
 
 /* Reads len bytes at addr through the cache and checks them against the target. */
 static void read_ok(uint64_t addr, size_t len)
@@ -96,7 +53,7 @@ static void read_ok(uint64_t addr, size_t len)
 
 	cr_assert_leq(len, sizeof(buf));
 	cr_assert_eq(prs_py_pc_read(&pc, addr, buf, len), 0, "read %#llx+%zu", (unsigned long long)addr, len);
-	cr_assert_eq(memcmp(buf, T.mem + (addr - BASE), len), 0, "bytes at %#llx", (unsigned long long)addr);
+	cr_assert_eq(memcmp(buf, img_at(addr), len), 0, "bytes at %#llx", (unsigned long long)addr);
 }
 
 /* One sample of the same dependent reads: 3 objects on 2 pages, one crossing into the third. */
@@ -115,20 +72,20 @@ Test(python_pagecache, next_sample_is_one_readv_of_exact_lines)
 	zero_counts();
 	the_reads();
 	prs_py_pc_end(&pc);
-	cr_assert_eq(T.reads, 3, "first sample: one whole-page read per page, on demand");
-	cr_assert_eq(T.readvs, 0);
+	cr_assert_eq(img.reads, 3, "first sample: one whole-page read per page, on demand");
+	cr_assert_eq(img.readvs, 0);
 	zero_counts();
 	prs_py_pc_begin(&pc);
-	cr_assert_eq(T.readvs, 1);
-	cr_assert_eq(T.reads, 0);
+	cr_assert_eq(img.readvs, 1);
+	cr_assert_eq(img.reads, 0);
 	/* page 1: lines 0x1000-0x1040 and 0x1f00-0x1f40 in one range; page 3: 0x3fc0-0x4000;
 	 * page 4: 0x4000-0x4040 */
-	cr_assert_eq(T.vecs, 3);
-	cr_assert_eq(T.bytes, (0xf40 - 0x000) + 64 + 64, "exact 64-byte lines, %zu bytes", T.bytes);
+	cr_assert_eq(img.vecs, 3);
+	cr_assert_eq(img.bytes, (0xf40 - 0x000) + 64 + 64, "exact 64-byte lines, %zu bytes", img.bytes);
 	the_reads();
 	prs_py_pc_end(&pc);
-	cr_assert_eq(T.reads, 0, "every read was served by the working set");
-	cr_assert_eq(T.readvs, 1);
+	cr_assert_eq(img.reads, 0, "every read was served by the working set");
+	cr_assert_eq(img.readvs, 1);
 }
 
 Test(python_pagecache, bytes_are_of_this_sample)
@@ -137,20 +94,20 @@ Test(python_pagecache, bytes_are_of_this_sample)
 	the_reads();
 	prs_py_pc_end(&pc);
 	/* the target writes between samples: the next one sees the new bytes */
-	memset(T.mem + 0x1010, 0xab, 40);
-	memset(T.mem + 0x3ff0, 0xcd, 32);
+	memset(img.mem + 0x1010, 0xab, 40);
+	memset(img.mem + 0x3ff0, 0xcd, 32);
 	prs_py_pc_begin(&pc);
 	the_reads();
 	prs_py_pc_end(&pc);
 	/* warm (before a stop) reads and keeps nothing: the sample after it still reads fresh */
 	prs_py_pc_warm(&pc);
-	memset(T.mem + 0x1f00, 0xef, 8);
+	memset(img.mem + 0x1f00, 0xef, 8);
 	zero_counts();
 	prs_py_pc_begin(&pc);
 	the_reads();
 	prs_py_pc_end(&pc);
-	cr_assert_eq(T.readvs, 1);
-	cr_assert_eq(T.reads, 0);
+	cr_assert_eq(img.readvs, 1);
+	cr_assert_eq(img.reads, 0);
 }
 
 Test(python_pagecache, outside_the_lines_reads_the_page)
@@ -161,10 +118,10 @@ Test(python_pagecache, outside_the_lines_reads_the_page)
 	prs_py_pc_begin(&pc);
 	zero_counts();
 	read_ok(BASE + 0x1f80, 16); /* page 1, past its loaded range (0x000-0xf40) */
-	cr_assert_eq(T.reads, 1, "reads %u", T.reads);
-	cr_assert_eq(T.bytes, 4096);
+	cr_assert_eq(img.reads, 1, "reads %u", img.reads);
+	cr_assert_eq(img.bytes, 4096);
 	the_reads(); /* page 1 now whole: the rest from memory */
-	cr_assert_eq(T.reads, 1);
+	cr_assert_eq(img.reads, 1);
 	prs_py_pc_end(&pc);
 }
 
@@ -176,26 +133,26 @@ Test(python_pagecache, unreadable_page_fails_once_per_sample)
 	zero_counts();
 	cr_assert_eq(prs_py_pc_read(&pc, HOLE + 64, b, 16), -EFAULT);
 	cr_assert_eq(prs_py_pc_read(&pc, HOLE + 128, b, 16), -EFAULT);
-	cr_assert_eq(T.reads, 1, "the second read knows the page is bad");
+	cr_assert_eq(img.reads, 1, "the second read knows the page is bad");
 	/* a read that starts on a good page and ends on the bad one fails too */
 	cr_assert_eq(prs_py_pc_read(&pc, HOLE - 8, b, 16), -EFAULT);
 	read_ok(BASE + 0x1010, 8);
 	prs_py_pc_end(&pc);
 	zero_counts();
 	prs_py_pc_begin(&pc);
-	cr_assert_eq(T.readvs, 1);
+	cr_assert_eq(img.readvs, 1);
 	cr_assert_eq(prs_py_pc_read(&pc, HOLE + 64, b, 16), -EFAULT);
-	cr_assert_eq(T.reads, 1, "tried again in the next sample");
+	cr_assert_eq(img.reads, 1, "tried again in the next sample");
 	prs_py_pc_end(&pc);
 	/* a working set whose page became unreadable: the read fails, it does not serve old bytes */
 	prs_py_pc_begin(&pc);
 	read_ok(BASE + 0x6010, 8); /* page 6 */
 	prs_py_pc_end(&pc);
-	T.hole2 = BASE + 0x6000;
+	img.hole[1] = BASE + 0x6000;
 	prs_py_pc_begin(&pc);
 	cr_assert_eq(prs_py_pc_read(&pc, BASE + 0x6010, b, 8), -EFAULT);
 	prs_py_pc_end(&pc);
-	T.hole2 = 0;
+	img.hole[1] = 0;
 	prs_py_pc_begin(&pc);
 	read_ok(BASE + 0x6010, 8);
 	prs_py_pc_end(&pc);
@@ -208,7 +165,7 @@ Test(python_pagecache, process_gone)
 	prs_py_pc_begin(&pc);
 	the_reads();
 	prs_py_pc_end(&pc);
-	T.gone = true;
+	img.gone = true;
 	prs_py_pc_begin(&pc); /* the working set fails: nothing is served from it */
 	cr_assert_eq(prs_py_pc_read(&pc, BASE + 0x1010, b, 8), -ESRCH);
 	prs_py_pc_end(&pc);
@@ -226,6 +183,6 @@ Test(python_pagecache, more_pages_than_slots)
 		}
 		read_ok(BASE + 5 * 4096ull + 100, 24);
 		prs_py_pc_end(&pc);
-		T.mem[(round * 4096) + 77] ^= 0xff;
+		img.mem[(round * 4096) + 77] ^= 0xff;
 	}
 }

@@ -11,101 +11,27 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "pyrsprof/profile.h"
 #include "python/python-internal.h"
+#include "py_image.h"
 
 #include "util/banned.h"
 
 #define BASE 0x10000000ull
 #define SIZE (1u << 20)
 
-struct image {
-	uint8_t *mem;
-	uint64_t brk; /* next free target address */
-	unsigned reads;
-	uint64_t watch_lo[2], watch_hi[2]; /* reads that touch [lo, hi) are counted in watched */
-	unsigned watched;
-};
-
-static int img_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	struct image *im = ctx;
-
-	im->reads++;
-	for (int w = 0; w < 2; w++)
-		if (addr < im->watch_hi[w] && addr + len > im->watch_lo[w])
-			im->watched++;
-	if (addr < BASE || addr + len > BASE + SIZE || addr + len < addr)
-		return -EFAULT;
-	memcpy(buf, im->mem + (addr - BASE), len);
-	return 0;
-}
-
-static int img_readv(void *ctx, struct prs_memvec *v, size_t n)
-{
-	size_t i;
-	int ok = 0;
-
-	for (i = 0; i < n; i++) {
-		v[i].res = img_read(ctx, v[i].addr, v[i].buf, v[i].len);
-		ok += v[i].res == 0;
-	}
-	return ok;
-}
-
-static struct image im;
 static const struct prs_py_layout *L;
 static uint64_t t_code, t_str, t_bytes;
 
-static uint64_t alloc(size_t n)
-{
-	uint64_t a = (im.brk + 15) & ~15ull;
-
-	im.brk = a + n;
-	cr_assert(im.brk <= BASE + SIZE);
-	return a;
-}
-
-static void put64(uint64_t addr, uint64_t v) { memcpy(im.mem + (addr - BASE), &v, 8); }
-static void put32(uint64_t addr, uint32_t v) { memcpy(im.mem + (addr - BASE), &v, 4); }
-static void put8(uint64_t addr, uint8_t v) { im.mem[addr - BASE] = v; }
-
-/* A compact str of `kind` bytes per code point holding cps[0..n). */
-static uint64_t mkstr_cp(const uint32_t *cps, size_t n, unsigned kind, bool ascii)
-{
-	uint64_t hdr = ascii ? (uint64_t)L->str_ascii_size : (uint64_t)L->str_compact_size;
-	uint64_t a = alloc(hdr + (n + 1) * kind);
-	size_t i;
-
-	put64(a + L->ob_type, t_str);
-	put64(a + L->str_length, n);
-	put32(a + L->str_state, (kind << L->str_kind_shift) | (1u << L->str_compact_bit) |
-				   (ascii ? 1u << L->str_ascii_bit : 0));
-	for (i = 0; i < n; i++)
-		memcpy(im.mem + (a + hdr + i * kind - BASE), &cps[i], kind);
-	return a;
-}
-
-static uint64_t mkstr(const char *s)
-{
-	uint32_t cps[256];
-	size_t i, n = strlen(s);
-
-	for (i = 0; i < n; i++)
-		cps[i] = (uint8_t)s[i];
-	return mkstr_cp(cps, n, 1, true);
-}
-
 static uint64_t mkbytes(const uint8_t *b, size_t n)
 {
-	uint64_t a = alloc((size_t)L->bytes_sval + n + 1);
+	uint64_t a = img_alloc((size_t)L->bytes_sval + n + 1);
 
-	put64(a + L->ob_type, t_bytes);
-	put64(a + L->ob_size, n);
-	memcpy(im.mem + (a + L->bytes_sval - BASE), b, n);
+	img_put64(a + L->ob_type, t_bytes);
+	img_put64(a + L->ob_size, n);
+	memcpy(img_at(a + L->bytes_sval), b, n);
 	return a;
 }
 
@@ -113,27 +39,27 @@ static uint64_t mkbytes(const uint8_t *b, size_t n)
 static uint64_t mkcode(uint64_t qual, uint64_t file, int firstline)
 {
 	static const uint8_t tab[] = { 0x80 | (13 << 3) | 7, 4, 0x80 | (11 << 3) | 7, 0, 0 };
-	uint64_t a = alloc((size_t)L->code_adaptive + 32);
+	uint64_t a = img_alloc((size_t)L->code_adaptive + 32);
 
-	put64(a + L->ob_type, t_code);
-	put64(a + L->ob_size, 16);
-	put64(a + L->code_name, qual);
-	put64(a + L->code_qualname, qual);
-	put64(a + L->code_filename, file);
-	put64(a + L->code_linetable, mkbytes(tab, sizeof(tab)));
-	put32(a + L->code_firstlineno, (uint32_t)firstline);
-	put32(a + L->code_firsttraceable, 0);
+	img_put64(a + L->ob_type, t_code);
+	img_put64(a + L->ob_size, 16);
+	img_put64(a + L->code_name, qual);
+	img_put64(a + L->code_qualname, qual);
+	img_put64(a + L->code_filename, file);
+	img_put64(a + L->code_linetable, mkbytes(tab, sizeof(tab)));
+	img_put32(a + L->code_firstlineno, (uint32_t)firstline);
+	img_put32(a + L->code_firsttraceable, 0);
 	return a;
 }
 
 static uint64_t mkframe(uint64_t code, unsigned unit, uint64_t previous, uint8_t owner)
 {
-	uint64_t f = alloc((size_t)L->frame_size);
+	uint64_t f = img_alloc((size_t)L->frame_size);
 
-	put64(f + L->frame_code, code);
-	put64(f + L->frame_back, previous);
-	put64(f + L->frame_instr, code + L->code_adaptive + 2 * unit);
-	put8(f + L->frame_owner, owner);
+	img_put64(f + L->frame_code, code);
+	img_put64(f + L->frame_back, previous);
+	img_put64(f + L->frame_instr, code + L->code_adaptive + 2 * unit);
+	img_put8(f + L->frame_owner, owner);
 	return f;
 }
 
@@ -144,35 +70,33 @@ static struct prs_py_thread th[4];
 
 static void setup(void)
 {
-	struct prs_memreader mr = { img_read, img_readv, &im };
+	struct prs_memreader mr = img_reader();
 	uint64_t tp;
 
 	L = prs_py_layout_find(3, 12);
 	cr_assert(L, "no generated 3.12 row");
-	im.mem = calloc(1, SIZE);
-	im.brk = BASE + 4096;
-	memset(im.watch_lo, 0, sizeof(im.watch_lo));
-	memset(im.watch_hi, 0, sizeof(im.watch_hi));
-	im.watched = 0;
-	t_code = alloc(512);
-	t_str = alloc(512);
-	t_bytes = alloc(512);
-	tp = mkstr("code");
-	put64(t_code + L->tp_name, tp);
-	runtime = alloc((size_t)L->runtime_size < 4096 ? 4096 : 4096);
-	interp = alloc(4096);
-	tstate = alloc((size_t)L->tstate_size);
-	cframe = alloc(64);
-	gil = alloc(256);
-	put64(runtime + L->runtime_interp_head, interp);
-	put64(interp + L->interp_tstate_head, tstate);
-	put64(interp + L->interp_gil_ptr, gil);
-	put32(gil + L->gil_locked, 1);
-	put64(gil + L->gil_last_holder, tstate);
-	put64(tstate + L->tstate_interp, interp);
-	put64(tstate + L->tstate_thread_id, 0x7f0000001000ull);
-	put32(tstate + L->tstate_native_thread_id, 4242);
-	put64(tstate + L->tstate_cframe, cframe);
+	img_init(BASE, SIZE);
+	t_code = img_alloc(512);
+	t_str = img_alloc(512);
+	img.L = L;
+	img.str_type = t_str;
+	t_bytes = img_alloc(512);
+	tp = img_mkstr("code");
+	img_put64(t_code + L->tp_name, tp);
+	runtime = img_alloc((size_t)L->runtime_size < 4096 ? 4096 : 4096);
+	interp = img_alloc(4096);
+	tstate = img_alloc((size_t)L->tstate_size);
+	cframe = img_alloc(64);
+	gil = img_alloc(256);
+	img_put64(runtime + L->runtime_interp_head, interp);
+	img_put64(interp + L->interp_tstate_head, tstate);
+	img_put64(interp + L->interp_gil_ptr, gil);
+	img_put32(gil + L->gil_locked, 1);
+	img_put64(gil + L->gil_last_holder, tstate);
+	img_put64(tstate + L->tstate_interp, interp);
+	img_put64(tstate + L->tstate_thread_id, 0x7f0000001000ull);
+	img_put32(tstate + L->tstate_native_thread_id, 4242);
+	img_put64(tstate + L->tstate_cframe, cframe);
 	cr_assert_eq(prs_py_new_raw(L, &mr, 0x030c01f0, &py), 0);
 	py->runtime = runtime;
 	py->code_type = t_code;
@@ -186,10 +110,10 @@ static void teardown(void)
 {
 	prs_py_free(py);
 	prs_profile_free(prof);
-	free(im.mem);
+	img_release();
 }
 
-static void set_top(uint64_t f) { put64(cframe + L->cframe_current_frame, f); }
+static void set_top(uint64_t f) { img_put64(cframe + L->cframe_current_frame, f); }
 
 static const char *fname(uint32_t fid) { return prof->strings[prof->frames[fid].name]; }
 static const char *ffile(uint32_t fid) { return prof->strings[prof->frames[fid].file]; }
@@ -208,9 +132,9 @@ TestSuite(python_walk, .init = setup, .fini = teardown);
 
 Test(python_walk, names_lines_gil_and_groups)
 {
-	uint64_t file = mkstr("/app/x.py");
-	uint64_t co = mkcode(mkstr("outer"), file, 10), cm = mkcode(mkstr("Klass.mid"), file, 20),
-		 ci = mkcode(mkstr("inner"), file, 30);
+	uint64_t file = img_mkstr("/app/x.py");
+	uint64_t co = mkcode(img_mkstr("outer"), file, 10), cm = mkcode(img_mkstr("Klass.mid"), file, 20),
+		 ci = mkcode(img_mkstr("inner"), file, 30);
 	uint64_t shim = mkframe(co, 0, 0, 3);
 	uint64_t fo = mkframe(co, 3, shim, 0), fm = mkframe(cm, 9, fo, 0), fi = mkframe(ci, 15, fm, 0);
 
@@ -231,7 +155,7 @@ Test(python_walk, names_lines_gil_and_groups)
 	cr_assert_eq(th[0].fflags[1] & PRS_PYF_GROUP_END, 0);
 	cr_assert_neq(th[0].fflags[2] & PRS_PYF_GROUP_END, 0);
 	/* the GIL released: nobody holds it */
-	put32(gil + L->gil_locked, 0);
+	img_put32(gil + L->gil_locked, 0);
 	sample();
 	cr_assert(!th[0].holds_gil);
 	/* second sample hits the cache */
@@ -246,8 +170,8 @@ Test(python_walk, names_lines_gil_and_groups)
 
 Test(python_walk, shim_between_groups)
 {
-	uint64_t file = mkstr("f.py");
-	uint64_t c1 = mkcode(mkstr("a"), file, 1), c2 = mkcode(mkstr("b"), file, 1);
+	uint64_t file = img_mkstr("f.py");
+	uint64_t c1 = mkcode(img_mkstr("a"), file, 1), c2 = mkcode(img_mkstr("b"), file, 1);
 	uint64_t s0 = mkframe(c1, 0, 0, 3), f1 = mkframe(c1, 1, s0, 0);
 	uint64_t s1 = mkframe(c1, 0, f1, 3), f2 = mkframe(c2, 1, s1, 0);
 
@@ -260,12 +184,12 @@ Test(python_walk, shim_between_groups)
 
 Test(python_walk, loop_is_cut)
 {
-	uint64_t file = mkstr("f.py");
-	uint64_t c = mkcode(mkstr("spin"), file, 1);
+	uint64_t file = img_mkstr("f.py");
+	uint64_t c = mkcode(img_mkstr("spin"), file, 1);
 	uint64_t f1 = mkframe(c, 1, 0, 0), f2 = mkframe(c, 2, f1, 0);
 	struct prs_py_stats st;
 
-	put64(f1 + L->frame_back, f2); /* f1 <-> f2 */
+	img_put64(f1 + L->frame_back, f2); /* f1 <-> f2 */
 	set_top(f2);
 	sample();
 	prs_py_get_stats(py, &st);
@@ -276,9 +200,9 @@ Test(python_walk, loop_is_cut)
 
 Test(python_walk, garbage_and_unmapped)
 {
-	uint64_t file = mkstr("f.py");
-	uint64_t c = mkcode(mkstr("ok"), file, 1);
-	uint64_t notcode = mkstr("i am a str, not a code object");
+	uint64_t file = img_mkstr("f.py");
+	uint64_t c = mkcode(img_mkstr("ok"), file, 1);
+	uint64_t notcode = img_mkstr("i am a str, not a code object");
 	uint64_t f0 = mkframe(c, 1, 0xdead0000ull, 0); /* previous: unmapped */
 	uint64_t f1 = mkframe(notcode, 1, f0, 0), f2 = mkframe(c, 9, f1, 0);
 	struct prs_py_stats st;
@@ -294,7 +218,7 @@ Test(python_walk, garbage_and_unmapped)
 	cr_assert_geq(st.read_errors, 1);
 	cr_assert(th[0].truncated);
 	/* an instruction pointer outside the code: no line, counted */
-	put64(f2 + L->frame_instr, c + L->code_adaptive + 2 * 500);
+	img_put64(f2 + L->frame_instr, c + L->code_adaptive + 2 * 500);
 	sample();
 	prs_py_get_stats(py, &st);
 	cr_assert_eq(fline(th[0].frames[0]), 0);
@@ -303,8 +227,8 @@ Test(python_walk, garbage_and_unmapped)
 
 Test(python_walk, deeper_than_the_bound)
 {
-	uint64_t file = mkstr("deep.py");
-	uint64_t c = mkcode(mkstr("rec"), file, 1);
+	uint64_t file = img_mkstr("deep.py");
+	uint64_t c = mkcode(img_mkstr("rec"), file, 1);
 	uint64_t prev = 0;
 	unsigned i;
 
@@ -318,8 +242,8 @@ Test(python_walk, deeper_than_the_bound)
 
 Test(python_walk, reused_code_address_is_revalidated)
 {
-	uint64_t file = mkstr("f.py");
-	uint64_t c = mkcode(mkstr("old_name"), file, 1);
+	uint64_t file = img_mkstr("f.py");
+	uint64_t c = mkcode(img_mkstr("old_name"), file, 1);
 	uint64_t f = mkframe(c, 1, 0, 0);
 	struct prs_py_stats st;
 
@@ -327,14 +251,14 @@ Test(python_walk, reused_code_address_is_revalidated)
 	sample();
 	cr_assert_str_eq(fname(th[0].frames[0]), "old_name");
 	/* the code object dies and a new one is built at the same address */
-	put64(c + L->code_qualname, mkstr("new_name"));
-	put64(c + L->code_name, mkstr("new_name"));
+	img_put64(c + L->code_qualname, img_mkstr("new_name"));
+	img_put64(c + L->code_name, img_mkstr("new_name"));
 	sample();
 	prs_py_get_stats(py, &st);
 	cr_assert_str_eq(fname(th[0].frames[0]), "new_name");
 	cr_assert_eq(st.code_stale, 1);
 	/* and then something that is not a code object at all */
-	put64(c + L->ob_type, t_str);
+	img_put64(c + L->ob_type, t_str);
 	sample();
 	cr_assert_eq(th[0].nframes, 0);
 }
@@ -344,8 +268,9 @@ Test(python_walk, non_ascii_names)
 	static const uint32_t lat[] = { 'h', 0xe9, 'l', 'l', 'o' };
 	static const uint32_t cjk[] = { 0x65e5, 0x672c };
 	static const uint32_t astral[] = { 'f', 0x20000 };
-	uint64_t file = mkstr_cp(cjk, 2, 2, false);
-	uint64_t c1 = mkcode(mkstr_cp(lat, 5, 1, false), file, 1), c2 = mkcode(mkstr_cp(astral, 2, 4, false), file, 1);
+	uint64_t file = img_mkstr_cp(cjk, 2, 2, false);
+	uint64_t c1 = mkcode(img_mkstr_cp(lat, 5, 1, false), file, 1);
+	uint64_t c2 = mkcode(img_mkstr_cp(astral, 2, 4, false), file, 1);
 	uint64_t f1 = mkframe(c1, 1, 0, 0), f2 = mkframe(c2, 1, f1, 0);
 
 	set_top(f2);
@@ -361,7 +286,7 @@ Test(python_walk, process_gone_interp_missing)
 	struct prs_err err;
 	int n;
 
-	put64(runtime + L->runtime_interp_head, 0);
+	img_put64(runtime + L->runtime_interp_head, 0);
 	cr_assert_eq(prs_py_sample(py, prof, th, 4, &n, &err), -EINVAL);
 	cr_assert_eq(n, 0);
 }
@@ -487,16 +412,16 @@ Test(python_debug_offsets, measured_3_13_image)
 
 Test(python_walk, thread_list_loop_is_cut)
 {
-	uint64_t file = mkstr("f.py");
-	uint64_t c = mkcode(mkstr("t"), file, 1);
-	uint64_t ts2 = alloc((size_t)L->tstate_size);
+	uint64_t file = img_mkstr("f.py");
+	uint64_t c = mkcode(img_mkstr("t"), file, 1);
+	uint64_t ts2 = img_alloc((size_t)L->tstate_size);
 	struct prs_py_stats st;
 
 	set_top(mkframe(c, 1, 0, 0));
-	memcpy(im.mem + (ts2 - BASE), im.mem + (tstate - BASE), (size_t)L->tstate_size);
-	put32(ts2 + L->tstate_native_thread_id, 4343);
-	put64(tstate + L->tstate_next, ts2);
-	put64(ts2 + L->tstate_next, tstate); /* tstate -> ts2 -> tstate -> ... */
+	memcpy(img_at(ts2), img_at(tstate), (size_t)L->tstate_size);
+	img_put32(ts2 + L->tstate_native_thread_id, 4343);
+	img_put64(tstate + L->tstate_next, ts2);
+	img_put64(ts2 + L->tstate_next, tstate); /* tstate -> ts2 -> tstate -> ... */
 	cr_assert_eq(sample(), 2);
 	cr_assert_eq(th[0].tid, 4242);
 	cr_assert_eq(th[1].tid, 4343);
@@ -533,8 +458,8 @@ Test(python_walk, reused_code_and_name_addresses_are_revalidated)
 {
 	/* the code object and its name string both freed and rebuilt at the same addresses: every
 	 * pointer in the code object is unchanged, only the string's content differs */
-	uint64_t file = mkstr("f.py");
-	uint64_t name = mkstr("f_000028");
+	uint64_t file = img_mkstr("f.py");
+	uint64_t name = img_mkstr("f_000028");
 	uint64_t c = mkcode(name, file, 1);
 	uint64_t f = mkframe(c, 1, 0, 0);
 	struct prs_py_stats st;
@@ -542,7 +467,7 @@ Test(python_walk, reused_code_and_name_addresses_are_revalidated)
 	set_top(f);
 	sample();
 	cr_assert_str_eq(fname(th[0].frames[0]), "f_000028");
-	memcpy(im.mem + (name + L->str_ascii_size - BASE), "f_000029", 8);
+	memcpy(img_at(name + L->str_ascii_size), "f_000029", 8);
 	sample();
 	prs_py_get_stats(py, &st);
 	cr_assert_str_eq(fname(th[0].frames[0]), "f_000029");
@@ -551,16 +476,16 @@ Test(python_walk, reused_code_and_name_addresses_are_revalidated)
 
 Test(python_walk, reused_line_table_is_revalidated)
 {
-	uint64_t file = mkstr("f.py");
-	uint64_t c = mkcode(mkstr("g"), file, 10);
+	uint64_t file = img_mkstr("f.py");
+	uint64_t c = mkcode(img_mkstr("g"), file, 10);
 	uint64_t tab, f = mkframe(c, 1, 0, 0);
 
 	set_top(f);
 	sample();
 	cr_assert_eq(fline(th[0].frames[0]), 12);
 	/* same bytes object address and length, other content: units 0-7 now on firstline+5 */
-	memcpy(&tab, im.mem + (c + L->code_linetable - BASE), 8);
-	im.mem[tab + L->bytes_sval + 1 - BASE] = 10; /* svarint 5 */
+	memcpy(&tab, img_at(c + L->code_linetable), 8);
+	img_put8(tab + L->bytes_sval + 1, 10); /* svarint 5 */
 	sample();
 	cr_assert_eq(fline(th[0].frames[0]), 15);
 }
@@ -574,35 +499,35 @@ Test(python_walk, versioned_hit_reads_no_string)
 
 	cr_assert_eq(L->code_version, 92, "the 3.12 headers put co_version at 92");
 	/* the strings and the line table in one range of their own, watched */
-	im.brk = (im.brk + 4095) & ~4095ull;
-	im.watch_lo[0] = im.brk;
-	file = mkstr("f.py");
-	name = mkstr("versioned");
-	im.watch_hi[0] = im.brk;
-	im.brk = (im.brk + 8191) & ~4095ull; /* the code object on a page of its own */
+	img.brk = (img.brk + 4095) & ~4095ull;
+	img.watch_lo[0] = img.brk;
+	file = img_mkstr("f.py");
+	name = img_mkstr("versioned");
+	img.watch_hi[0] = img.brk;
+	img.brk = (img.brk + 8191) & ~4095ull; /* the code object on a page of its own */
 	c = mkcode(name, file, 10);
 	/* and its line table moved to another page (reads are of whole 64-byte lines) */
-	memcpy(&tab, im.mem + (c + L->code_linetable - BASE), 8);
-	im.brk = (im.brk + 8191) & ~4095ull;
-	im.watch_lo[1] = alloc(64);
-	memcpy(im.mem + (im.watch_lo[1] - BASE), im.mem + (tab - BASE), 64);
-	put64(c + L->code_linetable, im.watch_lo[1]);
-	im.watch_hi[1] = im.watch_lo[1] + 64;
-	put32(c + L->code_version, 77);
+	memcpy(&tab, img_at(c + L->code_linetable), 8);
+	img.brk = (img.brk + 8191) & ~4095ull;
+	img.watch_lo[1] = img_alloc(64);
+	memcpy(img_at(img.watch_lo[1]), img_at(tab), 64);
+	img_put64(c + L->code_linetable, img.watch_lo[1]);
+	img.watch_hi[1] = img.watch_lo[1] + 64;
+	img_put32(c + L->code_version, 77);
 	f = mkframe(c, 1, 0, 0);
 	set_top(f);
 	sample();
 	cr_assert_str_eq(fname(th[0].frames[0]), "versioned");
-	cr_assert_gt(im.watched, 0, "decoding reads the strings");
+	cr_assert_gt(img.watched, 0, "decoding reads the strings");
 	sample(); /* starts with the working set of the decoding sample: the strings once more */
 	for (int i = 0; i < 3; i++) {
-		im.watched = 0;
+		img.watched = 0;
 		sample();
 		cr_assert_eq(th[0].nframes, 1);
 		cr_assert_str_eq(fname(th[0].frames[0]), "versioned");
 		cr_assert_eq(fline(th[0].frames[0]), 12);
-		cr_assert_eq(im.watched, 0, "a versioned hit read the strings or line table %u times",
-			     im.watched);
+		cr_assert_eq(img.watched, 0, "a versioned hit read the strings or line table %u times",
+			     img.watched);
 	}
 	prs_py_get_stats(py, &st);
 	cr_assert_eq(st.code_misses, 1);
@@ -613,26 +538,26 @@ Test(python_walk, reused_address_with_new_version_is_redecoded)
 {
 	/* as in reused_code_and_name_addresses_are_revalidated, with versions: every pointer the
 	 * same, the name's content and the version new */
-	uint64_t file = mkstr("f.py");
-	uint64_t name = mkstr("f_000028");
+	uint64_t file = img_mkstr("f.py");
+	uint64_t name = img_mkstr("f_000028");
 	uint64_t c = mkcode(name, file, 1);
 	uint64_t f = mkframe(c, 1, 0, 0);
 	struct prs_py_stats st;
 
-	put32(c + L->code_version, 1000);
+	img_put32(c + L->code_version, 1000);
 	set_top(f);
 	sample();
 	cr_assert_str_eq(fname(th[0].frames[0]), "f_000028");
-	memcpy(im.mem + (name + L->str_ascii_size - BASE), "f_000029", 8);
-	put32(c + L->code_version, 1002);
+	memcpy(img_at(name + L->str_ascii_size), "f_000029", 8);
+	img_put32(c + L->code_version, 1002);
 	sample();
 	prs_py_get_stats(py, &st);
 	cr_assert_str_eq(fname(th[0].frames[0]), "f_000029");
 	cr_assert_eq(st.code_stale, 1);
 	/* a version of 0 (the counter spent) proves nothing: the strings are compared again */
-	put32(c + L->code_version, 0);
+	img_put32(c + L->code_version, 0);
 	sample();
-	memcpy(im.mem + (name + L->str_ascii_size - BASE), "f_000030", 8);
+	memcpy(img_at(name + L->str_ascii_size), "f_000030", 8);
 	sample();
 	cr_assert_str_eq(fname(th[0].frames[0]), "f_000030");
 }
@@ -641,8 +566,8 @@ Test(python_walk, reused_address_with_new_version_is_redecoded)
 
 Test(python_walk, holder_rechecked_only_while_running)
 {
-	uint64_t file = mkstr("f.py");
-	uint64_t c = mkcode(mkstr("hold"), file, 1);
+	uint64_t file = img_mkstr("f.py");
+	uint64_t c = mkcode(img_mkstr("hold"), file, 1);
 	uint64_t f = mkframe(c, 1, 0, 0);
 	struct prs_py_stats a, b, d;
 
@@ -686,7 +611,7 @@ Test(python_walk, str_decoding_edges)
 	size_t need = 0;
 	uint64_t a;
 
-	a = mkstr_cp(mixed, 4, 4, false);
+	a = img_mkstr_cp(mixed, 4, 4, false);
 	cr_assert_eq(rstr(a, out, sizeof(out)), 10);
 	cr_assert_str_eq(out, "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
 	/* too small a buffer: cut before the character that does not fit, never inside one */
@@ -696,24 +621,24 @@ Test(python_walk, str_decoding_edges)
 	{
 		static const uint32_t after[] = { 'a', 0xe9, 0x20ac, 'b' }; /* the 'b' would fit, the € not */
 
-		cr_assert_eq(rstr(mkstr_cp(after, 4, 2, false), out, 6), 3);
+		cr_assert_eq(rstr(img_mkstr_cp(after, 4, 2, false), out, 6), 3);
 		cr_assert_str_eq(out, "a\xc3\xa9");
 	}
 	cr_assert_eq(rstr(a, out, 1), 0);
 	cr_assert_str_eq(out, "");
 	/* NUL and a lone surrogate (UCS-2) become U+FFFD */
-	a = mkstr_cp(bad, 4, 2, false);
+	a = img_mkstr_cp(bad, 4, 2, false);
 	cr_assert_eq(rstr(a, out, sizeof(out)), 8);
 	cr_assert_str_eq(out, "x\xef\xbf\xbd\xef\xbf\xbdy");
 	/* the decoder asks for what the characters take beyond the bytes it was given */
-	memcpy(head, im.mem + (a - BASE), (size_t)L->str_compact_size);
+	memcpy(head, img_at(a), (size_t)L->str_compact_size);
 	cr_assert_eq(prs_py_str_decode(py, head, (size_t)L->str_compact_size, out, sizeof(out), &need), -E2BIG);
 	cr_assert_eq(need, (size_t)L->str_compact_size + 8);
 	/* not a compact str, not a str, not a pointer */
-	put32(a + L->str_state, (2u << L->str_kind_shift));
+	img_put32(a + L->str_state, (2u << L->str_kind_shift));
 	cr_assert_eq(rstr(a, out, sizeof(out)), -EINVAL);
-	put32(a + L->str_state, (2u << L->str_kind_shift) | (1u << L->str_compact_bit));
-	put64(a + L->ob_type, t_code);
+	img_put32(a + L->str_state, (2u << L->str_kind_shift) | (1u << L->str_compact_bit));
+	img_put64(a + L->ob_type, t_code);
 	cr_assert_eq(rstr(a, out, sizeof(out)), -EINVAL);
 	cr_assert_lt(rstr(8, out, sizeof(out)), 0);
 }
