@@ -2,7 +2,10 @@
 """Benchmark of the CPython reader (issue 3, item 7); prints tables, asserts nothing.
 
 1. Cost of one sample of a 50-frame Python stack, on two targets: one blocked in time.sleep
-   (tests/targets/py/recurse.py) and one running pure Python, holding the GIL (cpuwork.py):
+   (tests/targets/py/recurse.py) and one running pure Python, holding the GIL (cpuwork.py). The
+   sleeping one twice: "sleeping" read at every tick (PYRSPROF_READ_IDLE=1: the cost of reading a
+   50-frame stack), and "sleeping, kept" as pyrsprof samples it by default (a thread that has not
+   run since its last sample is not read or stopped again: one schedstat read):
    - warm: tools/pystacks --bench, samples back to back: the reader's own work on hot caches;
    - vm and merged: sample_cost_us of what pyrsprof attach records (--mode vm; and the default
      ptrace mode, which merges the Python frames into the native stacks) at 100 Hz (the default
@@ -70,12 +73,15 @@ def warm_cost(pid):
     return float(d["median_us"]) if "median_us" in d else None
 
 
-def attach_cost(pid, mode, hz):
-    """The medians of one pyrsprof attach run's stats.json: {sample_cost_us: .., stop_us: ..}."""
+def attach_cost(pid, mode, hz, read_idle=False):
+    """The medians of one pyrsprof attach run's stats.json: {sample_cost_us: .., stop_us: ..}.
+    read_idle: PYRSPROF_READ_IDLE=1, a sleeping thread is read at every tick like a running one."""
+    env = dict(os.environ, PYRSPROF_READ_IDLE="1") if read_idle else None
     with tempfile.TemporaryDirectory() as d:
         try:
             r = subprocess.run(PROF_CPU + [PRS, "attach", str(pid), "--mode", mode, "-r", str(hz), "-d", "2",
-                                           "-o", d, "--stats"], capture_output=True, text=True, timeout=60)
+                                           "-o", d, "--stats"], capture_output=True, text=True, timeout=60,
+                               env=env)
             if r.returncode != 0:
                 return {}
             st = json.load(open(os.path.join(d, "stats.json")))
@@ -98,29 +104,34 @@ MERGED_COLS = ["100 Hz", "floor 100", "over 100", "stop", "python", "unwind", "1
 
 
 def sample_costs(py, kind):
-    """({vm column: [value of each round]}, {merged column: [...]}) for one target kind."""
+    """({vm column: [value of each round]}, {merged column: [...]}) for one target kind:
+    "sleeping" (read at every tick, PYRSPROF_READ_IDLE=1), "sleeping, kept" (the default: its
+    last sample recorded again while it has not run) or "running"."""
     vm = {c: [] for c in VM_COLS}
     mg = {c: [] for c in MERGED_COLS}
+    read_idle = kind == "sleeping"
     for _ in range(ROUNDS):
-        t = target(py, "recurse.py", 49, 3600) if kind == "sleeping" else \
+        t = target(py, "recurse.py", 49, 3600) if kind.startswith("sleeping") else \
             target(py, "cpuwork.py", 10 ** 10, 49)  # down x48 + work + <module> = 50 frames
         try:
             vm["warm"].append(warm_cost(t.pid))
             for hz in (100, 1000):
-                a = attach_cost(t.pid, "vm", hz).get("sample_cost_us")
-                f = floor_cost(t.pid, "vm", hz)
+                a = attach_cost(t.pid, "vm", hz, read_idle).get("sample_cost_us")
+                # the floors are those of a sample that reads or stops: not of a kept one
+                f = floor_cost(t.pid, "vm", hz) if kind != "sleeping, kept" else None
                 vm["%d Hz" % hz].append(a)
                 vm["floor %d" % hz].append(f)
                 vm["over %d" % hz].append(a - f if a is not None and f is not None else None)
-                m = attach_cost(t.pid, "ptrace", hz)
+                m = attach_cost(t.pid, "ptrace", hz, read_idle)
                 a = m.get("sample_cost_us")
-                f = floor_cost(t.pid, "stop", hz)
+                f = floor_cost(t.pid, "stop", hz) if kind != "sleeping, kept" else None
                 mg["%d Hz" % hz].append(a)
                 mg["floor %d" % hz].append(f)
                 mg["over %d" % hz].append(a - f if a is not None and f is not None else None)
                 if hz == 100:
+                    # (a kept sample has no stop: these would be of the first tick's only)
                     for k in ("stop", "python", "unwind"):
-                        mg[k].append(m.get(k + "_us"))
+                        mg[k].append(m.get(k + "_us") if kind != "sleeping, kept" else None)
         finally:
             t.stop()
     return vm, mg
@@ -183,7 +194,7 @@ def main():
             rows_vm.append("| %s | not installed |%s" % (v, " |" * len(VM_COLS)))
             rows_mg.append("| %s | not installed |%s" % (v, " |" * len(MERGED_COLS)))
             continue
-        for kind in ("sleeping", "running"):
+        for kind in ("sleeping", "sleeping, kept", "running"):
             vm, mg = sample_costs(py, kind)
             rows_vm.append("| %s | %s | %s |" % (v, kind, " | ".join(cell(vm[c]) for c in VM_COLS)))
             rows_mg.append("| %s | %s | %s |" % (v, kind, " | ".join(cell(mg[c]) for c in MERGED_COLS)))
