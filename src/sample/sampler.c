@@ -99,8 +99,6 @@ struct thr {
 	int schedstat_fd;       /* /proc/PID/task/TID/schedstat, kept open (-1: not open) */
 	int stat_fd;            /* /proc/PID/task/TID/stat, kept open (-1: not open) */
 	int syscall_fd;         /* /proc/PID/task/TID/syscall, kept open (-1: not open) */
-	uint64_t wait_ns;       /* run-queue wait time read just before the INTERRUPT */
-	bool have_wait;         /* wait_ns was read this tick */
 	/* sleeping threads (see "Sleeping threads") */
 	struct kept kept;       /* the last sample, while it may be recorded again */
 	enum reuse reuse;       /* this tick */
@@ -108,7 +106,7 @@ struct thr {
 	bool tick_ss_ok;
 	uint64_t check_ns;      /* this tick's time spent deciding reuse (part of its cost) */
 	uint64_t cpu_ns;        /* CPU time at the last sample (0 = none yet) */
-	int64_t cpu_credit_ns;  /* CPU time not yet paid out as on-CPU samples */
+	int64_t cpu_credit_ns;  /* CPU time not yet paid out as on-CPU samples (< 0: overpaid) */
 	struct prs_regs regs;
 	uint8_t *stack;
 	size_t stack_len;
@@ -375,43 +373,42 @@ static enum prs_state vm_state(struct prs_sampler *s, struct thr *t, int *syscal
 /*
  * A thread that is not blocked was either on a CPU or runnable and waiting for one when the tick
  * came; its registers cannot tell which, and a waiting thread's stack is where it was preempted
- * (often a syscall return), not where it spends CPU time. Two facts from schedstat decide:
- * - the run-queue wait time (run_delay), read before the INTERRUPT and again once stopped: if it
- *   did not grow, the thread was running (it stopped at once, without queueing);
- * - if it grew, the thread was waiting, or the INTERRUPT's reschedule IPI handed its CPU to
- *   another task before it could stop (seen on a shared CPU). Those ambiguous samples count as
- *   on-CPU only while the thread's CPU time (exact once it is stopped) has not yet been paid out
- *   in on-CPU samples, one per period: so the CPU view adds up to the CPU time used.
+ * (often a syscall return), not where it spends CPU time. Its schedstat decides, read before the
+ * INTERRUPT (tick_ss) and again once it stopped:
+ * - the count of times it was given a CPU (slices) did not change: it was running, and stopped
+ *   where it ran;
+ * - it grew: it had to be given a CPU to stop. It was waiting; or it was running, but lost its
+ *   CPU before it could stop: to pyrsprof itself waking on that CPU to sample it, or to another
+ *   task the INTERRUPT's reschedule IPI picked. Those ambiguous samples count as on-CPU only while
+ *   the CPU time the thread used (exact once it is stopped) is more than its on-CPU samples have
+ *   paid for, one period each: so the CPU view adds up to the CPU time used.
+ * The balance is exact: a debt is never forgiven (clamping it, as an earlier version did at one
+ * period, made the CPU view count 17-30 % too many samples of a thread sharing its CPU with a
+ * spinner); only a surplus is capped (missed ticks must not bank a burst). The run-queue wait
+ * time is no witness: a waiting thread that the INTERRUPT's wake-up lets preempt the running task
+ * stops after microseconds of wait, like a running one.
  */
-#define RUNQUEUE_MIN_WAIT_NS 100000ull
-
 static enum prs_state cpu_or_runqueue(struct prs_sampler *s, struct thr *t)
 {
 	int64_t period = (int64_t)(1e9 / s->opts.rate_hz);
 	struct prs_schedstat ss;
-	uint64_t cpu_ns, wait_ns;
 	bool first = t->cpu_ns == 0;
 
-	if (schedstat(s, t, &ss) != 0)
+	if (!t->tick_ss_ok || schedstat(s, t, &ss) != 0)
 		return PRS_STATE_RUNNING;
-	cpu_ns = ss.cpu_ns;
-	wait_ns = ss.wait_ns;
-	if (!first && cpu_ns >= t->cpu_ns)
-		t->cpu_credit_ns += (int64_t)(cpu_ns - t->cpu_ns);
-	t->cpu_ns = cpu_ns ? cpu_ns : 1;
+	if (!first && ss.cpu_ns >= t->cpu_ns)
+		t->cpu_credit_ns += (int64_t)(ss.cpu_ns - t->cpu_ns);
+	t->cpu_ns = ss.cpu_ns ? ss.cpu_ns : 1;
 	if (t->cpu_credit_ns > 2 * period)
-		t->cpu_credit_ns = 2 * period; /* missed ticks must not bank a burst */
-	if (first || !t->have_wait || wait_ns <= t->wait_ns + RUNQUEUE_MIN_WAIT_NS ||
-	    t->cpu_credit_ns >= period / 2) {
+		t->cpu_credit_ns = 2 * period;
+	if (first || ss.slices == t->tick_ss.slices || t->cpu_credit_ns >= period / 2) {
 		t->cpu_credit_ns -= period;
-		if (t->cpu_credit_ns < -period)
-			t->cpu_credit_ns = -period;
 		return PRS_STATE_RUNNING;
 	}
 	return PRS_STATE_RUNQUEUE;
 }
 
-/* A blocked thread used no CPU worth paying out: track its CPU time, clear its credit. */
+/* A blocked thread used no CPU worth paying out: its balance starts again. */
 static void note_blocked(struct prs_sampler *s, struct thr *t)
 {
 	struct prs_schedstat ss;
@@ -932,7 +929,8 @@ static bool native_unchanged(struct prs_sampler *s, struct thr *t)
 
 /*
  * Decides how t is sampled this tick (t->reuse), reading its schedstat (t->tick_ss; in ptrace
- * mode also the run-queue wait before the interrupt). A thread whose last sample ran is read.
+ * mode always: cpu_or_runqueue compares it with the one after the stop). A thread whose last
+ * sample ran is read.
  */
 static void rest_check(struct prs_sampler *s, struct thr *t, bool ptrace_mode)
 {
@@ -943,10 +941,6 @@ static void rest_check(struct prs_sampler *s, struct thr *t, bool ptrace_mode)
 	t->check_ns = 0;
 	if (ptrace_mode || (s->reuse_idle && t->kept.valid))
 		t->tick_ss_ok = schedstat(s, t, &t->tick_ss) == 0;
-	if (ptrace_mode) {
-		t->have_wait = t->tick_ss_ok;
-		t->wait_ns = t->tick_ss.wait_ns;
-	}
 	if (s->reuse_idle && t->tick_ss_ok && t->kept.valid) {
 		if (t->kept.at_rest && same_schedstat(&t->tick_ss, &t->kept.rest))
 			t->reuse = REUSE_ALL;
@@ -973,8 +967,7 @@ static void record_kept(struct prs_sampler *s, struct thr *t, uint64_t tick_ns, 
 	s->st.thread_samples++;
 	s->st.reused_samples++;
 	dist_add(s, &s->d_cost, cost_ns);
-	/* as note_blocked: its CPU time is followed, no credit for on-CPU samples */
-	t->cpu_ns = t->tick_ss.cpu_ns ? t->tick_ss.cpu_ns : 1;
+	t->cpu_ns = t->tick_ss.cpu_ns ? t->tick_ss.cpu_ns : 1; /* as note_blocked */
 	t->cpu_credit_ns = 0;
 }
 
@@ -1001,7 +994,7 @@ static bool record_native_kept(struct prs_sampler *s, struct thr *t, uint64_t ti
 	t->kept.rest = now;
 	s->st.reused_native++;
 	dist_add(s, &s->d_cost, t->check_ns + (prs_now_ns() - c0) + share_ns);
-	t->cpu_ns = now.cpu_ns ? now.cpu_ns : 1;
+	t->cpu_ns = now.cpu_ns ? now.cpu_ns : 1; /* as note_blocked */
 	t->cpu_credit_ns = 0;
 	return true;
 }
