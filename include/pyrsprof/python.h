@@ -102,6 +102,7 @@ struct prs_py_thread {
 	uint64_t tstate;        /* target address of the PyThreadState */
 	bool holds_gil;         /* this thread holds the GIL (from the GIL's locked + last holder) */
 	bool truncated;         /* the stack was deeper than PRS_MAX_PY_FRAMES or a walk was cut short */
+	bool kept;              /* not walked: the caller keeps its frames (prs_py_set_keep); nframes 0 */
 	uint32_t name;          /* string id of the threading name, 0 if unknown: not filled by
 				 * prs_py_sample (see prs_py_thread_name) */
 	uint32_t nframes;       /* frames[0] is the innermost */
@@ -173,6 +174,14 @@ void prs_py_get_stats(const struct prs_py *py, struct prs_py_stats *out);
  * check (one syscall less per sample). Default false: the target runs (vm mode).
  */
 void prs_py_set_stopped(struct prs_py *py, bool all_stopped);
+
+/*
+ * Lets the caller keep the frames of some threads instead of having them read: prs_py_sample asks
+ * keep(arg, tid) for each thread with a known native thread id, and does not walk those it says
+ * true for (their prs_py_thread has kept set and no frames; the rest is filled). For a sampler
+ * that knows a thread has not run since its last sample. NULL (the default) walks every thread.
+ */
+void prs_py_set_keep(struct prs_py *py, bool (*keep)(void *arg, int32_t tid), void *arg);
 
 /*
  * Reads again, in one readv into the reader's scratch, what the last prs_py_sample read, and keeps

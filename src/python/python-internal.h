@@ -120,6 +120,8 @@ struct prs_py_code {
 struct prs_py {
 	pid_t pid;
 	bool all_stopped; /* prs_py_set_stopped */
+	bool (*keep)(void *arg, int32_t tid); /* prs_py_set_keep */
+	void *keep_arg;
 	struct prs_memreader mr;
 	struct prs_py_layout L;
 	const char *layout_source;

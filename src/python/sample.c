@@ -769,6 +769,15 @@ static int sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread
 								 : tid_of(py, t->thread_id);
 			t->holds_gil = locked && holder == tstate;
 			t->name = 0;
+			t->kept = t->tid > 0 && py->keep && py->keep(py->keep_arg, t->tid);
+			if (t->kept) { /* the caller knows it has not moved */
+				t->nframes = 0;
+				t->truncated = false;
+				py->st.threads++;
+				nt++;
+				tstate = u64_at(ts, L->tstate_next);
+				continue;
+			}
 			top = top_frame(py, ts);
 			nf = walk_frames(py, top, &truncated);
 			if (t->holds_gil && !py->all_stopped) {
@@ -817,6 +826,12 @@ int prs_py_sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread
 void prs_py_set_stopped(struct prs_py *py, bool all_stopped)
 {
 	py->all_stopped = all_stopped;
+}
+
+void prs_py_set_keep(struct prs_py *py, bool (*keep)(void *arg, int32_t tid), void *arg)
+{
+	py->keep = keep;
+	py->keep_arg = arg;
 }
 
 void prs_py_warm(struct prs_py *py)

@@ -885,7 +885,8 @@ static void record_thread_sample(struct prs_sampler *s, struct thr *t, uint64_t 
  * it provably has not moved:
  * - REUSE_ALL: its schedstat (CPU time, times given a CPU, run-queue wait) equals the one taken
  *   when it was last known at rest: it has not run since, so nothing of its state (registers,
- *   stack, Python frames, GIL) has changed, and its kept sample is recorded again. One pread.
+ *   stack, Python frames, GIL) has changed, and its kept sample is recorded again. One pread;
+ *   the Python reader does not walk its frames (prs_py_set_keep).
  *   The at-rest schedstat is always read before the reads that found it blocked (vm mode: before
  *   the memory read; ptrace mode: before the checks below), so a run in between shows.
  * - REUSE_NATIVE (ptrace mode): it ran since (our own stop makes it run: it leaves the stop and
@@ -1208,6 +1209,14 @@ static void tick_vm(struct prs_sampler *s)
 	py_names(s);
 }
 
+/* prs_py_set_keep: a thread recorded from its kept sample this tick is not walked. */
+static bool keep_thread(void *arg, int32_t tid)
+{
+	struct thr *t = thr_find(arg, tid);
+
+	return t && t->reuse == REUSE_ALL;
+}
+
 /* Looks for CPython in the target (at start-up it may not be there yet: retried). */
 static void try_python(struct prs_sampler *s, uint64_t now, bool force)
 {
@@ -1230,6 +1239,8 @@ static void try_python(struct prs_sampler *s, uint64_t now, bool force)
 			s->py_given_up = true;
 			return;
 		}
+		if (s->reuse_idle)
+			prs_py_set_keep(s->py, keep_thread, s);
 		snprintf(s->py_info, sizeof(s->py_info), "CPython %s in %s (layout: %s)",
 			 prs_py_version(s->py), prs_py_binary(s->py), prs_py_layout_source(s->py));
 		prs_profile_meta(s->prof, "python_version", prs_py_version(s->py));

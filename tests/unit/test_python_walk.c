@@ -642,3 +642,57 @@ Test(python_walk, str_decoding_edges)
 	cr_assert_eq(rstr(a, out, sizeof(out)), -EINVAL);
 	cr_assert_lt(rstr(8, out, sizeof(out)), 0);
 }
+
+static bool keep_4343(void *arg, int32_t tid)
+{
+	(void)arg;
+	return tid == 4343;
+}
+
+/*
+ * prs_py_set_keep: a thread the caller keeps is listed (tid, thread id, GIL) but its frames are
+ * neither read nor resolved; the others are walked as usual, and without the predicate everyone is.
+ */
+Test(python_walk, kept_thread_is_not_walked)
+{
+	uint64_t file = img_mkstr("f.py");
+	uint64_t ca = mkcode(img_mkstr("a"), file, 10), cb = mkcode(img_mkstr("b"), file, 20);
+	uint64_t ts2 = img_alloc((size_t)L->tstate_size), cf2 = img_alloc(64);
+	uint64_t fb;
+
+	set_top(mkframe(ca, 1, 0, 0));
+	memcpy(img_at(ts2), img_at(tstate), (size_t)L->tstate_size);
+	img_put32(ts2 + L->tstate_native_thread_id, 4343);
+	img_put64(ts2 + L->tstate_thread_id, 0x7f0000002000ull);
+	img_put64(ts2 + L->tstate_cframe, cf2);
+	img_alloc(4096); /* fb on a page of its own: no line read for another object holds it */
+	fb = mkframe(cb, 1, 0, 0);
+	img_put64(cf2 + L->cframe_current_frame, fb);
+	img_put64(tstate + L->tstate_next, ts2);
+	cr_assert_eq(sample(), 2);
+	cr_assert(!th[0].kept && !th[1].kept);
+	cr_assert_str_eq(fname(th[1].frames[0]), "b");
+
+	prs_py_set_keep(py, keep_4343, NULL);
+	img.watch_lo[0] = fb;
+	img.watch_hi[0] = fb + (uint64_t)L->frame_size;
+	img.watched = 0;
+	cr_assert_eq(sample(), 2);
+	cr_assert(!th[0].kept && th[0].nframes == 1);
+	cr_assert_str_eq(fname(th[0].frames[0]), "a");
+	cr_assert(th[1].kept, "tid 4343 is kept");
+	cr_assert_eq(th[1].tid, 4343);
+	cr_assert_eq(th[1].thread_id, 0x7f0000002000ull);
+	cr_assert_eq(th[1].nframes, 0);
+	cr_assert_eq(th[1].holds_gil, false);
+	/* the first sample's working set still loads the kept thread's frame line; from the next
+	 * sample on, nothing reads it */
+	img.watched = 0;
+	cr_assert_eq(sample(), 2);
+	cr_assert(th[1].kept);
+	cr_assert_eq(img.watched, 0, "the kept thread's frame was read");
+
+	prs_py_set_keep(py, NULL, NULL);
+	cr_assert_eq(sample(), 2);
+	cr_assert(!th[1].kept && th[1].nframes == 1);
+}
