@@ -222,6 +222,46 @@ def check_echo_output(stdout: bytes, lines_expected: int):
     assert int(m.group(2), 16) == fnv1a(body + b"\n"), "checksum mismatch: output altered"
 
 
+def cpu_steal():
+    """Per-CPU steal time in seconds (/proc/stat): time the host ran something else while this
+    VM's vCPU wanted to run. {} where the kernel does not report it."""
+    hz = os.sysconf("SC_CLK_TCK")
+    out = {}
+    with open("/proc/stat") as f:
+        for line in f:
+            w = line.split()
+            if len(w) > 8 and w[0].startswith("cpu") and w[0] != "cpu":
+                out[w[0]] = int(w[8]) / hz
+    return out
+
+
+# A recording whose sample counts or splits are asserted is taken again (steady_run: at most
+# STEADY_TRIES times in all) when the host took more than STEADY_MAX_STEAL of some vCPU's time
+# meanwhile: a stolen vCPU misses ticks (seen on the dev VM: 13 % steal, 9 % of the ticks
+# missed, stops of 26 ms), and that is the host's doing, not pyrsprof's. The assertions stay as
+# strict.
+STEADY_TRIES = 2
+STEADY_MAX_STEAL = 0.04
+
+
+def steady_run(run):
+    """run() again while the host stole too much CPU during it; returns the last result, with
+    .steal set to the largest per-vCPU stolen share of its wall time."""
+    for _ in range(STEADY_TRIES):
+        s0, t0 = cpu_steal(), time.monotonic()
+        r = run()
+        s1, wall = cpu_steal(), time.monotonic() - t0
+        stolen = max([s1[k] - s0.get(k, s1[k]) for k in s1] or [0.0])
+        steal = stolen / wall if wall > 0 else 0.0
+        try:
+            r.steal = steal
+        except AttributeError:
+            pass
+        if steal <= STEADY_MAX_STEAL or stolen < 0.1:
+            break
+    return r
+
+
 @pytest.fixture(scope="session")
 def prs() -> Path:
     """Absolute path of the pyrsprof binary under test."""
@@ -296,6 +336,7 @@ class Recording:
     """One `pyrsprof run` of a target: its Result (stdout is the target's) and artifacts DIR."""
     res: Result
     dir: Path
+    steal: float = 0.0  # largest share of a vCPU the host stole meanwhile (steady recordings)
 
     @property
     def pyrs(self) -> Path:
@@ -307,8 +348,9 @@ class Recording:
 
 @pytest.fixture(scope="session")
 def record(run_prs, targets, tmp_path_factory):
-    """record(target, *args, rate=None, duration=None, extra=()) -> Recording; asserts success."""
-    def rec(target, *targs, rate=None, duration=None, extra=(), expect_rc=0, timeout=60):
+    """record(target, *args, rate=None, duration=None, extra=(), steady=False) -> Recording;
+    asserts success. steady: taken again while the host steals CPU (see steady_run)."""
+    def rec1(target, targs, rate, duration, extra, expect_rc, timeout):
         d = tmp_path_factory.mktemp(target) / "prof"
         args = ["run", "-o", d]
         if rate is not None:
@@ -322,4 +364,8 @@ def record(run_prs, targets, tmp_path_factory):
         for a in ARTIFACTS:
             assert (d / a).is_file(), f"{a} missing from {d}\n{res.describe()}"
         return Recording(res, d)
+
+    def rec(target, *targs, rate=None, duration=None, extra=(), expect_rc=0, timeout=60, steady=False):
+        one = lambda: rec1(target, targs, rate, duration, extra, expect_rc, timeout)  # noqa: E731
+        return steady_run(one) if steady else one()
     return rec

@@ -9,10 +9,11 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
-from conftest import (body_range, count_where, has_frame, markers, parse_folded,
+from conftest import (steady_run, body_range, count_where, has_frame, markers, parse_folded,
                       read_truth_split, total)
 
 RATE = 200
@@ -21,12 +22,12 @@ SECONDS = 4
 
 @pytest.fixture(scope="module")
 def c_rec(record):
-    return record("cpu_split", SECONDS, rate=RATE)
+    return record("cpu_split", SECONDS, rate=RATE, steady=True)
 
 
 @pytest.fixture(scope="module")
 def rs_rec(record):
-    return record("cpu_split_rs", SECONDS, rate=RATE)
+    return record("cpu_split_rs", SECONDS, rate=RATE, steady=True)
 
 
 @pytest.fixture(scope="module")
@@ -201,8 +202,10 @@ def test_cpu_view_counts_cpu_time_not_runqueue(run_prs, targets, tmp_path):
     # traced (forks are not followed); the spinner ends a little after it.
     script = (f"taskset -c {cpu} '{targets / 'deep30'}' spin 3.5 >/dev/null & "
               f"exec taskset -c {cpu} '{targets / 'cpu_split'}' 3")
-    d = tmp_path / "p"
-    res = run_prs(["run", "-r", RATE, "-o", d, "--", "sh", "-c", script], timeout=60)
+    def once():
+        d = tmp_path / ("p%d" % time.monotonic_ns())
+        return run_prs(["run", "-r", RATE, "-o", d, "--", "sh", "-c", script], timeout=60), d
+    res, d = steady_run(once)
     assert res.rc == 0, res.describe()
     m = re.search(r"^cpu_s hot_a=([0-9.]+) hot_b=([0-9.]+)$", res.out, re.M)
     cpu_s = float(m.group(1)) + float(m.group(2))

@@ -8,13 +8,14 @@ import collections
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets" / "py"))
 import pyrs_testlib as T  # noqa: E402
-from conftest import assert_clean, parse_frame  # noqa: E402
+from conftest import assert_clean, parse_frame, steady_run  # noqa: E402
 
 PARAMS = [pytest.param(py, id=name, marks=() if py else pytest.mark.skip(reason=why))
           for name, py, why in T.interpreters()]
@@ -209,7 +210,9 @@ def test_rust_cdylib_through_ctypes(py, python_cli, run_prs, export_folded, outd
 @pytest.mark.parametrize("py", PARAMS)
 def test_split_within_5_points_merged(py, python_cli, run_prs, export_folded, outdir):
     exe = python_or_skip(py)
-    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "split.py", 4], rate=500)
+    # (a fresh folder per try: steady_run may record again)
+    res, pyrs = steady_run(lambda: record_py(run_prs, outdir / str(time.monotonic_ns()),
+                                             [exe, T.HERE / "split.py", 4], rate=500))
     line = [l for l in res.out.splitlines() if l.startswith("truth ")][0]
     want = float(dict(kv.split("=") for kv in line.split()[1:])["hot_a"])
     recs = export_folded(pyrs, view="cpu", lines=False)

@@ -14,13 +14,14 @@ Python frames read now. These tests check that this never shows a thread where i
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets" / "py"))
 import pyrs_testlib as T  # noqa: E402
-from conftest import assert_clean, thread_root, thread_tids  # noqa: E402
+from conftest import assert_clean, steady_run, thread_root, thread_tids  # noqa: E402
 
 # sampled share within this many points of the measured one: at 200 Hz for 4 s the waiter has
 # ~800 wall samples, binomial sigma ~1.5 points
@@ -36,6 +37,7 @@ def truth(stdout):
 def waiter_split(export_folded, pyrs, waiter_tid):
     """(share of wait_a among the waiter's wall samples in wait_a or wait_b, their count)."""
     a = b = 0
+    other = {}
     for frames, c in export_folded(pyrs, view="wall", per_thread=True):
         root = thread_root(frames)
         if not root or root[0] != waiter_tid:
@@ -45,17 +47,24 @@ def waiter_split(export_folded, pyrs, waiter_tid):
             a += c
         elif "wait_b" in names:
             b += c
-    assert a + b >= 300, f"only {a + b} samples of the waiter in wait_a/wait_b"
+        else:
+            key = ";".join(f.name for f in frames[-4:])
+            other[key] = other.get(key, 0) + c
+    assert a + b >= 300, f"only {a + b} samples of the waiter ({waiter_tid}) in wait_a/wait_b; " \
+        f"elsewhere: {sorted(other.items(), key=lambda kv: -kv[1])[:6]}; in {pyrs}"
     return a / (a + b), a + b
 
 
 def run_waits(run_prs, outdir, argv, mode="ptrace", env=None):
-    d = outdir / "prof"
-    res = run_prs(["run", "-r", 200, "--mode", mode, "-o", d, "--", *map(str, argv)], timeout=120,
-                  env=env)
-    assert_clean(res)
-    assert res.rc == 0, res.describe()
-    return res, d
+    """Records argv at 200 Hz (again if the host stole CPU meanwhile: conftest.steady_run)."""
+    def once():
+        d = outdir / ("prof%d" % time.monotonic_ns())
+        res = run_prs(["run", "-r", 200, "--mode", mode, "-o", d, "--", *map(str, argv)], timeout=120,
+                      env=env)
+        assert_clean(res)
+        assert res.rc == 0, res.describe()
+        return res, d
+    return steady_run(once)
 
 
 def stats(d):
@@ -130,8 +139,10 @@ def test_idle_threads_not_stopped(run_prs, targets, outdir, export_folded):
         if root and root[0] in (tids["sleeper"], tids["reader"]):
             leaves.setdefault(root[0], {}).setdefault(frames[-1].name, 0)
             leaves[root[0]][frames[-1].name] += c
-    assert set(leaves[tids["reader"]]) == {"[read]"}, leaves
-    assert set(leaves[tids["sleeper"]]) <= {"[clock_nanosleep]", "[nanosleep]"}, leaves
+    # (its first sample may catch a thread just created, still in clone3)
+    for name, want in (("reader", {"[read]"}), ("sleeper", {"[clock_nanosleep]", "[nanosleep]"})):
+        got = leaves[tids[name]]
+        assert sum(c for k, c in got.items() if k in want) >= sum(got.values()) - 2, (name, got)
 
 
 def test_vm_sleeping_python_reads_nothing(run_prs, outdir, export_folded):
