@@ -26,10 +26,6 @@ char prs_task_state(pid_t pid, pid_t tid);
  * open, a read and a close (measured after 10 ms asleep: 5-15 us against 14-48 us). */
 char prs_task_state_fd(pid_t pid, pid_t tid, int *fd);
 
-/* The syscall a thread is blocked in, from /proc/PID/task/TID/syscall: the number, -1 when it is
- * running, or -errno when the file cannot be read. */
-int prs_task_syscall(pid_t pid, pid_t tid);
-
 /* A thread's scheduler statistics (/proc/PID/task/TID/schedstat). */
 struct prs_schedstat {
 	uint64_t cpu_ns;  /* CPU time used (exact when the thread is off a CPU; while it runs, it lags

@@ -88,20 +88,6 @@ char prs_task_state(pid_t pid, pid_t tid)
 	return state_of(buf);
 }
 
-int prs_task_syscall(pid_t pid, pid_t tid)
-{
-	char path[80], buf[256];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-	n = read_small(path, buf, sizeof(buf));
-	if (n < 0)
-		return (int)n;
-	if (strncmp(buf, "running", 7) == 0)
-		return -1;
-	return atoi(buf);
-}
-
 /* Opens /proc/PID/task/TID/<name> into *fd if it is not open yet, then preads it into buf
  * (NUL-terminated). A thread that is gone closes *fd. Returns the length or -errno. */
 static ssize_t pread_kept(pid_t pid, pid_t tid, const char *name, int *fd, char *buf, size_t size)

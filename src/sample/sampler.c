@@ -341,6 +341,19 @@ static int task_syscall(struct prs_sampler *s, struct thr *t, struct prs_task_sy
 	return rc;
 }
 
+/* The thread's state from its stat file's letter: R running, D in uninterruptible sleep (usually
+ * IO), anything else blocked. */
+static enum prs_state letter_state(struct prs_sampler *s, struct thr *t)
+{
+	bool had = t->stat_fd >= 0;
+	int scratch;
+	char c;
+
+	c = prs_task_state_fd(s->pid, t->tid, kept_fd(s, &t->stat_fd, &scratch));
+	kept_fd_done(s, &t->stat_fd, had, &scratch);
+	return c == 'R' ? PRS_STATE_RUNNING : c == 'D' ? PRS_STATE_DISK : PRS_STATE_BLOCKED;
+}
+
 /*
  * vm mode: the thread's state now, from its syscall file: running, or blocked in which syscall
  * (a sleep restarted after a signal shows as restart_syscall: the first syscall is kept, as in
@@ -350,9 +363,6 @@ static int task_syscall(struct prs_sampler *s, struct thr *t, struct prs_task_sy
 static enum prs_state vm_state(struct prs_sampler *s, struct thr *t, int *syscall)
 {
 	struct prs_task_sys sys;
-	bool had;
-	int scratch;
-	char c;
 
 	*syscall = -1;
 	if (task_syscall(s, t, &sys) == 0) {
@@ -364,10 +374,7 @@ static enum prs_state vm_state(struct prs_sampler *s, struct thr *t, int *syscal
 			return PRS_STATE_BLOCKED;
 		}
 	}
-	had = t->stat_fd >= 0;
-	c = prs_task_state_fd(s->pid, t->tid, kept_fd(s, &t->stat_fd, &scratch));
-	kept_fd_done(s, &t->stat_fd, had, &scratch);
-	return c == 'R' ? PRS_STATE_RUNNING : c == 'D' ? PRS_STATE_DISK : PRS_STATE_BLOCKED;
+	return letter_state(s, t);
 }
 
 /*
@@ -1004,13 +1011,11 @@ static bool record_native_kept(struct prs_sampler *s, struct thr *t, uint64_t ti
  * frames alone. */
 static void record_unstopped(struct prs_sampler *s, struct thr *t, uint64_t tick_ns)
 {
-	char c = prs_task_state(s->pid, t->tid);
+	struct prs_task_sys sys;
 
 	s->st.not_stopped++;
-	t->state = c == 'D' ? PRS_STATE_DISK : c == 'R' ? PRS_STATE_RUNNING : PRS_STATE_BLOCKED;
-	t->syscall = prs_task_syscall(s->pid, t->tid);
-	if (t->syscall < -1)
-		t->syscall = -1;
+	t->state = letter_state(s, t);
+	t->syscall = task_syscall(s, t, &sys) == 0 && !sys.running ? sys.nr : -1;
 	t->sampled = false;
 	record_thread_sample(s, t, tick_ns);
 }
