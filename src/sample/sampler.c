@@ -415,14 +415,21 @@ static enum prs_state cpu_or_runqueue(struct prs_sampler *s, struct thr *t)
 	return PRS_STATE_RUNQUEUE;
 }
 
-/* A blocked thread used no CPU worth paying out: its balance starts again. */
+/* A blocked thread used no CPU worth paying out: its balance starts again from cpu_ns. */
+static void restart_balance(struct thr *t, uint64_t cpu_ns)
+{
+	t->cpu_ns = cpu_ns ? cpu_ns : 1;
+	t->cpu_credit_ns = 0;
+}
+
 static void note_blocked(struct prs_sampler *s, struct thr *t)
 {
 	struct prs_schedstat ss;
 
 	if (schedstat(s, t, &ss) == 0)
-		t->cpu_ns = ss.cpu_ns ? ss.cpu_ns : 1;
-	t->cpu_credit_ns = 0;
+		restart_balance(t, ss.cpu_ns);
+	else
+		t->cpu_credit_ns = 0;
 }
 
 /*
@@ -975,8 +982,7 @@ static void record_kept(struct prs_sampler *s, struct thr *t, uint64_t tick_ns, 
 	s->st.thread_samples++;
 	s->st.reused_samples++;
 	dist_add(s, &s->d_cost, cost_ns);
-	t->cpu_ns = t->tick_ss.cpu_ns ? t->tick_ss.cpu_ns : 1; /* as note_blocked */
-	t->cpu_credit_ns = 0;
+	restart_balance(t, t->tick_ss.cpu_ns);
 }
 
 /*
@@ -1002,8 +1008,7 @@ static bool record_native_kept(struct prs_sampler *s, struct thr *t, uint64_t ti
 	t->kept.rest = now;
 	s->st.reused_native++;
 	dist_add(s, &s->d_cost, t->check_ns + (prs_now_ns() - c0) + share_ns);
-	t->cpu_ns = now.cpu_ns ? now.cpu_ns : 1; /* as note_blocked */
-	t->cpu_credit_ns = 0;
+	restart_balance(t, now.cpu_ns);
 	return true;
 }
 
