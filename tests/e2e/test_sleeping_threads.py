@@ -11,6 +11,7 @@ Python frames read now. These tests check that this never shows a thread where i
   stopped or read again;
 - PYRSPROF_READ_IDLE=1 turns it off.
 """
+import json
 import os
 import re
 import sys
@@ -68,7 +69,6 @@ def run_waits(run_prs, outdir, argv, mode="ptrace", env=None):
 
 
 def stats(d):
-    import json
     return json.loads((d / "stats.json").read_text())
 
 
