@@ -36,7 +36,8 @@ $(SYM_FIX)/bench-symbol: tests/fixtures/symbol/bench_symbol.c $(BUILD)/libpyrspr
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libpyrsprof.a $(LDLIBS)
 
-$(BUILD)/tests/unit/test_symbol.o $(BUILD)/tests/unit/test_demangle.o: \
+$(BUILD)/tests/unit/test_symbol.o $(BUILD)/tests/unit/test_symbol_stripped.o \
+	$(BUILD)/tests/unit/symbol_fixture.o $(BUILD)/tests/unit/test_demangle.o: \
 	CFLAGS += -DPRS_SYMBOL_FIXTURES='"$(abspath $(SYM_FIX))"' \
 		-DPRS_SYMBOL_SRC='"$(abspath tests/fixtures/symbol)"'
 $(BUILD)/unit-tests: $(SYM_FIX_BINS)

@@ -23,14 +23,18 @@
  * our CU walk (0.6 ms per libpython CU); a separate debug file with compressed sections (Debian's
  * libc6-dbg) costs 45-210 ms to open, all in zlib.
  *
- * Separate debug info is searched only where it can be (root + /usr/lib/debug/.build-id/xx/...,
- * the .gnu_debuglink next to the file, in .debug/ and under /usr/lib/debug, and dwz's
- * .gnu_debugaltlink), never through debuginfod: dwfl_standard_find_debuginfo cost 30-66 ms for a
- * libc without debug info here, this search 0.8 ms. [vdso] is read from our own vDSO.
+ * Without any symbol covering a PC (a stripped binary's static functions: most of Debian's
+ * python3), the function ranges of .eh_frame (eh_frame.c), read once per build id, name it after
+ * its function's start: "python3.11!fn+0x10ba80". A sizeless symbol (assembly) is taken to cover
+ * a PC only when no FDE starting after it does.
+ *
+ * Separate debug files are searched by debuginfo.c (build id, .gnu_debuglink, debuginfod when the
+ * options allow it). [vdso] is read from our own vDSO.
  */
 #include "pyrsprof/symbol.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,10 +223,12 @@ struct module {
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	uint64_t bias; /* dwfl address = ELF address + bias */
-	char *debug_root; /* root prefix for the debuginfo search; borrowed from the symbolizer */
+	uint8_t file_id[PRS_BUILD_ID_MAX_SYM]; /* the file's own build id (the recorded one may be absent) */
+	size_t file_id_len;
 	struct phdr phdrs[MAX_PHDRS];
 	size_t nphdrs;
-	bool syms_loaded, dwarf_tried;
+	bool syms_loaded, dwarf_tried, fns_loaded;
+	const struct prs_fntab *fns; /* borrowed from the symbolizer's fntabs */
 	struct sym *syms;
 	size_t nsyms;
 	Dwarf *dw;
@@ -233,8 +239,17 @@ struct module {
 	size_t ncache, capcache;
 };
 
+/* A function table read from .eh_frame, shared by the modules of one build id. */
+struct fntab {
+	struct fntab *next;
+	uint8_t id[PRS_BUILD_ID_MAX_SYM];
+	size_t idlen; /* 0: a file without a build id, not shared */
+	struct prs_fntab t;
+};
+
 struct prs_symbolizer {
-	char *root;
+	struct prs_debugsearch debug; /* options: root, debug folders, debuginfod */
+	struct fntab *fntabs;
 	struct module **mods; /* open addressing by key_hash */
 	size_t nmods_slots, nmods;
 	struct module *last;
@@ -244,104 +259,9 @@ struct prs_symbolizer {
 	struct prs_symbolize_stats st;
 };
 
-/* ---- debuginfo search ---- */
-
-static int open_if_build_id(const char *path, const uint8_t *id, size_t idlen)
-{
-	uint8_t got[PRS_BUILD_ID_MAX_SYM];
-	size_t len = 0;
-	int fd;
-
-	if (idlen && (prs_elf_build_id(path, got, sizeof(got), &len) != 0 || len != idlen ||
-		      memcmp(got, id, idlen) != 0))
-		return -1;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd;
-}
-
-static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-			  Dwarf_Addr base, const char *file_name, const char *debuglink,
-			  GElf_Word crc, char **debuginfo_file_name)
-{
-	struct module *m = userdata ? *userdata : NULL;
-	const char *root = m && m->debug_root ? m->debug_root : "";
-	const unsigned char *bits = NULL;
-	GElf_Addr vaddr;
-	char path[PATH_MAX_LEN], dir[PATH_MAX_LEN];
-	int n, fd = -1, idlen;
-
-	(void)modname;
-	(void)base;
-	if (debuglink && debuglink[0] && crc == 0) {
-		/*
-		 * libdwfl asks for the .gnu_debugaltlink (dwz) file this way: debuglink is its name,
-		 * absolute or relative to the debug file (file_name), and there is no CRC.
-		 */
-		const char *slash = file_name ? strrchr(file_name, '/') : NULL;
-
-		if (debuglink[0] == '/')
-			n = snprintf(path, sizeof(path), "%s%s", root, debuglink);
-		else if (slash)
-			n = snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - file_name), file_name,
-				     debuglink);
-		else
-			return -1;
-		if (n <= 0 || (size_t)n >= sizeof(path))
-			return -1;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		goto out;
-	}
-	idlen = dwfl_module_build_id(mod, &bits, &vaddr);
-	if (idlen > 1 && idlen <= PRS_BUILD_ID_MAX_SYM) {
-		int off = snprintf(path, sizeof(path), "%s/usr/lib/debug/.build-id/%02x/", root, bits[0]);
-
-		for (int i = 1; i < idlen && off > 0 && (size_t)off + 8 < sizeof(path); i++)
-			off += snprintf(path + off, sizeof(path) - (size_t)off, "%02x", bits[i]);
-		if (off > 0 && (size_t)off + 7 < sizeof(path)) {
-			memcpy(path + off, ".debug", 7);
-			fd = open_if_build_id(path, bits, (size_t)idlen);
-		}
-	}
-	if (fd < 0 && debuglink && debuglink[0] && !strchr(debuglink, '/') && file_name) {
-		const char *slash = strrchr(file_name, '/');
-		size_t dlen = slash ? (size_t)(slash - file_name) : 0;
-		/* file_name already carries the root; the /usr/lib/debug variant must not repeat it */
-		size_t rlen = strlen(root);
-		const char *rel = dlen >= rlen && strncmp(file_name, root, rlen) == 0 ? file_name + rlen : file_name;
-		size_t rel_dlen = dlen - (size_t)(rel - file_name);
-
-		if (dlen < sizeof(dir)) {
-			memcpy(dir, file_name, dlen);
-			dir[dlen] = '\0';
-			for (int k = 0; k < 3 && fd < 0; k++) {
-				if (k == 0)
-					n = snprintf(path, sizeof(path), "%s/%s", dir, debuglink);
-				else if (k == 1)
-					n = snprintf(path, sizeof(path), "%s/.debug/%s", dir, debuglink);
-				else
-					n = snprintf(path, sizeof(path), "%s/usr/lib/debug%.*s/%s", root,
-						     (int)rel_dlen, rel, debuglink);
-				if (n <= 0 || (size_t)n >= sizeof(path) || strcmp(path, file_name) == 0)
-					continue;
-				fd = open_if_build_id(path, idlen > 0 ? bits : NULL,
-						      idlen > 0 ? (size_t)idlen : 0);
-			}
-		}
-	}
-out:
-	if (fd >= 0 && debuginfo_file_name) {
-		*debuginfo_file_name = strdup(path);
-		if (!*debuginfo_file_name) {
-			close(fd);
-			fd = -1;
-		}
-	}
-	return fd;
-}
-
 static const Dwfl_Callbacks dwfl_callbacks = {
 	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = find_debuginfo,
+	.find_debuginfo = prs_find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 };
 
@@ -416,7 +336,7 @@ static int module_open(struct prs_symbolizer *s, struct module *m)
 		snprintf(full, sizeof(full), "%s", VDSO_NAME);
 		m->fd = vdso_fd();
 	} else {
-		n = snprintf(full, sizeof(full), "%s%s", s->root ? s->root : "", m->path);
+		n = snprintf(full, sizeof(full), "%s%s", s->debug.root, m->path);
 		if (n <= 0 || (size_t)n >= sizeof(full))
 			goto missing;
 		m->fd = open(full, O_RDONLY | O_CLOEXEC);
@@ -426,16 +346,13 @@ static int module_open(struct prs_symbolizer *s, struct module *m)
 	elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
 		goto missing;
-	if (m->build_id_len) {
-		uint8_t got[PRS_BUILD_ID_MAX_SYM];
-		size_t len = 0;
-
-		if (prs_elf_build_id_elf(elf, got, sizeof(got), &len) != 0 || len != m->build_id_len ||
-		    memcmp(got, m->build_id, len) != 0) {
-			m->state = MOD_MISMATCH;
-			s->st.build_id_mismatches++;
-			goto out;
-		}
+	if (prs_elf_build_id_elf(elf, m->file_id, sizeof(m->file_id), &m->file_id_len) != 0)
+		m->file_id_len = 0;
+	if (m->build_id_len && (m->file_id_len != m->build_id_len ||
+				memcmp(m->file_id, m->build_id, m->build_id_len) != 0)) {
+		m->state = MOD_MISMATCH;
+		s->st.build_id_mismatches++;
+		goto out;
 	}
 	if (elf_getphdrnum(elf, &nph) != 0)
 		goto missing;
@@ -461,10 +378,10 @@ static int module_open(struct prs_symbolizer *s, struct module *m)
 	{
 		void **ud = NULL;
 
+		/* what prs_find_debuginfo gets when libdwfl asks for this module's debug file */
 		if (dwfl_module_info(m->mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL) && ud)
-			*ud = m;
+			*ud = &s->debug;
 	}
-	m->debug_root = s->root;
 	m->bias = bias;
 	m->state = MOD_OK;
 	goto out;
@@ -1012,68 +929,142 @@ static void line_at(struct prs_symbolizer *s, Dwarf_Die *cu, uint64_t a, uint64_
 	*file = src_path(s, cu, dwarf_linesrc(l, NULL, NULL));
 }
 
+/*
+ * From DWARF: the function DIE holding a (a DWARF address in cu) and its inline chain. Returns
+ * n >= 0 (0: no function DIE, or one without a name) or -ENOMEM.
+ */
+static int resolve_dwarf(struct prs_symbolizer *s, struct module *m, Dwarf_Die *cu, uint64_t a,
+			 struct prs_symframe *out)
+{
+	Dwarf_Die chain[PRS_SYM_MAX_INLINE];
+	Dwarf_Die *fn;
+	struct cuidx *ci;
+	int n, err = 0;
+
+	ci = cu_index(m, cu, &err);
+	if (err)
+		return err;
+	fn = ci ? cu_find_function(ci, a) : NULL;
+	if (!fn)
+		return 0;
+	n = inline_chain(fn, a, chain, PRS_SYM_MAX_INLINE);
+	for (int i = 0; i < n; i++) {
+		enum prs_kind kind = PRS_KIND_NATIVE;
+		const char *name = die_name(s, &chain[i], &kind);
+
+		out[i] = (struct prs_symframe){ .name = name, .kind = kind };
+		if (!out[i].name && i > 0)
+			out[i].name = "[inlined]";
+		if (i + 1 < n) {
+			out[i].file = call_file(s, cu, &chain[i + 1]);
+			out[i].line = call_line(&chain[i + 1]);
+		} else {
+			line_at(s, cu, a, 0, &out[i].file, &out[i].line);
+		}
+	}
+	return out[0].name ? n : 0; /* a function DIE without a name: try the symbol table */
+}
+
+/* The module's .eh_frame function table, read once per build id (NULL when out of memory). */
+static const struct prs_fntab *module_fns(struct prs_symbolizer *s, struct module *m)
+{
+	GElf_Addr bias;
+	Elf *elf;
+	struct fntab *f;
+
+	if (m->fns_loaded)
+		return m->fns;
+	m->fns_loaded = true;
+	for (f = s->fntabs; m->file_id_len && f; f = f->next)
+		if (f->idlen == m->file_id_len && memcmp(f->id, m->file_id, f->idlen) == 0)
+			return m->fns = &f->t;
+	elf = dwfl_module_getelf(m->mod, &bias);
+	f = calloc(1, sizeof(*f));
+	if (!f || !elf || prs_fntab_load(elf, &f->t) != 0) {
+		free(f);
+		return NULL;
+	}
+	memcpy(f->id, m->file_id, m->file_id_len);
+	f->idlen = m->file_id_len;
+	f->next = s->fntabs;
+	s->fntabs = f;
+	return m->fns = &f->t;
+}
+
+/* The file offset of ELF address vaddr (through the PT_LOAD holding it; vaddr itself if none). */
+static uint64_t file_offset(const struct module *m, uint64_t vaddr)
+{
+	for (size_t i = 0; i < m->nphdrs; i++) {
+		const struct phdr *ph = &m->phdrs[i];
+
+		if (vaddr >= ph->vaddr && vaddr - ph->vaddr < ph->filesz)
+			return vaddr - ph->vaddr + ph->offset;
+	}
+	return vaddr;
+}
+
+/* "BASENAME!fn+0xOFF" for the function range r: its start as a file offset, like a raw frame's. */
+static int range_name(struct prs_symbolizer *s, const struct module *m, const struct prs_fnrange *r,
+		      struct prs_symframe *out)
+{
+	const char *base = strrchr(m->path, '/');
+	char buf[NAME_MAX_LEN + 1];
+	int n;
+
+	base = base ? base + 1 : m->path;
+	n = snprintf(buf, sizeof(buf), "%s!fn+0x%" PRIx64, base, file_offset(m, r->lo));
+	if (n <= 0)
+		return 0;
+	*out = (struct prs_symframe){ .kind = PRS_KIND_NATIVE, .fn_range = true };
+	out->name = strtab_intern(&s->strings, buf, strnlen(buf, sizeof(buf)));
+	return out->name ? 1 : -ENOMEM;
+}
+
+/*
+ * From the symbol tables, else the function ranges: the dwfl address da (in cu at bias, when
+ * there is DWARF). Returns 1, 0 (nothing covers da) or -ENOMEM.
+ */
+static int resolve_symbol(struct prs_symbolizer *s, struct module *m, uint64_t da, Dwarf_Die *cu,
+			  Dwarf_Addr bias, struct prs_symframe *out)
+{
+	const struct prs_fntab *fns = module_fns(s, m);
+	const struct prs_fnrange *r = fns && da >= m->bias ? prs_fntab_find(fns, da - m->bias) : NULL;
+	enum prs_kind kind = PRS_KIND_NATIVE;
+	const struct sym *sym;
+	char *dem;
+	int err;
+
+	if (!m->syms_loaded && (err = load_symbols(m)))
+		return err;
+	sym = find_symbol(m, da);
+	/* a sizeless symbol (assembly) below da does not own a function that starts after it */
+	if (sym && sym->size == 0 && r && r->lo + m->bias > sym->addr)
+		sym = NULL;
+	if (!sym)
+		return r ? range_name(s, m, r, out) : 0;
+	dem = prs_demangle(sym->name, &kind);
+	*out = (struct prs_symframe){ .kind = kind };
+	out->name = dem ? strtab_intern(&s->strings, dem, strlen(dem))
+			: strtab_intern(&s->strings, sym->name, strlen(sym->name));
+	free(dem);
+	if (!out->name)
+		return -ENOMEM;
+	/* only a row inside the symbol: the CU's nearest row below may belong to another function */
+	if (cu && sym->addr >= bias)
+		line_at(s, cu, da - bias, sym->addr - bias, &out->file, &out->line);
+	if (kind == PRS_KIND_NATIVE && cu && out->file)
+		out->kind = lang_kind(cu);
+	return 1;
+}
+
 /* Resolves the dwfl address da into out (PRS_SYM_MAX_INLINE entries). Returns n >= 0 or -ENOMEM. */
 static int resolve(struct prs_symbolizer *s, struct module *m, uint64_t da, struct prs_symframe *out)
 {
-	Dwarf_Die *cu = NULL, *fn = NULL;
-	Dwarf_Die chain[PRS_SYM_MAX_INLINE];
 	Dwarf_Addr bias = 0;
-	uint64_t a = 0;
-	int n = 0, err = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(m->mod, da, &bias);
+	int n = cu ? resolve_dwarf(s, m, cu, da - bias, out) : 0;
 
-	cu = dwfl_module_addrdie(m->mod, da, &bias);
-	if (cu) {
-		struct cuidx *ci;
-
-		a = da - bias;
-		ci = cu_index(m, cu, &err);
-		if (err)
-			return err;
-		if (ci)
-			fn = cu_find_function(ci, a);
-	}
-	if (fn) {
-		n = inline_chain(fn, a, chain, PRS_SYM_MAX_INLINE);
-		for (int i = 0; i < n; i++) {
-			out[i].name = die_name(s, &chain[i], &out[i].kind);
-			if (!out[i].name && i > 0)
-				out[i].name = "[inlined]";
-			if (i + 1 < n) {
-				out[i].file = call_file(s, cu, &chain[i + 1]);
-				out[i].line = call_line(&chain[i + 1]);
-			} else {
-				line_at(s, cu, a, 0, &out[i].file, &out[i].line);
-			}
-		}
-		if (out[0].name)
-			return n;
-		n = 0; /* a function DIE without a name: fall back to the symbol table */
-	}
-	if (!m->syms_loaded && (err = load_symbols(m)))
-		return err;
-	{
-		const struct sym *sym = find_symbol(m, da);
-		enum prs_kind kind = PRS_KIND_NATIVE;
-		char *dem;
-
-		if (!sym)
-			return 0;
-		dem = prs_demangle(sym->name, &kind);
-		out[0].name = dem ? strtab_intern(&s->strings, dem, strlen(dem))
-				  : strtab_intern(&s->strings, sym->name, strlen(sym->name));
-		free(dem);
-		if (!out[0].name)
-			return -ENOMEM;
-		out[0].kind = kind;
-		out[0].file = NULL;
-		out[0].line = 0;
-		/* only a row inside the symbol: the CU's nearest row below may belong to another function */
-		if (cu && sym->addr >= bias)
-			line_at(s, cu, a, sym->addr - bias, &out[0].file, &out[0].line);
-		if (kind == PRS_KIND_NATIVE && cu && out[0].file)
-			out[0].kind = lang_kind(cu);
-		return 1;
-	}
+	return n ? n : resolve_symbol(s, m, da, cu, bias, out);
 }
 
 /* ---- cache ---- */
@@ -1118,50 +1109,63 @@ static int cache_put(struct module *m, uint64_t key, uint32_t first, uint32_t co
 
 struct prs_symbolizer *prs_symbolizer_new(void)
 {
+	struct prs_symbolizer *s;
+
 	if (prs_elf_init())
 		return NULL;
-	return calloc(1, sizeof(struct prs_symbolizer));
+	s = calloc(1, sizeof(*s));
+	if (s && prs_debugsearch_init(&s->debug, NULL) != 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
 }
 
 void prs_symbolizer_free(struct prs_symbolizer *s)
 {
+	struct fntab *f, *next;
+
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->nmods_slots; i++)
 		module_free(s->mods[i]);
 	free(s->mods);
+	for (f = s->fntabs; f; f = next) {
+		next = f->next;
+		prs_fntab_release(&f->t);
+		free(f);
+	}
 	strtab_release(&s->strings);
 	free(s->pool);
-	free(s->root);
+	prs_debugsearch_release(&s->debug);
 	free(s);
 }
 
-int prs_symbolizer_set_root(struct prs_symbolizer *s, const char *root)
+int prs_symbolizer_set_opts(struct prs_symbolizer *s, const struct prs_symbol_opts *opts)
 {
-	char *r = NULL;
+	struct prs_debugsearch d;
+	int rc;
 
 	if (!s)
 		return -EINVAL;
 	if (s->nmods)
-		return -EBUSY; /* open modules borrow the old root for their debuginfo search */
-	if (root && root[0]) {
-		size_t len = strnlen(root, PATH_MAX_LEN);
-
-		while (len > 1 && root[len - 1] == '/')
-			len--;
-		r = strndup(root, len);
-		if (!r)
-			return -ENOMEM;
-	}
-	free(s->root);
-	s->root = r;
+		return -EBUSY; /* open modules were found, and search for debug files, the old way */
+	rc = prs_debugsearch_init(&d, opts);
+	if (rc)
+		return rc;
+	prs_debugsearch_release(&s->debug);
+	s->debug = d;
 	return 0;
 }
 
 void prs_symbolizer_stats(const struct prs_symbolizer *s, struct prs_symbolize_stats *stats)
 {
-	if (s && stats)
-		*stats = s->st;
+	if (!s || !stats)
+		return;
+	*stats = s->st;
+	stats->debug_files = s->debug.st_found;
+	stats->debuginfod_queries = s->debug.st_queries;
+	stats->debuginfod_fetched = s->debug.st_fetched;
 }
 
 static uint64_t now_ns(void)
@@ -1269,6 +1273,7 @@ int prs_symbolize(struct prs_symbolizer *s, const struct prs_symmap *map, uint64
 		if (out[n - 1].line)
 			s->st.with_line++;
 		s->st.inlined += (uint64_t)(n - 1);
+		s->st.by_range += out[0].fn_range;
 	}
 	s->st.time_ns += now_ns() - t0;
 	return n;

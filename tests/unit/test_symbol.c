@@ -23,118 +23,8 @@
 
 #include "pyrsprof/profile.h"
 #include "pyrsprof/symbol.h"
+#include "symbol_fixture.h"
 #include "util/banned.h"
-
-#ifndef PRS_SYMBOL_FIXTURES
-#define PRS_SYMBOL_FIXTURES "build/symbol"
-#endif
-#ifndef PRS_SYMBOL_SRC
-#define PRS_SYMBOL_SRC "tests/fixtures/symbol"
-#endif
-
-static const char *fixture(const char *name, char *buf, size_t size)
-{
-	const char *dir = getenv("PRS_SYMBOL_FIXTURES");
-
-	snprintf(buf, size, "%s/%s", dir && dir[0] ? dir : PRS_SYMBOL_FIXTURES, name);
-	return buf;
-}
-
-/* The 1-based line of the source file carrying "LINE:<tag>" (exact tag, then a space or EOL). */
-static uint32_t marker_line(const char *src, const char *tag)
-{
-	char path[512], line[1024], want[128];
-	uint32_t n = 0, found = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", PRS_SYMBOL_SRC, src);
-	snprintf(want, sizeof(want), "LINE:%s", tag);
-	f = fopen(path, "r");
-	cr_assert(f, "open %s", path);
-	while (fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, want);
-
-		n++;
-		if (p && (p[strlen(want)] == ' ' || p[strlen(want)] == '\n')) {
-			cr_assert_eq(found, 0, "marker %s twice in %s", tag, src);
-			found = n;
-		}
-	}
-	fclose(f);
-	cr_assert(found, "no marker %s in %s", tag, src);
-	return found;
-}
-
-struct run {
-	char names[16][64];
-	uint64_t addrs[16];
-	int naddrs;
-	char paths[128][512];
-	struct prs_symmap maps[128];
-	uint8_t ids[128][64];
-	int nmaps;
-};
-
-/* Runs a fixture and keeps what it printed. The build ids are read like the sampler does. */
-static void run_fixture(const char *name, struct run *r)
-{
-	char cmd[600], line[4096];
-	FILE *f;
-
-	memset(r, 0, sizeof(*r));
-	fixture(name, line, sizeof(line));
-	snprintf(cmd, sizeof(cmd), "'%s'", line);
-	f = popen(cmd, "r");
-	cr_assert(f, "run %s", cmd);
-	while (fgets(line, sizeof(line), f)) {
-		uint64_t st, en, off;
-		char perm[8], path[512] = "";
-
-		if (strncmp(line, "addr ", 5) == 0 && r->naddrs < 16) {
-			cr_assert(sscanf(line, "addr %63s %" SCNx64, r->names[r->naddrs],
-					 &r->addrs[r->naddrs]) == 2);
-			r->naddrs++;
-		} else if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %511s", &st, &en,
-				  perm, &off, path) >= 4 && r->nmaps < 128) {
-			int i = r->nmaps++;
-			size_t len = 0;
-
-			snprintf(r->paths[i], sizeof(r->paths[i]), "%s", path);
-			r->maps[i] = (struct prs_symmap){ r->paths[i], NULL, 0, st, en, off };
-			if (path[0] == '/' && prs_elf_build_id(path, r->ids[i], 64, &len) == 0) {
-				r->maps[i].build_id = r->ids[i];
-				r->maps[i].build_id_len = len;
-			}
-		}
-	}
-	cr_assert_eq(pclose(f), 0, "%s failed", name);
-	cr_assert_gt(r->naddrs, 0);
-}
-
-static uint64_t addr_of(const struct run *r, const char *name)
-{
-	for (int i = 0; i < r->naddrs; i++)
-		if (strcmp(r->names[i], name) == 0)
-			return r->addrs[i];
-	cr_assert_fail("fixture printed no address for %s", name);
-	return 0;
-}
-
-static const struct prs_symmap *map_of(const struct run *r, uint64_t a)
-{
-	for (int i = 0; i < r->nmaps; i++)
-		if (a >= r->maps[i].start && a < r->maps[i].end)
-			return &r->maps[i];
-	cr_assert_fail("no mapping holds %#" PRIx64, a);
-	return NULL;
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t a = s ? strlen(s) : 0, b = strlen(suffix);
-
-	return s && a >= b && strcmp(s + a - b, suffix) == 0;
-}
 
 static void expect_frame(const struct prs_symframe *f, const char *name, const char *file_suffix,
 			 uint32_t line, enum prs_kind kind)
@@ -536,11 +426,6 @@ Test(symbol, missing_and_pseudo_files)
 	prs_symbolizer_free(s);
 }
 
-static void sh(const char *cmd)
-{
-	cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
 /* A stripped copy: names from .symtab; with its debug file beside it (.gnu_debuglink): lines too. */
 Test(symbol, stripped_and_debuglink)
 {
@@ -579,15 +464,6 @@ Test(symbol, stripped_and_debuglink)
 	prs_symbolizer_free(s);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	sh(cmd);
-}
-
-static void write_file(const char *path, const void *data, size_t len)
-{
-	FILE *f = fopen(path, "wb");
-
-	cr_assert(f);
-	cr_assert_eq(fwrite(data, 1, len, f), len);
-	fclose(f);
 }
 
 /* Truncated, random and corrupted ELF files: clean errors, no crash. */
@@ -733,7 +609,8 @@ Test(symbol, symbolize_profile)
 	cr_expect_eq(p->expansions[f_hot].count, 1);
 	cr_expect_eq(p->expansions[f_gone].count, 0);
 	/* a second pass finds everything done */
-	cr_assert_eq(prs_symbolize_profile(p, "/", &st, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_symbolize_profile(p, &(struct prs_symbol_opts){ .root = "/" }, &st, &err), 0,
+		     "%s", err.msg);
 	cr_expect_eq(st.frames, 1, "only the unknown frame is retried");
 	prs_profile_free(p);
 }
@@ -751,10 +628,10 @@ Test(symbol, cache_and_root)
 	run_fixture("symtest_c", &r);
 	ra = addr_of(&r, "probe_ra");
 	m = *map_of(&r, ra);
-	cr_assert_eq(prs_symbolizer_set_root(s, "/proc/self/root/"), 0);
+	cr_assert_eq(prs_symbolizer_set_opts(s, &(struct prs_symbol_opts){ .root = "/proc/self/root/" }), 0);
 	cr_assert_eq(prs_symbolize(s, &m, ra, false, a, 8), 2);
 	cr_assert_eq(prs_symbolize(s, &m, ra, false, b, 8), 2);
-	cr_expect_eq(prs_symbolizer_set_root(s, "/"), -EBUSY);
+	cr_expect_eq(prs_symbolizer_set_opts(s, NULL), -EBUSY);
 	cr_expect_eq(a[1].name, b[1].name);
 	cr_expect_eq(a[1].file, b[1].file);
 	prs_symbolizer_stats(s, &st);
@@ -1170,7 +1047,7 @@ Test(symbol, root_and_build_id_debug_dir)
 	cr_expect_eq(prs_symbolize(s, &m, ra, false, fr, 8), 0);
 	prs_symbolizer_free(s);
 	s = prs_symbolizer_new();
-	cr_assert_eq(prs_symbolizer_set_root(s, dir), 0);
+	cr_assert_eq(prs_symbolizer_set_opts(s, &(struct prs_symbol_opts){ .root = dir }), 0);
 	cr_assert_eq(prs_symbolize(s, &m, ra, false, fr, 8), 2);
 	cr_expect_str_eq(fr[0].name, "leaf");
 	cr_expect_str_eq(fr[1].name, "mix");

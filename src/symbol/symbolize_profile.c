@@ -30,8 +30,8 @@ static uint32_t intern(struct prs_profile *p, const char *s)
 	return s ? prs_profile_string(p, s, strlen(s)) : 0;
 }
 
-int prs_symbolize_profile(struct prs_profile *p, const char *root, struct prs_symbolize_stats *stats,
-			  struct prs_err *err)
+int prs_symbolize_profile(struct prs_profile *p, const struct prs_symbol_opts *opts,
+			  struct prs_symbolize_stats *stats, struct prs_err *err)
 {
 	struct prs_symframe fr[PRS_SYM_MAX_INLINE];
 	uint32_t ids[PRS_SYM_MAX_INLINE];
@@ -47,9 +47,9 @@ int prs_symbolize_profile(struct prs_profile *p, const char *root, struct prs_sy
 	s = prs_symbolizer_new();
 	if (!s)
 		return prs_err_set(err, -ENOMEM, "symbolize: out of memory");
-	rc = prs_symbolizer_set_root(s, root);
+	rc = prs_symbolizer_set_opts(s, opts);
 	if (rc) {
-		prs_err_set(err, rc, "symbolize: root %s: %s", root, strerror(-rc));
+		prs_err_set(err, rc, "symbolize: options: %s", strerror(-rc));
 		goto out;
 	}
 	/* named frames are appended as we go: only the frames present at the start are raw */
@@ -62,7 +62,7 @@ int prs_symbolize_profile(struct prs_profile *p, const char *root, struct prs_sy
 
 		if (!fcopy.raw || fcopy.mapping == PRS_NO_MAPPING || fcopy.mapping >= p->nmappings)
 			continue;
-		if (p->expansions && p->expansions[f].count)
+		if (p->expansions && p->expansions[f].count && !(opts && opts->rename))
 			continue;
 		m = &p->mappings[fcopy.mapping];
 		if (m->path >= p->nstrings)
