@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/symbols.h"
 #include "pyrsprof/profile.h"
 #include "pyrsprof/python.h"
 #include "pyrsprof/sampler.h"
@@ -103,10 +104,41 @@ static void print_frame(const struct prs_profile *p, uint32_t id)
 	putchar('\n');
 }
 
+/* Returns -1 to go on, else an exit code. */
+static int parse_opts(int argc, char **argv, struct cli_symopts *sym)
+{
+	static const struct option longopts[] = {
+		{ "debug-dir", required_argument, NULL, 'G' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		if (c == 'G' && !cli_add_debug_dir(sym, optarg))
+			return EXIT_USAGE;
+		if (c == 'h') {
+			puts("usage: pyrsprof dump [--debug-dir DIR] PID\n"
+			     "  Prints every thread's stack once, with its state, and detaches.\n" CLI_DEBUG_DIR_HELP);
+			return EXIT_OK;
+		}
+		if (c == '?') {
+			if (optopt == 'G')
+				cli_msg("dump: --debug-dir needs a folder");
+			else
+				cli_msg("dump: unknown option '%s' (see pyrsprof dump --help)", argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	return -1;
+}
+
 int cmd_dump(int argc, char **argv)
 {
+	struct cli_symopts sym = { .ndirs = 0 };
 	struct prs_sampler_opts so = { 0 };
-	struct prs_symbolize_stats st;
 	struct prs_sampler *s = NULL;
 	struct prs_err err = { 0 };
 	struct prs_profile *p;
@@ -119,15 +151,14 @@ int cmd_dump(int argc, char **argv)
 	pid_t pid;
 	int rc, npy = 0;
 
-	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-		puts("usage: pyrsprof dump PID\n  Prints every thread's stack once, with its state, and detaches.");
-		return EXIT_OK;
-	}
-	if (argc != 2) {
-		cli_msg("dump: give one PID (usage: pyrsprof dump PID)");
+	rc = parse_opts(argc, argv, &sym);
+	if (rc >= 0)
+		return rc;
+	if (optind != argc - 1) {
+		cli_msg("dump: give one PID (usage: pyrsprof dump [--debug-dir DIR] PID)");
 		return EXIT_USAGE;
 	}
-	if (!cli_parse_pid(argv[1], &pid))
+	if (!cli_parse_pid(argv[optind], &pid))
 		return EXIT_USAGE;
 	if (!prs_proc_exists(pid)) {
 		cli_msg("no process with pid %d", (int)pid);
@@ -172,9 +203,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	prs_sampler_free(s);
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	memset(&st, 0, sizeof(st));
-	if (prs_symbolize_profile(p, NULL, &st, &err) < 0)
-		cli_msg("warning: symbolization failed: %s", err.msg);
+	cli_symbolize(p, &sym, false, NULL);
 
 	if (prs_proc_cmdline(pid, command, sizeof(command)) != 0)
 		command[0] = '\0';

@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "cli/render.h"
+#include "cli/symbols.h"
 #include "pyrsprof/profile.h"
 #include "pyrsprof/sampler.h"
 #include "pyrsprof/symbol.h"
@@ -28,6 +29,7 @@ struct rec_opts {
 	bool print_stats;
 	bool native_all;
 	enum prs_source source;
+	struct cli_symopts sym;
 };
 
 static const char run_usage[] =
@@ -41,6 +43,7 @@ static const char run_usage[] =
 	"      --mode MODE      ptrace (default: native + Python frames) or vm (Python frames\n"
 	"                       only, read without stopping the program: lowest overhead)\n"
 	"      --native-all     keep the interpreter's own native frames in Python stacks\n"
+	CLI_DEBUG_DIR_HELP
 	"  CMD's input, output, signals and exit status pass through; Ctrl-C reaches CMD, a second\n"
 	"  Ctrl-C stops sampling.\n";
 
@@ -55,7 +58,8 @@ static const char attach_usage[] =
 	"      --stats          print the sampler's own costs\n"
 	"      --mode MODE      ptrace (default: native + Python frames) or vm (Python frames\n"
 	"                       only, read without stopping the program: lowest overhead)\n"
-	"      --native-all     keep the interpreter's own native frames in Python stacks\n";
+	"      --native-all     keep the interpreter's own native frames in Python stacks\n"
+	CLI_DEBUG_DIR_HELP;
 
 /* Parses the options shared by run and attach. Returns -1 to continue, else an exit code. */
 static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
@@ -68,6 +72,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 		{ "stats", no_argument, NULL, 's' },
 		{ "mode", required_argument, NULL, 'M' },
 		{ "native-all", no_argument, NULL, 'N' },
+		{ "debug-dir", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -81,6 +86,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 	o->print_stats = false;
 	o->native_all = false;
 	o->source = PRS_SOURCE_PTRACE;
+	o->sym.ndirs = 0;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, run ? "+r:d:o:h" : "r:d:o:h", longopts, NULL)) != -1) {
@@ -117,6 +123,10 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 			break;
 		case 'N':
 			o->native_all = true;
+			break;
+		case 'G':
+			if (!cli_add_debug_dir(&o->sym, optarg))
+				return EXIT_USAGE;
 			break;
 		case 'h':
 			fputs(run ? run_usage : attach_usage, stdout);
@@ -201,13 +211,17 @@ static int write_stats(const char *dir, const struct prs_sampler_stats *st, doub
 						   (json_int_t)st->reuse_lost));
 	if (sym)
 		json_object_set_new(j, "symbols",
-				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "frames",
-					      (json_int_t)sym->frames, "symbolized",
-					      (json_int_t)sym->symbolized, "with_lines",
-					      (json_int_t)sym->with_line, "inlined", (json_int_t)sym->inlined,
-					      "build_id_mismatches", (json_int_t)sym->build_id_mismatches,
-					      "files", (json_int_t)sym->files, "files_missing",
-					      (json_int_t)sym->files_missing, "time_s", sym->time_ns / 1e9));
+				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
+					      "frames", (json_int_t)sym->frames, "symbolized",
+					      (json_int_t)sym->symbolized, "by_range", (json_int_t)sym->by_range,
+					      "with_lines", (json_int_t)sym->with_line, "inlined",
+					      (json_int_t)sym->inlined, "build_id_mismatches",
+					      (json_int_t)sym->build_id_mismatches, "files",
+					      (json_int_t)sym->files, "files_missing",
+					      (json_int_t)sym->files_missing, "debug_files",
+					      (json_int_t)sym->debug_files, "debuginfod_queries",
+					      (json_int_t)sym->debuginfod_queries, "debuginfod_fetched",
+					      (json_int_t)sym->debuginfod_fetched, "time_s", sym->time_ns / 1e9));
 	f = cli_atomic_open(&a, path);
 	if (!f) {
 		json_decref(j);
@@ -240,13 +254,7 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 
 	prs_sampler_get_stats(s, &st);
 	add_meta_num(p, "duration_s", st.duration_s);
-	memset(&sym, 0, sizeof(sym));
-	if (prs_symbolize_profile(p, NULL, &sym, &err) < 0)
-		cli_msg("warning: symbolization failed: %s", err.msg);
-	if (sym.build_id_mismatches)
-		cli_msg("warning: %u file%s changed since they were mapped (build id differs): their "
-			"frames are left unnamed", sym.build_id_mismatches,
-			sym.build_id_mismatches == 1 ? "" : "s");
+	cli_symbolize(p, &o->sym, true, &sym);
 	nthreads = (size_t)st.threads_seen;
 	if (prs_recorder_close(rec, &done, &err) < 0) {
 		cli_err(&err, "write profile");

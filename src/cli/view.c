@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/render.h"
+#include "cli/symbols.h"
 #include "pyrsprof/diff.h"
 #include "pyrsprof/export.h"
 #include "pyrsprof/symbol.h"
@@ -25,16 +26,11 @@ static bool needs_symbols(const struct prs_profile *p)
 	return false;
 }
 
-static void symbolize_if_needed(struct prs_profile *p)
+/* sym may be NULL: the default folders. Debug folders given: every frame is named again. */
+static void symbolize_if_needed(struct prs_profile *p, const struct cli_symopts *sym)
 {
-	struct prs_symbolize_stats st;
-	struct prs_err err = { 0 };
-
-	if (!needs_symbols(p))
-		return;
-	memset(&st, 0, sizeof(st));
-	if (prs_symbolize_profile(p, NULL, &st, &err) < 0)
-		cli_msg("warning: symbolization failed: %s", err.msg);
+	if (needs_symbols(p) || (sym && sym->ndirs))
+		cli_symbolize(p, sym, false, NULL);
 }
 
 static bool parse_view(const char *s, enum prs_view *v)
@@ -63,9 +59,11 @@ int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
+		{ "debug-dir", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct cli_symopts sym = { .ndirs = 0 };
 	const char *outdir = NULL;
 	struct prs_profile *p;
 	char dirbuf[4096];
@@ -77,9 +75,14 @@ int cmd_report(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		if (c == 'o')
 			outdir = optarg;
-		else if (c == 'h') {
-			puts("usage: pyrsprof report FILE [-o DIR]\n"
-			     "  Re-renders cpu.svg and wall.svg of a profile (default DIR: the file's folder).");
+		else if (c == 'G') {
+			if (!cli_add_debug_dir(&sym, optarg))
+				return EXIT_USAGE;
+		} else if (c == 'h') {
+			puts("usage: pyrsprof report FILE [-o DIR] [--debug-dir DIR]\n"
+			     "  Re-renders cpu.svg and wall.svg of a profile (default DIR: the file's folder).\n"
+			     CLI_DEBUG_DIR_HELP
+			     "                       Given debug folders, native frames are named again.");
 			return EXIT_OK;
 		} else
 			return bad_option(argv, "report");
@@ -99,7 +102,7 @@ int cmd_report(int argc, char **argv)
 		prs_profile_free(p);
 		return EXIT_FAIL;
 	}
-	symbolize_if_needed(p);
+	symbolize_if_needed(p, &sym);
 	rc = cli_render_recording(p, outdir);
 	prs_profile_free(p);
 	if (rc)
@@ -183,7 +186,7 @@ int cmd_flamegraph(int argc, char **argv)
 	p = cli_load_profile(argv[optind]);
 	if (!p)
 		return EXIT_FAIL;
-	symbolize_if_needed(p);
+	symbolize_if_needed(p, NULL);
 	rc = cli_render_svg(p, out, &o);
 	prs_profile_free(p);
 	return rc ? EXIT_FAIL : EXIT_OK;
@@ -260,7 +263,7 @@ int cmd_export(int argc, char **argv)
 	p = cli_load_profile(argv[optind]);
 	if (!p)
 		return EXIT_FAIL;
-	symbolize_if_needed(p);
+	symbolize_if_needed(p, NULL);
 	f = out ? cli_atomic_open(&a, out) : stdout;
 	if (!f) {
 		prs_profile_free(p);
@@ -342,8 +345,8 @@ int cmd_diff(int argc, char **argv)
 		goto out;
 	if (cli_make_dir(outdir, &created) != 0)
 		goto out;
-	symbolize_if_needed(before);
-	symbolize_if_needed(after);
+	symbolize_if_needed(before, NULL);
+	symbolize_if_needed(after, NULL);
 	if (prs_diff_write(before, after, view, outdir, &sum, &err) != 0) {
 		cli_err(&err, "diff");
 		goto out;
