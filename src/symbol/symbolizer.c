@@ -1027,8 +1027,7 @@ static int range_name(struct prs_symbolizer *s, const struct module *m, const st
 static int resolve_symbol(struct prs_symbolizer *s, struct module *m, uint64_t da, Dwarf_Die *cu,
 			  Dwarf_Addr bias, struct prs_symframe *out)
 {
-	const struct prs_fntab *fns = module_fns(s, m);
-	const struct prs_fnrange *r = fns && da >= m->bias ? prs_fntab_find(fns, da - m->bias) : NULL;
+	const struct prs_fnrange *r = NULL;
 	enum prs_kind kind = PRS_KIND_NATIVE;
 	const struct sym *sym;
 	char *dem;
@@ -1037,6 +1036,11 @@ static int resolve_symbol(struct prs_symbolizer *s, struct module *m, uint64_t d
 	if (!m->syms_loaded && (err = load_symbols(m)))
 		return err;
 	sym = find_symbol(m, da);
+	if (!sym || sym->size == 0) { /* the table is read only for a module that needs it */
+		const struct prs_fntab *fns = module_fns(s, m);
+
+		r = fns && da >= m->bias ? prs_fntab_find(fns, da - m->bias) : NULL;
+	}
 	/* a sizeless symbol (assembly) below da does not own a function that starts after it */
 	if (sym && sym->size == 0 && r && r->lo + m->bias > sym->addr)
 		sym = NULL;
