@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/banned.h"
 
@@ -128,4 +129,33 @@ void write_file(const char *path, const void *data, size_t len)
 	cr_assert(f);
 	cr_assert_eq(fwrite(data, 1, len, f), len);
 	fclose(f);
+}
+
+unsigned seed_rand(void)
+{
+	const char *env = getenv("PRS_SEED");
+	unsigned seed = env ? (unsigned)strtoul(env, NULL, 10) : (unsigned)time(NULL);
+
+	cr_log_info("seed %u (PRS_SEED=%u to replay)", seed, seed);
+	srand(seed);
+	return seed;
+}
+
+uint8_t *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *img;
+	long size;
+
+	cr_assert(f, "open %s", path);
+	cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+	size = ftell(f);
+	cr_assert_geq(size, 0);
+	rewind(f);
+	img = malloc((size_t)size + 1);
+	cr_assert(img);
+	cr_assert_eq(fread(img, 1, (size_t)size, f), (size_t)size);
+	fclose(f);
+	*len = (size_t)size;
+	return img;
 }

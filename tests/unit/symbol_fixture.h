@@ -38,6 +38,10 @@ const struct prs_symmap *map_of(const struct run *r, uint64_t a);
 bool ends_with(const char *s, const char *suffix);
 /* Runs cmd with system(); it must succeed. */
 void sh(const char *cmd);
+/* Seeds rand() from PRS_SEED, else the time, and logs the seed for a replay. Returns it. */
+unsigned seed_rand(void);
+/* The contents of path (malloc'd, caller frees), its size in *len. */
+uint8_t *read_file(const char *path, size_t *len);
 /* Writes len bytes of data to path. */
 void write_file(const char *path, const void *data, size_t len);
 

@@ -470,29 +470,14 @@ Test(symbol, stripped_and_debuglink)
 Test(symbol, hostile_elf)
 {
 	char dir[] = "/tmp/prs-hostile-XXXXXX", bin[512], path[600];
-	unsigned seed = (unsigned)time(NULL);
-	const char *env = getenv("PRS_SEED");
 	struct prs_symbolizer *s = prs_symbolizer_new();
 	struct prs_symframe fr[8];
 	uint8_t *img, id[64];
 	size_t len, idlen;
-	long size;
-	FILE *f;
 
-	if (env)
-		seed = (unsigned)strtoul(env, NULL, 10);
-	cr_log_info("seed %u (PRS_SEED=%u to replay)", seed, seed);
-	srand(seed);
+	seed_rand();
 	cr_assert(mkdtemp(dir));
-	f = fopen(fixture("symtest_c", bin, sizeof(bin)), "rb");
-	cr_assert(f);
-	fseek(f, 0, SEEK_END);
-	size = ftell(f);
-	rewind(f);
-	img = malloc((size_t)size);
-	cr_assert_eq(fread(img, 1, (size_t)size, f), (size_t)size);
-	fclose(f);
-	len = (size_t)size;
+	img = read_file(fixture("symtest_c", bin, sizeof(bin)), &len);
 	{
 		size_t cuts[] = { 0, 1, 4, 16, 63, 64, 100, 700, 1000, 4096, len / 3, len / 2, len - 1 };
 
@@ -645,14 +630,9 @@ Test(symbol, cache_and_root)
 Test(symbol, hostile_dwarf, .timeout = 120)
 {
 	const char *bins[] = { "symtest_c", "symtest_rs" };
-	unsigned seed = (unsigned)time(NULL);
-	const char *env = getenv("PRS_SEED");
 	char dir[] = "/tmp/prs-dwarf-XXXXXX", bin[512], path[600];
 
-	if (env)
-		seed = (unsigned)strtoul(env, NULL, 10);
-	cr_log_info("seed %u (PRS_SEED=%u to replay)", seed, seed);
-	srand(seed);
+	seed_rand();
 	cr_assert(mkdtemp(dir));
 	cr_assert_neq(elf_version(EV_CURRENT), EV_NONE);
 	for (size_t b = 0; b < 2; b++) {
@@ -661,7 +641,6 @@ Test(symbol, hostile_dwarf, .timeout = 120)
 		size_t len, shstr, nph;
 		Elf_Scn *scn = NULL;
 		Elf *e;
-		FILE *f;
 		int fd;
 
 		fixture(bins[b], bin, sizeof(bin));
@@ -676,13 +655,7 @@ Test(symbol, hostile_dwarf, .timeout = 120)
 				text = ph;
 		}
 		cr_assert(text.p_memsz);
-		f = fopen(bin, "rb");
-		fseek(f, 0, SEEK_END);
-		len = (size_t)ftell(f);
-		rewind(f);
-		img = malloc(len);
-		cr_assert_eq(fread(img, 1, len, f), len);
-		fclose(f);
+		img = read_file(bin, &len);
 		for (int it = 0; it < 4; it++) {
 			uint8_t *copy = malloc(len);
 			struct prs_symbolizer *s = prs_symbolizer_new();

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "pyrsprof/profile.h"
@@ -412,8 +411,6 @@ Test(symbol_stripped, profile_renamed_with_debug_dir)
  */
 Test(symbol_stripped, hostile_eh_frame, .timeout = 120)
 {
-	unsigned seed = (unsigned)time(NULL);
-	const char *env = getenv("PRS_SEED");
 	char path[600], cmd[1400];
 	struct scratch t;
 	uint64_t off = 0, size = 0, ra;
@@ -421,10 +418,7 @@ Test(symbol_stripped, hostile_eh_frame, .timeout = 120)
 	size_t len;
 	FILE *f;
 
-	if (env)
-		seed = (unsigned)strtoul(env, NULL, 10);
-	cr_log_info("seed %u (PRS_SEED=%u to replay)", seed, seed);
-	srand(seed);
+	seed_rand();
 	setup(&t);
 	snprintf(path, sizeof(path), "%s/plain", t.dir);
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && strip --strip-all '%s'", t.bin, path, path);
@@ -433,14 +427,7 @@ Test(symbol_stripped, hostile_eh_frame, .timeout = 120)
 	f = popen(cmd, "r");
 	cr_assert(f && fscanf(f, "%" SCNx64 " %" SCNx64, &off, &size) == 2);
 	pclose(f);
-	f = fopen(path, "rb");
-	cr_assert(f);
-	fseek(f, 0, SEEK_END);
-	len = (size_t)ftell(f);
-	rewind(f);
-	img = malloc(len);
-	cr_assert_eq(fread(img, 1, len, f), len);
-	fclose(f);
+	img = read_file(path, &len);
 	cr_assert(size > 0 && off + size <= len);
 	ra = addr_of(&t.r, "probe_ra");
 	for (int it = 0; it < 60; it++) {
