@@ -11,7 +11,8 @@
  * Names come from DWARF when there is any: per compilation unit we build, once, a sorted table of
  * the PC ranges of all its subprograms, descending into DW_TAG_namespace / structure / class
  * DIEs (rustc nests every function in namespaces without PC ranges, which is why
- * dwarf_getscopes and eu-addr2line -i find no Rust inlines: notes/limits.md 3d). Inside the
+ * dwarf_getscopes and eu-addr2line -i find no Rust inlines; the rust_matches_binutils_addr2line
+ * tests of tests/unit/test_symbol.c compare ours with binutils'). Inside the
  * subprogram found, inlined_subroutine and lexical_block children are followed with dwarf_haspc
  * to get the inline chain. Without DWARF, a sorted table of the module's STT_FUNC symbols,
  * built once, gives the name (dwfl_module_addrinfo scans linearly: 89-387 us per call on
