@@ -24,6 +24,7 @@
 #include <elfutils/debuginfod.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,33 +36,35 @@
 #define PATH_MAX_LEN 4096
 #define MAX_DEBUG_DIRS 64
 
-/* libdebuginfod's entry points, from dlopen. */
-struct debuginfod_api {
-	void *lib;
+/*
+ * libdebuginfod's entry points, loaded once per process and never unloaded (as libdwfl does): it
+ * brings libcurl and a TLS library, whose global state does not survive a dlclose.
+ */
+static struct {
 	debuginfod_client *(*begin)(void);
 	int (*find_debuginfo)(debuginfod_client *, const unsigned char *, int, char **);
 	void (*end)(debuginfod_client *);
-};
+} api;
+static pthread_once_t api_once = PTHREAD_ONCE_INIT;
 
-/* Loads libdebuginfod and makes a client. Returns false (and leaves nothing loaded) when it can't. */
+static void api_load(void)
+{
+	void *lib = dlopen(DEBUGINFOD_SONAME, RTLD_LAZY | RTLD_LOCAL);
+
+	if (!lib)
+		return;
+	*(void **)&api.begin = dlsym(lib, "debuginfod_begin");
+	*(void **)&api.find_debuginfo = dlsym(lib, "debuginfod_find_debuginfo");
+	*(void **)&api.end = dlsym(lib, "debuginfod_end");
+	if (!api.begin || !api.find_debuginfo || !api.end)
+		api.begin = NULL;
+}
+
+/* Makes d's debuginfod client. Returns false when libdebuginfod is missing or fails. */
 static bool debuginfod_open(struct prs_debugsearch *d)
 {
-	struct debuginfod_api *api = calloc(1, sizeof(*api));
-
-	if (!api || !(api->lib = dlopen(DEBUGINFOD_SONAME, RTLD_LAZY | RTLD_LOCAL)))
-		goto fail;
-	*(void **)&api->begin = dlsym(api->lib, "debuginfod_begin");
-	*(void **)&api->find_debuginfo = dlsym(api->lib, "debuginfod_find_debuginfo");
-	*(void **)&api->end = dlsym(api->lib, "debuginfod_end");
-	if (!api->begin || !api->find_debuginfo || !api->end || !(d->client = api->begin()))
-		goto fail;
-	d->api = api;
-	return true;
-fail:
-	if (api && api->lib)
-		dlclose(api->lib);
-	free(api);
-	return false;
+	pthread_once(&api_once, api_load);
+	return api.begin && (d->client = api.begin()) != NULL;
 }
 
 int prs_debugsearch_init(struct prs_debugsearch *d, const struct prs_symbol_opts *o)
@@ -109,13 +112,8 @@ void prs_debugsearch_release(struct prs_debugsearch *d)
 		free(d->dirs[i]);
 	free(d->dirs);
 	free(d->root);
-	if (d->api) {
-		struct debuginfod_api *api = d->api;
-
-		api->end(d->client);
-		dlclose(api->lib);
-		free(api);
-	}
+	if (d->client)
+		api.end(d->client);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -156,12 +154,12 @@ static int from_debuginfod(struct prs_debugsearch *d, const uint8_t *id, size_t 
 
 	if (!d->debuginfod)
 		return -1;
-	if (!d->api && !debuginfod_open(d)) {
+	if (!d->client && !debuginfod_open(d)) {
 		d->debuginfod = false;
 		return -1;
 	}
 	d->st_queries++;
-	fd = ((struct debuginfod_api *)d->api)->find_debuginfo(d->client, id, (int)idlen, &got);
+	fd = api.find_debuginfo(d->client, id, (int)idlen, &got);
 	if (fd >= 0 && (!got || snprintf(path, size, "%s", got) >= (int)size)) {
 		close(fd);
 		fd = -1;

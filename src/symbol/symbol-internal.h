@@ -31,8 +31,7 @@ struct prs_debugsearch {
 	char **dirs;  /* the --debug-dir folders, then root + "/usr/lib/debug" */
 	size_t ndirs;
 	bool debuginfod;            /* ask debuginfod servers (off once a client cannot be made) */
-	void *api;                  /* libdebuginfod, loaded on the first query */
-	void *client;               /* its debuginfod_client */
+	void *client;               /* debuginfod_client, made on the first query */
 	uint32_t st_found;          /* debug files found (any way) */
 	uint32_t st_queries;        /* debuginfod queries */
 	uint32_t st_fetched;        /* of which answered with the right file */

@@ -7,12 +7,13 @@
 - Stripped copies (strip --strip-all) of cpu_split (C) and cpu_split_rs (Rust): no raw address
   frame, hot_a and hot_b each one frame named FILE!fn+0xOFF with OFF read from the unstripped
   binary, the same names in two runs (PIE: another load address each time), and their sampled
-  split within 5 points of the split the target measures itself.
+  split within 5 points (or 3 standard errors) of the split the target measures itself.
 - Debug files: --debug-dir on run and report, and a real Debian debuginfod server on loopback
   serving the debug file of a stripped binary (DEBUGINFOD_URLS).
 """
 
 import json
+import math
 import os
 import re
 import shutil
@@ -136,7 +137,8 @@ HOT = {"cpu_split": {"hot_a": r"^hot_a$", "hot_b": r"^hot_b$"},
 def test_stripped_functions_are_one_frame_each(run_prs, export_folded, targets, tmp_path, target):
     """In two runs of a stripped copy: no raw frame of the binary; hot_a and hot_b are one frame
     each, named after their start as read from the unstripped binary, identical in both runs; and
-    their split is the target's own within 5 points (so no sample of theirs went elsewhere)."""
+    their split is the target's own within 5 points or 3 standard errors (so no sample of theirs
+    went elsewhere)."""
     src = targets / target
     exe = stripped_copy(src, tmp_path)
     base = exe.name
@@ -157,8 +159,11 @@ def test_stripped_functions_are_one_frame_each(run_prs, export_folded, targets, 
         assert a + b >= 0.8 * n and n >= 100, \
             f"run {run}: {a}+{b} of {n} samples end in {want}; names {sorted(names)[:20]}"
         truth_a, _ = read_truth_split(res.out)
-        assert abs(a / (a + b) - truth_a) <= 0.05, \
-            f"run {run}: hot_a share {a / (a + b):.3f}, the target measured {truth_a:.3f}"
+        # 5 points, or 3 standard errors of a sampled share when a loaded machine gave fewer
+        # than ~700 samples (at 130 samples one standard error is 4 points)
+        tol = max(0.05, 3 * math.sqrt(truth_a * (1 - truth_a) / (a + b)))
+        assert abs(a / (a + b) - truth_a) <= tol, \
+            f"run {run}: hot_a share {a / (a + b):.3f} of {a + b}, the target measured {truth_a:.3f}"
         seen.append({x for x in names if x.startswith(base + "!fn+0x")})
     assert want["hot_a"] in seen[0] & seen[1] and want["hot_b"] in seen[0] & seen[1]
 
