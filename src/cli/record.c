@@ -132,7 +132,9 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 			fputs(run ? run_usage : attach_usage, stdout);
 			return EXIT_OK;
 		case '?':
-			if (optopt)
+			if (optopt && strncmp(argv[optind - 1], "--", 2) == 0) /* a long one, valueless */
+				cli_msg("option %s needs a value", argv[optind - 1]);
+			else if (optopt)
 				cli_msg("option -%c: %s", optopt,
 					strchr("rdo", optopt) ? "needs a value" : "unknown option");
 			else

@@ -48,7 +48,9 @@ static bool parse_view(const char *s, enum prs_view *v)
 
 static int bad_option(char **argv, const char *cmd)
 {
-	if (optopt)
+	if (optopt && strncmp(argv[optind - 1], "--", 2) == 0) /* a long one, valueless */
+		cli_msg("%s: option %s needs a value", cmd, argv[optind - 1]);
+	else if (optopt)
 		cli_msg("%s: option -%c is unknown or needs a value (see pyrsprof %s --help)", cmd, optopt, cmd);
 	else
 		cli_msg("%s: unknown option '%s' (see pyrsprof %s --help)", cmd, argv[optind - 1], cmd);

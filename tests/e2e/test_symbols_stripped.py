@@ -215,14 +215,17 @@ def test_debug_dir_on_run_and_report(run_prs, export_folded, targets, tmp_path):
     assert "hot_a" in svg and "hot_b" in svg, "report --debug-dir did not name hot_a, hot_b"
 
 
-@pytest.mark.parametrize("cmd", ["run", "report", "dump"])
+@pytest.mark.parametrize("cmd", ["run", "attach", "report", "dump"])
 def test_debug_dir_must_be_a_folder(run_prs, tmp_path, cmd):
+    """--debug-dir FILE, a missing folder, or no value: one line saying so, exit 2."""
     f = tmp_path / "afile"
     f.write_text("x")
-    args = {"run": ["run", "--debug-dir", f, "--", "true"],
-            "report": ["report", "--debug-dir", f, tmp_path / "none.pyrs"],
-            "dump": ["dump", "--debug-dir", f, "1"]}[cmd]
-    assert_bad_input(run_prs(args), 2, "--debug-dir", "not a directory")
+    tail = {"run": ["--", "true"], "attach": ["1"], "report": [tmp_path / "none.pyrs"],
+            "dump": ["1"]}[cmd]
+    assert_bad_input(run_prs([cmd, "--debug-dir", f, *tail]), 2, "--debug-dir", "not a directory")
+    assert_bad_input(run_prs([cmd, "--debug-dir", tmp_path / "nope", *tail]), 2, "--debug-dir",
+                     "no such file")
+    assert_bad_input(run_prs([cmd, "--debug-dir"]), 2, "--debug-dir", "needs a")
 
 
 def free_port():
