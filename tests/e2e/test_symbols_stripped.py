@@ -99,7 +99,7 @@ def test_debian_python3_samples_end_named(run_prs, export_folded, tmp_path):
     if not py.exists():
         pytest.skip("no /usr/bin/python3 (Debian's python3 package)")
     interp = py.resolve()
-    res = record_cmd(run_prs, tmp_path / "prof", [py, PY_VARIED, 4], rate=100)
+    res = record_cmd(run_prs, tmp_path / "prof", [py, PY_VARIED, 4], rate=200)
     recs = export_folded(tmp_path / "prof" / "profile.pyrs", view="cpu", lines=True)
     n = total(recs)
     assert n >= 100, f"only {n} on-CPU samples\n{res.describe()}"
