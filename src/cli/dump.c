@@ -120,8 +120,9 @@ static int parse_opts(int argc, char **argv, struct cli_symopts *sym)
 		if (c == 'G' && !cli_add_debug_dir(sym, optarg))
 			return EXIT_USAGE;
 		if (c == 'h') {
-			puts("usage: pyrsprof dump [--debug-dir DIR] PID\n"
-			     "  Prints every thread's stack once, with its state, and detaches.\n" CLI_DEBUG_DIR_HELP);
+			fputs("usage: pyrsprof dump [--debug-dir DIR] PID\n"
+			      "  Prints every thread's stack once, with its state, and detaches.\n" CLI_DEBUG_DIR_HELP,
+			      stdout);
 			return EXIT_OK;
 		}
 		if (c == '?') {

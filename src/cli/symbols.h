@@ -23,7 +23,8 @@ struct cli_symopts {
 /* The help text of --debug-dir, for the usage messages. */
 #define CLI_DEBUG_DIR_HELP \
 	"      --debug-dir DIR  also look for debug files in DIR (DIR/.build-id/xx/yyyy.debug, or by\n" \
-	"                       .gnu_debuglink name); repeatable. DEBUGINFOD_URLS set: ask debuginfod\n"
+	"                       .gnu_debuglink name); repeatable. With DEBUGINFOD_URLS set, its\n" \
+	"                       debuginfod servers are asked too\n"
 
 /* Adds a --debug-dir folder, which must be a directory. Prints the problem and returns false. */
 bool cli_add_debug_dir(struct cli_symopts *c, const char *dir);
