@@ -8,7 +8,7 @@ pkgs=(
   build-essential pkg-config
   libdw-dev libelf-dev elfutils      # CFI unwinding, DWARF lines and inlines; eu-stack as an oracle
   libdebuginfod-dev                  # debuginfod client's header (the library is dlopen'd when used)
-  debuginfod xz-utils                # tests: a debuginfod server on loopback; MiniDebugInfo
+  debuginfod xz-utils dwz            # tests: a debuginfod server on loopback; MiniDebugInfo; dwz files
   libunwind-dev                      # kept for the in-process agent (local unwinding)
   libzstd-dev                        # profile.pyrs stream
   libiberty-dev                      # Rust (legacy, v0) and C++ demangling

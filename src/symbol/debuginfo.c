@@ -9,8 +9,9 @@
  *   3. through debuginfod, when the symbolizer's options allow it: libdebuginfod asks the servers
  *      of DEBUGINFOD_URLS by build id and keeps what they send in its cache
  *      (~/.cache/debuginfod_client, or DEBUGINFOD_CACHE_PATH).
- * dwz's shared file (.gnu_debugaltlink, used by Debian's debug packages) is found by its path,
- * then by its own build id the same three ways.
+ * dwz's shared file (.gnu_debugaltlink, used by Debian's debug packages) is found by its name
+ * (an absolute /usr/lib/debug/... one also under each debug folder), then by its own build id the
+ * same ways.
  *
  * libdebuginfod is loaded with dlopen on the first query, as libdwfl does: it pulls in libcurl
  * and TLS, which every other run of pyrsprof would load for nothing.
@@ -253,24 +254,47 @@ out:
 	return len;
 }
 
-/* dwz's shared file, named by the debug file file_name's .gnu_debugaltlink. */
+/*
+ * Opens the altlink name link: a relative one next to the debug file file_name; an absolute one
+ * in the target's tree, and, when it is under /usr/lib/debug (Debian's /usr/lib/debug/.dwz/...),
+ * under each debug folder as well, which is where an unpacked debug package has it.
+ */
+static int altlink_by_name(const struct prs_debugsearch *d, const char *file_name, const char *link,
+			   const uint8_t *id, size_t idlen, char *path, size_t size)
+{
+	static const char usr_debug[] = "/usr/lib/debug/";
+	const char *slash = file_name ? strrchr(file_name, '/') : NULL;
+	int n, fd = -1;
+
+	if (link[0] != '/') {
+		if (!slash)
+			return -1;
+		n = snprintf(path, size, "%.*s/%s", (int)(slash - file_name), file_name, link);
+		return n > 0 && (size_t)n < size ? open_if_build_id(path, id, idlen) : -1;
+	}
+	if (strncmp(link, usr_debug, sizeof(usr_debug) - 1) == 0)
+		for (size_t i = 0; i < d->ndirs && fd < 0; i++) {
+			n = snprintf(path, size, "%s/%s", d->dirs[i], link + sizeof(usr_debug) - 1);
+			if (n > 0 && (size_t)n < size)
+				fd = open_if_build_id(path, id, idlen);
+		}
+	if (fd < 0) {
+		n = snprintf(path, size, "%s%s", d->root, link);
+		if (n > 0 && (size_t)n < size)
+			fd = open_if_build_id(path, id, idlen);
+	}
+	return fd;
+}
+
+/* dwz's shared file, named by the debug file file_name's .gnu_debugaltlink: by name, then by its
+ * own build id. */
 static int altlink(struct prs_debugsearch *d, const char *file_name, const char *link, char *path,
 		   size_t size)
 {
-	const char *slash = file_name ? strrchr(file_name, '/') : NULL;
 	uint8_t id[PRS_BUILD_ID_MAX_SYM] = { 0 };
 	size_t idlen = file_name ? altlink_id(file_name, id, sizeof(id)) : 0;
-	int n, fd = -1;
+	int fd = altlink_by_name(d, file_name, link, idlen ? id : NULL, idlen, path, size);
 
-	/* an absolute name is in the target's tree; a relative one next to the debug file */
-	if (link[0] == '/')
-		n = snprintf(path, size, "%s%s", d->root, link);
-	else if (slash)
-		n = snprintf(path, size, "%.*s/%s", (int)(slash - file_name), file_name, link);
-	else
-		n = -1;
-	if (n > 0 && (size_t)n < size)
-		fd = open_if_build_id(path, idlen ? id : NULL, idlen);
 	if (fd < 0)
 		fd = local_by_build_id(d, id, idlen, path, size);
 	return fd >= 0 || idlen < 2 ? fd : from_debuginfod(d, id, idlen, path, size);

@@ -267,7 +267,7 @@ Test(symbol_stripped, minidebuginfo)
 		 "mini.dbg mini_debuginfo; "
 		 "strip --strip-all -R .comment mini; xz -f mini_debuginfo; "
 		 "objcopy --add-section .gnu_debugdata=mini_debuginfo.xz mini; "
-		 "rm mini.dbg; test -z \"$(readelf -S mini | grep -w .symtab)\"",
+		 "rm mini.dbg; test -z \"$(readelf -S mini 2>/dev/null | grep -w .symtab)\"",
 		 t.dir, t.bin);
 	sh(cmd);
 	ra = addr_of(&t.r, "probe_ra");
@@ -452,5 +452,49 @@ Test(symbol_stripped, hostile_eh_frame, .timeout = 120)
 		free(copy);
 	}
 	free(img);
+	done(&t);
+}
+
+/*
+ * dwz, as Debian's debug packages use it: a.debug's shared DWARF moved into a multifile named by
+ * .gnu_debugaltlink "/usr/lib/debug/.dwz/common.debug". Unpacked into a debug folder (dpkg -x),
+ * that name is DIR/.dwz/common.debug, which is where it must be found.
+ */
+Test(symbol_stripped, dwz_multifile_in_a_debug_dir)
+{
+	struct prs_symbolizer *s = prs_symbolizer_new();
+	struct prs_symframe fr[8];
+	char path[600], dbg[600], cmd[3000], bin2[512], hex[64] = "";
+	const char *dirs[] = { dbg };
+	struct prs_symmap m;
+	struct scratch t;
+	uint64_t ra;
+
+	if (system("command -v dwz >/dev/null") != 0)
+		cr_skip_test("no dwz (Debian package dwz)");
+	setup(&t);
+	ra = addr_of(&t.r, "probe_ra");
+	m = *map_of(&t.r, ra);
+	for (size_t i = 0; i < m.build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", m.build_id[i]);
+	fixture("symtest_c2", bin2, sizeof(bin2));
+	snprintf(path, sizeof(path), "%s/app", t.dir);
+	snprintf(dbg, sizeof(dbg), "%s/debug", t.dir);
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd %s; mkdir -p debug/.dwz debug/.build-id/%.2s; cp '%s' app; cp '%s' other; "
+		 "objcopy --only-keep-debug app app.debug; objcopy --only-keep-debug other other.debug; "
+		 "dwz -m debug/.dwz/common.debug -M /usr/lib/debug/.dwz/common.debug app.debug other.debug; "
+		 "readelf -S app.debug 2>/dev/null | grep -q gnu_debugaltlink; "
+		 "mv app.debug debug/.build-id/%.2s/%s.debug; strip --strip-all app",
+		 t.dir, hex, t.bin, bin2, hex, hex + 2);
+	sh(cmd);
+	m.path = path;
+	cr_assert_eq(prs_symbolizer_set_opts(s, &(struct prs_symbol_opts){ .debug_dirs = dirs,
+									   .ndebug_dirs = 1 }), 0);
+	cr_assert_eq(prs_symbolize(s, &m, ra, false, fr, 8), 2);
+	cr_expect_str_eq(fr[0].name, "leaf");
+	cr_expect_str_eq(fr[1].name, "mix");
+	cr_expect_eq(fr[1].line, marker_line("symtest.c", "c_mix_call"));
+	prs_symbolizer_free(s);
 	done(&t);
 }
