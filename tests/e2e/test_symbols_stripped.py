@@ -146,7 +146,7 @@ def test_stripped_functions_are_one_frame_each(run_prs, export_folded, targets, 
     seen = []
     for run in (1, 2):
         def one():
-            return record_cmd(run_prs, tmp_path / f"run{run}", [exe, 3], rate=200)
+            return record_cmd(run_prs, tmp_path / f"run{run}", [exe, 4], rate=200)
         res = steady_run(one)
         recs = export_folded(tmp_path / f"run{run}" / "profile.pyrs", view="cpu", lines=False)
         names = {f.name for fr, _ in recs for f in fr}
@@ -155,8 +155,9 @@ def test_stripped_functions_are_one_frame_each(run_prs, export_folded, targets, 
         a = sum(c for fr, c in recs if fr[-1].name == want["hot_a"])
         b = sum(c for fr, c in recs if fr[-1].name == want["hot_b"])
         n = total(recs)
-        # 3 s at 200 Hz: 600 ticks on a free CPU, a few hundred when other work shares the machine
-        assert a + b >= 0.8 * n and n >= 100, \
+        # 4 s at 200 Hz: 800 ticks on a free CPU, 100-200 when other work fills the machine (the
+        # split's tolerance follows the count)
+        assert a + b >= 0.8 * n and n >= 50, \
             f"run {run}: {a}+{b} of {n} samples end in {want}; names {sorted(names)[:20]}"
         truth_a, _ = read_truth_split(res.out)
         # 5 points, or 3 standard errors of a sampled share when a loaded machine gave fewer
