@@ -24,6 +24,7 @@
 
 #include "pyrsprof/export.h"
 #include "pyrsprof/util.h"
+#include "report/report-internal.h"
 
 #include "util/banned.h"
 
@@ -393,23 +394,6 @@ out:
 
 /* ---- output ---- */
 
-/* Writes text for a Markdown table cell: Markdown's punctuation escaped, no line breaks. */
-static void md_text(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '\n' || ch == '\r' || ch == '\t')
-			fputc(' ', f);
-		else if (ch < 0x20 || ch == 0x7f)
-			fputc('?', f);
-		else if (strchr("\\`*_{}[]<>|~&", ch))
-			fprintf(f, "\\%c", ch);
-		else
-			fputc(ch, f);
-	}
-}
-
 static const char *basename_of(const char *path)
 {
 	const char *b = strrchr(path, '/');
@@ -422,11 +406,11 @@ static void md_row(FILE *f, const struct prs_diff_row *r)
 	fputs("| ", f);
 	if (r->significant)
 		fputs("**", f);
-	md_text(f, r->name);
+	prs_md_text(f, r->name);
 	if (r->significant)
 		fputs("**", f);
 	fputs(" | ", f);
-	md_text(f, basename_of(r->file));
+	prs_md_text(f, basename_of(r->file));
 	fprintf(f, " | %s | %.1f | %.1f | %+.1f ± %.1f | %.1f | %.1f | %+.1f ± %.1f | %s |\n",
 		prs_kind_name(r->kind), r->self_pct_before, r->self_pct_after, r->self_delta_pt,
 		r->self_sigma_pt, r->total_pct_before, r->total_pct_after, r->total_delta_pt,
@@ -444,7 +428,7 @@ static void md_profile_line(FILE *f, const char *which, const struct prs_profile
 
 		if (t) {
 			fputs(" of ", f);
-			md_text(f, t);
+			prs_md_text(f, t);
 		}
 	}
 	fputc('\n', f);
