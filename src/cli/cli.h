@@ -57,5 +57,6 @@ int cmd_report(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
 
 #endif

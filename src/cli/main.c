@@ -18,6 +18,7 @@ static const char usage[] =
 	"  flamegraph IN -o OUT.svg [options]             flame graph of a .pyrs profile or folded stacks\n"
 	"  export FILE --format folded|speedscope|pprof [-o OUT]   convert a profile\n"
 	"  diff BEFORE AFTER -o DIR                       what moved: differential flame graph + deltas\n"
+	"  sweep --dim N=V1,V2,... -- CMD ... {N} ...     how time grows along N: a run per value, fitted\n"
 	"\n"
 	"Run `pyrsprof <command> --help` for the options of a command.\n";
 
@@ -30,7 +31,7 @@ int main(int argc, char **argv)
 		{ "run", cmd_run },         { "attach", cmd_attach },
 		{ "dump", cmd_dump },       { "report", cmd_report },
 		{ "flamegraph", cmd_flamegraph }, { "export", cmd_export },
-		{ "diff", cmd_diff },
+		{ "diff", cmd_diff },       { "sweep", cmd_sweep },
 	};
 
 	if (argc < 2) {
@@ -48,6 +49,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (strcmp(argv[1], cmds[i].name) == 0)
 			return cmds[i].fn(argc - 1, argv + 1);
-	cli_msg("unknown command '%s' (commands: run, attach, dump, report, flamegraph, export, diff)", argv[1]);
+	cli_msg("unknown command '%s' (commands: run, attach, dump, report, flamegraph, export, diff, sweep)", argv[1]);
 	return EXIT_USAGE;
 }
