@@ -7,7 +7,7 @@
 // --click frame and read the details line; click it (mouse, at the frame's centre) and measure its
 // width against the plot width, screenshot; Esc; search REGEX through Ctrl-F and the prompt dialog,
 // read the "Matched" text and the highlighted frames, screenshot; Esc and check the reset.
-import { chromium } from "playwright-core";
+import { openPage } from "./chromium.mjs";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -29,18 +29,8 @@ const profileDir = mkdtempSync(join(tmpdir(), "pyrsprof-chromium-"));
 const result = { console_errors: [], page_errors: [], requests: [], screenshots: [] };
 let browser;
 try {
-	// A fresh profile folder (--user-data-dir, which playwright passes for a persistent context).
-	browser = await chromium.launchPersistentContext(profileDir, {
-		executablePath: "/usr/bin/chromium",
-		headless: true,
-		args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-			"--disable-background-networking", "--disable-component-update", "--disable-sync"],
-		viewport: { width: 1300, height: 900 },
-	});
-	const page = browser.pages()[0] ?? await browser.newPage();
-	page.on("console", (m) => { if (m.type() === "error") result.console_errors.push(m.text()); });
-	page.on("pageerror", (e) => result.page_errors.push(String(e)));
-	page.on("request", (r) => { if (!r.url().startsWith("file:")) result.requests.push(r.url()); });
+	let page;
+	({ browser, page } = await openPage(profileDir, { width: 1300, height: 900 }, result));
 	page.on("dialog", async (d) => {
 		result.dialog = d.message();
 		await d.accept(searchRe ?? "");

@@ -18,38 +18,25 @@ if (process.argv.length < 3) {
 const schema = JSON.parse(fs.readFileSync(schemaPath, 'utf8'));
 const ajv = new Ajv({ allErrors: true, strict: false });
 const validate = ajv.compile(schema);
-let bad = 0;
-for (const file of process.argv.slice(2)) {
-  let doc;
-  try {
-    doc = JSON.parse(fs.readFileSync(file, 'utf8'));
-  } catch (e) {
-    console.error(`${file}: not JSON: ${e.message}`);
-    bad++;
-    continue;
-  }
+const { validateFiles } = require('./validate-schema');
+
+// What the schema cannot say: frame indexes within shared.frames, as many weights as samples.
+function crossChecks(doc) {
   const errors = [];
-  if (!validate(doc))
-    for (const e of validate.errors.slice(0, 20))
-      errors.push(`schema: ${e.instancePath || '/'} ${e.message}`);
-  else {
-    const nframes = doc.shared.frames.length;
-    doc.profiles.forEach((p, i) => {
-      if (p.type !== 'sampled') return;
-      if (p.samples.length !== p.weights.length)
-        errors.push(`profiles[${i}]: ${p.samples.length} samples but ${p.weights.length} weights`);
-      p.samples.forEach((s, j) => {
-        for (const f of s)
-          if (!Number.isInteger(f) || f < 0 || f >= nframes) {
-            errors.push(`profiles[${i}].samples[${j}]: frame ${f} not in shared.frames`);
-            break;
-          }
-      });
+  const nframes = doc.shared.frames.length;
+  doc.profiles.forEach((p, i) => {
+    if (p.type !== 'sampled') return;
+    if (p.samples.length !== p.weights.length)
+      errors.push(`profiles[${i}]: ${p.samples.length} samples but ${p.weights.length} weights`);
+    p.samples.forEach((s, j) => {
+      for (const f of s)
+        if (!Number.isInteger(f) || f < 0 || f >= nframes) {
+          errors.push(`profiles[${i}].samples[${j}]: frame ${f} not in shared.frames`);
+          break;
+        }
     });
-  }
-  if (errors.length) {
-    bad++;
-    for (const e of errors) console.error(`${file}: ${e}`);
-  }
+  });
+  return errors;
 }
-process.exit(bad ? 1 : 0);
+
+process.exit(validateFiles(validate, process.argv.slice(2), crossChecks) ? 1 : 0);
