@@ -37,6 +37,7 @@
 #define PRS_SWEEP_VERDICT_MAX 128
 #define PRS_SWEEP_ORDER_TOL 0.1  /* an exponent this close to a common order is named by it */
 #define PRS_SWEEP_MIN_R2 0.9     /* a worse fit names no order (but O(1)) */
+#define PRS_SWEEP_SHORT_S 0.05   /* a run shorter than this measures start-up as much as work */
 
 /* A least-squares fit of log(y) = log(coef) + exponent * log(x). */
 struct prs_fit {
@@ -143,6 +144,13 @@ int prs_sweep_run_dir(const struct prs_sweep *s, size_t point, size_t run, char 
  * after the sweep): the command then waited for a CPU, and wall times hold that wait.
  */
 bool prs_sweep_busy(const struct prs_sweep *s);
+
+/*
+ * The shortest fitted wall time when it is below PRS_SWEEP_SHORT_S (process start-up, loading and
+ * timer noise then weigh on the slope: the playbook's "big enough that the dominating cost
+ * dominates"), else 0.
+ */
+double prs_sweep_too_short(const struct prs_sweep *s);
 
 /* Computes each point's spreads and verdict, and the two fits over the points with runs ok. */
 void prs_sweep_summarize(struct prs_sweep *s);

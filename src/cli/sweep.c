@@ -212,6 +212,10 @@ static size_t say_summary(const struct prs_sweep *s)
 		}
 	if (failed > MAX_FAILED_LINES)
 		cli_msg("... and %zu more failed runs (all in sweep.md)", failed - MAX_FAILED_LINES);
+	if (prs_sweep_too_short(s) > 0)
+		cli_msg("warning: the fastest run took %.3f s: start-up and timer noise weigh on runs under "
+			"%g s, use larger values to measure the work", prs_sweep_too_short(s),
+			PRS_SWEEP_SHORT_S);
 	if (prs_sweep_busy(s))
 		cli_msg("warning: the machine was busy (load average %.1f, then %.1f, on %u CPUs): wall "
 			"times include waiting for a CPU; CPU times do not", s->load_start, s->load_end,

@@ -75,10 +75,16 @@ static void __attribute__((noreturn)) recorder(int wfd, const char *logpath, cha
 	sigprocmask(SIG_SETMASK, old, NULL);
 	in = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	log = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (in < 0 || log < 0 || dup2(in, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
+	if (in < 0 || log < 0 || dup2(in, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0) {
+		/* still sweep's stderr unless the dup2 of the log went through */
+		cli_msg("cannot write '%s': %s", logpath, strerror(errno));
 		_exit(EXIT_FAIL);
-	close(in);
-	close(log);
+	}
+	/* (an fd that landed on 0-2 because sweep's own was closed is now in place: keep it) */
+	if (in > 2)
+		close(in);
+	if (log > 2)
+		close(log);
 	rc = cmd_run(run_argc, run_argv);
 	/* reap whatever is left, so that RUSAGE_CHILDREN holds the whole tree */
 	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)

@@ -296,6 +296,16 @@ bool prs_sweep_busy(const struct prs_sweep *s)
 	return s->cpus > 0 && fmax(s->load_start, s->load_end) > s->cpus;
 }
 
+double prs_sweep_too_short(const struct prs_sweep *s)
+{
+	double shortest = INFINITY;
+
+	for (size_t i = 0; i < s->npoints; i++)
+		if (s->points[i].ok)
+			shortest = fmin(shortest, s->points[i].wall.min);
+	return shortest < PRS_SWEEP_SHORT_S ? shortest : 0;
+}
+
 bool prs_sweep_next_change(const struct prs_sweep *s, size_t *from, size_t *to)
 {
 	size_t prev = SIZE_MAX;

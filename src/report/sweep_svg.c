@@ -273,6 +273,12 @@ static void svg_legend(FILE *f, const struct prs_sweep *s, double y)
 		"per value (fitted); hollow: the median; bars: up to the slowest; lines: least-squares "
 		"fits</text>\n", X0, y, s->repeat, s->repeat == 1 ? "" : "s");
 	y += LINE_H;
+	if (prs_sweep_too_short(s) > 0) {
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"warn\">short runs (the fastest %.3f s): "
+			"start-up weighs on the slope; use larger values</text>\n", X0, y,
+			prs_sweep_too_short(s));
+		y += LINE_H;
+	}
 	if (prs_sweep_busy(s)) {
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"warn\">the machine was "
 			"busy (load average %.1f, then %.1f, on %u CPUs): wall times include waiting for "
@@ -340,7 +346,8 @@ int prs_sweep_write_svg(FILE *f, const struct prs_sweep *s)
 		changes++, from = to;
 	if (changes > MAX_CHANGE_LINES)
 		changes = MAX_CHANGE_LINES;
-	h = y_legend + (3 + prs_sweep_busy(s) + (changes ? (double)changes : 1)) * LINE_H;
+	h = y_legend + (3 + prs_sweep_busy(s) + (prs_sweep_too_short(s) > 0) +
+			(changes ? (double)changes : 1)) * LINE_H;
 	if (s->npoints == 0)
 		return -EINVAL;
 	axis_set(&ax, s->points[0].value, s->points[s->npoints - 1].value, X0, X1);

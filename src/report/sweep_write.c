@@ -184,6 +184,10 @@ int prs_sweep_write_md(FILE *f, const struct prs_sweep *s)
 		"2 or 3 is named by that order when R² ≥ %g. Wall: the recording's duration (exec to "
 		"exit); CPU: user + sys of the process tree; CPU/wall and RSS: medians.\n\n", s->dim,
 		s->repeat, PRS_SWEEP_ORDER_TOL, PRS_SWEEP_MIN_R2);
+	if (prs_sweep_too_short(s) > 0)
+		fprintf(f, "**Short runs**: the fastest took %.3f s; start-up and timer noise weigh on "
+			"runs under %g s, so the slope may not be the work's: use larger values.\n\n",
+			prs_sweep_too_short(s), PRS_SWEEP_SHORT_S);
 	if (prs_sweep_busy(s))
 		fprintf(f, "**The machine was busy**: load average %.1f before and %.1f after on %u "
 			"CPUs, so the runs waited for a CPU and the wall times hold that wait; the CPU "

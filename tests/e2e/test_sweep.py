@@ -158,6 +158,7 @@ def test_markdown(scaled):
     rows = [l for l in md.splitlines() if re.match(r"^\| (11000|19000|33000) \| 3/3 \|", l)]
     assert len(rows) == 3, md
     assert f"wrote {out}/{{sweep.md,sweep.json,sweep.svg}}" in res.err
+    assert "Short runs" not in md and "the fastest run took" not in res.err
 
 
 @pytest.fixture(scope="module")
@@ -251,6 +252,7 @@ def test_failing_value(run_prs, targets, tmp_path):
     assert bad["runs"][0]["problem"] == "exit 3" and bad["runs"][0]["exit_status"] == 3
     assert doc["fits"]["wall"]["values"] == 2 and doc["fits"]["wall"]["r2"] is None
     assert "2 values, no R²" in doc["fits"]["wall"]["text"]
+    assert "warning: the fastest run took" in res.err, "runs of a few ms are flagged"
     assert "- n=4000000 run 1: exit 3" in (tmp_path / "sweep.md").read_text()
     assert (tmp_path / "sweep.svg").is_file()
 

@@ -267,6 +267,12 @@ Test(sweep, medians_spreads_and_fits)
 	cr_assert_float_eq(s.fit[PRS_SWEEP_WALL].exponent, 2, EPS);
 	cr_assert_float_eq(s.fit[PRS_SWEEP_WALL].coef, 0.0009, EPS);
 	cr_assert(s.any_verdict);
+	/* the fastest fitted run: 0.9 * 0.001 * 2² s */
+	cr_assert_float_eq(prs_sweep_too_short(&s), 0.0036, EPS);
+	s.points[0].runs[0].wall_s = s.points[0].runs[1].wall_s = s.points[0].runs[2].wall_s = 0.2;
+	s.points[1].runs[0].wall_s = s.points[1].runs[1].wall_s = s.points[1].runs[2].wall_s = 0.06;
+	prs_sweep_summarize(&s);
+	cr_assert_float_eq(prs_sweep_too_short(&s), 0, EPS, "0.0576 s, the next fastest, is long enough");
 	prs_sweep_release(&s);
 }
 
