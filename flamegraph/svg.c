@@ -9,8 +9,11 @@
  *   <g class="f" data-x="OFFSET" data-c="COUNT" data-d="DEPTH"><title>NAME&#10;details…</title>
  *     <rect x=… y=… width=… height=… fill=…/><text x=… y=…>clipped name</text></g>
  *
- * (offsets and counts in samples, so the script's zoom and search shares are exact). Every string
- * from a target goes through xml_escape(), the one escaping function.
+ * (offsets and counts in samples, so the script's zoom and search shares are exact), then the
+ * legend, the details line (<g id="foot">) and the title bar (<g id="head">). The geometry is that
+ * of opts->width, what viewers without script show; in a browser the script fits it to the window
+ * (fg.js), and cuts labels again to measured widths. Every string from a target goes through
+ * xml_escape(), the one escaping function.
  */
 #include "pyrsprof/flamegraph.h"
 
@@ -167,27 +170,36 @@ static void put_cp(struct wbuf *w, uint32_t cp)
 	}
 }
 
+/* The number of characters s[0..len) has once written as XML (controls dropped). */
+static size_t xml_chars(const char *str, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t total = 0;
+	uint32_t cp;
+
+	for (size_t i = 0; i < len;) {
+		i += utf8_next(s, len, i, &cp);
+		total += xml_char(cp) != 0;
+	}
+	return total;
+}
+
 /*
  * Writes s[0..len) as XML character data that is also safe inside a quoted attribute: invalid
  * UTF-8 becomes U+FFFD, control characters are dropped, & < > " ' become references. With
- * max_chars >= 0, a text of more than max_chars characters is cut to max_chars - 2 and ".." is
- * appended (nothing is written when max_chars < 3 and the text does not fit). Returns the number
- * of characters written.
+ * max_chars >= 0, a text of more than max_chars characters is cut to max_chars - 2 and an
+ * ellipsis appended (U+2026, counted as two characters: in Verdana and DejaVu Sans it is about as
+ * wide as two average ones); nothing is written when max_chars < 3 and the text does not fit.
+ * Returns the number of characters written.
  */
 static size_t xml_escape(struct wbuf *w, const char *str, size_t len, long max_chars)
 {
 	const unsigned char *s = (const unsigned char *)str;
-	size_t total = 0, limit, out = 0;
+	size_t total = max_chars >= 0 ? xml_chars(str, len) : 0, limit, out = 0;
 	uint32_t cp;
 
-	if (max_chars >= 0) {
-		for (size_t i = 0; i < len;) {
-			i += utf8_next(s, len, i, &cp);
-			total += xml_char(cp) != 0;
-		}
-		if (total > (size_t)max_chars && max_chars < 3)
-			return 0;
-	}
+	if (max_chars >= 0 && total > (size_t)max_chars && max_chars < 3)
+		return 0;
 	limit = max_chars >= 0 && total > (size_t)max_chars ? (size_t)max_chars - 2 : SIZE_MAX;
 	for (size_t i = 0; i < len && out < limit;) {
 		i += utf8_next(s, len, i, &cp);
@@ -198,8 +210,8 @@ static size_t xml_escape(struct wbuf *w, const char *str, size_t len, long max_c
 		}
 	}
 	if (limit != SIZE_MAX) {
-		wb_put(w, "..", 2);
-		out += 2;
+		wb_put(w, "\xe2\x80\xa6", 3); /* U+2026 */
+		out++;
 	}
 	return out;
 }
@@ -672,6 +684,54 @@ static uint32_t kinds_drawn(const struct prs_fg *fg)
 	return kinds;
 }
 
+/*
+ * A heading's <text>, cut to max_chars with the whole text in data-full when it is cut (the
+ * script fits it again to the window's width).
+ */
+static void write_heading(struct wbuf *w, const char *id, double x, double y, const char *text,
+			  long max_chars)
+{
+	size_t len = strlen(text);
+
+	wb_printf(w, "<text id=\"%s\" x=\"%.1f\" y=\"%.1f\"", id, x, y);
+	if (xml_chars(text, len) > (size_t)(max_chars > 0 ? max_chars : 0)) {
+		wb_puts(w, " data-full=\"");
+		xml_escape(w, text, len, -1);
+		wb_puts(w, "\"");
+	}
+	wb_puts(w, ">");
+	xml_escape(w, text, len, max_chars);
+	wb_puts(w, "</text>\n");
+}
+
+/*
+ * The title bar and the details line are written after the frames so that, when the script pins
+ * them to the window's edges over a tall graph, they are drawn above the frames; their "bar"
+ * rects are their backgrounds then (invisible otherwise, see fg.css).
+ */
+static void write_head(struct wbuf *w, const struct geom *g, const char *title, const char *subtitle)
+{
+	wb_printf(w, "<g id=\"head\"><rect class=\"bar\" x=\"0\" y=\"0\" width=\"100%%\" "
+		     "height=\"%.1f\"/>\n", g->ytop - 3);
+	write_heading(w, "title", g->width / 2, 26, title, (long)((g->width - 260) / (17 * 0.59)));
+	if (subtitle && subtitle[0])
+		write_heading(w, "subtitle", g->width / 2, 46, subtitle, (long)((g->width - 40) / CHAR_W));
+	wb_printf(w, "<text id=\"unzoom\" class=\"btn hide\" x=\"%.1f\" y=\"26\">Reset Zoom</text>\n", XPAD);
+	wb_printf(w, "<text id=\"search\" class=\"btn\" x=\"%.1f\" y=\"26\">Search</text>\n",
+		  g->width - XPAD - 30);
+	wb_printf(w, "<text id=\"ignorecase\" class=\"btn\" x=\"%.1f\" y=\"26\">ic</text>\n</g>\n",
+		  g->width - XPAD);
+}
+
+static void write_foot(struct wbuf *w, const struct geom *g, double ydetails)
+{
+	wb_printf(w, "<g id=\"foot\"><rect class=\"bar\" x=\"0\" y=\"%.1f\" width=\"100%%\" "
+		     "height=\"20\"/>\n", ydetails - 14);
+	wb_printf(w, "<text id=\"details\" x=\"%.1f\" y=\"%.1f\"> </text>\n", XPAD, ydetails);
+	wb_printf(w, "<text id=\"matched\" x=\"%.1f\" y=\"%.1f\"> </text>\n</g>\n", g->width - XPAD,
+		  ydetails);
+}
+
 int prs_fg_write_svg(struct prs_fg *fg, FILE *out, const struct prs_fg_opts *opts,
 		     struct prs_err *err)
 {
@@ -748,21 +808,6 @@ int prs_fg_write_svg(struct prs_fg *fg, FILE *out, const struct prs_fg_opts *opt
 		   "stop-color=\"#eeeed8\"/></linearGradient></defs>\n");
 	wb_puts(w, "<rect id=\"background\" x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" "
 		   "fill=\"url(#bg)\"/>\n");
-	wb_printf(w, "<text id=\"title\" x=\"%.1f\" y=\"26\">", g.width / 2);
-	xml_escape(w, title, strlen(title), (long)((g.width - 260) / (17 * 0.59)));
-	wb_puts(w, "</text>\n");
-	if (o.subtitle && o.subtitle[0]) {
-		wb_printf(w, "<text id=\"subtitle\" x=\"%.1f\" y=\"46\">", g.width / 2);
-		xml_escape(w, o.subtitle, strlen(o.subtitle), (long)((g.width - 40) / CHAR_W));
-		wb_puts(w, "</text>\n");
-	}
-	wb_printf(w, "<text id=\"unzoom\" class=\"btn hide\" x=\"%.1f\" y=\"26\">Reset Zoom</text>\n", XPAD);
-	wb_printf(w, "<text id=\"search\" class=\"btn\" x=\"%.1f\" y=\"26\">Search</text>\n",
-		  g.width - XPAD - 30);
-	wb_printf(w, "<text id=\"ignorecase\" class=\"btn\" x=\"%.1f\" y=\"26\">ic</text>\n",
-		  g.width - XPAD);
-	wb_printf(w, "<text id=\"details\" x=\"%.1f\" y=\"%.1f\"> </text>\n", XPAD, ydetails);
-	wb_printf(w, "<text id=\"matched\" x=\"%.1f\" y=\"%.1f\"> </text>\n", g.width - XPAD, ydetails);
 	wb_printf(w, "<g id=\"frames\" data-total=\"%llu\" data-before=\"%llu\" data-plotw=\"%.2f\" "
 		     "data-xpad=\"%.1f\" data-frameh=\"%.1f\" data-ytop=\"%.1f\" data-maxdepth=\"%u\" "
 		     "data-icicle=\"%d\" data-diff=\"%d\" data-unit=\"",
@@ -777,6 +822,8 @@ int prs_fg_write_svg(struct prs_fg *fg, FILE *out, const struct prs_fg_opts *opt
 			  g.ytop + 24);
 	wb_puts(w, "</g>\n");
 	write_legend(w, &o, kinds, g.width, ylegend, true);
+	write_foot(w, &g, ydetails);
+	write_head(w, &g, title, o.subtitle);
 	wb_puts(w, "<script type=\"text/ecmascript\"><![CDATA[\n");
 	wb_put(w, prs_fg_asset_js, prs_fg_asset_js_len);
 	wb_puts(w, "]]></script>\n</svg>\n");

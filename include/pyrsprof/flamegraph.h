@@ -89,7 +89,9 @@ struct prs_fg_opts {
 	const char *title;    /* NULL: "Flame Graph" ("Icicle Graph", "Differential Flame Graph") */
 	const char *subtitle; /* NULL: none */
 	const char *unit;     /* name of the count, NULL: "samples" */
-	double width;         /* picture width in px; 0: 1200; clamped to [200, 100000] */
+	double width;         /* nominal width in px, which viewers without script show (in a
+			       * browser the embedded script fits the window); 0: 1200;
+			       * clamped to [200, 100000] */
 	double min_width;     /* px: narrower frames are merged; 0: 0.1 (default); < 0: draw every frame */
 	bool icicle;          /* root at the top, growing down */
 	bool diff;            /* color by the change between the before and after counts */

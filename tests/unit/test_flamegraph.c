@@ -270,8 +270,42 @@ Test(flamegraph, names_clipped_to_fit)
 	cr_assert(strstr(svg, "\">wide_function_with_a_rather_long_name</text>"));
 	t = strstr(svg, "\">narrow_functi"); /* the label, not the <title> */
 	cr_assert(t);
-	/* (118 px - 6 px padding) / (12 px * 0.59 per character): 15 characters, so 13 + ".." */
-	cr_assert(strncmp(t, "\">narrow_functi..</text>", 24) == 0, "%.40s", t);
+	/* (118 px - 6 px padding) / (12 px * 0.59 per character): 15 characters, so 13 and an
+	 * ellipsis, counted as two (about as wide as two average characters) */
+	cr_assert(strncmp(t, "\">narrow_functi\xe2\x80\xa6</text>", 25) == 0, "%.40s", t);
+	free(svg);
+	prs_fg_free(fg);
+}
+
+Test(flamegraph, long_title_cut_and_kept_whole_for_the_script)
+{
+	struct prs_fg *fg = prs_fg_new();
+	struct prs_fg_opts o;
+	char title[200], *svg, *t;
+	const char *head, *cut;
+
+	/* a 400 px graph: (400 - 260) / (17 px * 0.59) = 13 characters of title, so 11 and "…" */
+	memcpy(title, "<T>&", 4);
+	memset(title + 4, 'x', 60);
+	title[64] = 0;
+	add_names(fg, "a", 1, PRS_KIND_NATIVE);
+	prs_fg_opts_init(&o);
+	o.width = 400;
+	o.title = title;
+	o.subtitle = "short";
+	svg = render(fg, &o);
+	t = strstr(svg, "<text id=\"title\"");
+	cr_assert(t);
+	/* the whole title, escaped, in data-full; the text cut with an ellipsis */
+	head = "<text id=\"title\" x=\"200.0\" y=\"26.0\" data-full=\"&lt;T&gt;&amp;";
+	cut = "\">&lt;T&gt;&amp;xxxxxxx\xe2\x80\xa6</text>";
+	cr_assert(strncmp(t, head, strlen(head)) == 0, "%.80s", t);
+	cr_assert_eq(strspn(t + strlen(head), "x"), 60, "%.200s", t);
+	cr_assert(strncmp(t + strlen(head) + 60, cut, strlen(cut)) == 0, "%.200s", t);
+	/* a heading that fits has no data-full */
+	t = strstr(svg, "<text id=\"subtitle\"");
+	head = "<text id=\"subtitle\" x=\"200.0\" y=\"46.0\">short</text>";
+	cr_assert(t && strncmp(t, head, strlen(head)) == 0, "%.80s", t);
 	free(svg);
 	prs_fg_free(fg);
 }
