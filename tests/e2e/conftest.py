@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from chromium import Chromium
+
 REPO = Path(__file__).resolve().parents[2]
 TARGET_SRC = REPO / "tests" / "targets"
 TARGET_BIN = REPO / "build" / "targets"
@@ -281,6 +283,14 @@ def targets() -> Path:
     if missing:
         pytest.exit(f"targets not built ({', '.join(missing)}): run `make targets`", returncode=2)
     return TARGET_BIN
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for the test module (chromium.py); skips when it cannot run here."""
+    b = Chromium.start()
+    yield b
+    b.close()
 
 
 @pytest.fixture
