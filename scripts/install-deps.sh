@@ -20,6 +20,7 @@ pkgs=(
   python3 python3-pytest             # end-to-end tests (Debian's python3)
   golang-go                          # go tool pprof reads our pprof in tests
   chromium                           # browser checks of the SVGs
+  librsvg2-bin                       # rsvg-convert: the SVGs drawn by a viewer without script
   nodejs                             # playwright-core (npm) drives chromium
   gdb
 )
