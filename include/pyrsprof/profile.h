@@ -86,6 +86,22 @@ struct prs_meta {
 	uint32_t key, value; /* string ids, e.g. "command" -> "./target --n 3", "rate_hz" -> "200" */
 };
 
+/*
+ * An accounting record (.pyrs types PRS_ACCT_REC_FIRST..PRS_ACCT_REC_LAST): the facts the
+ * classifier reads besides the samples (machine, host, cgroup, process, thread and counter
+ * readings). The profile stores the payload as is and writes it back unchanged; its encoding
+ * belongs to src/classify (include/pyrsprof/acct.h, docs/pyrs-format.md).
+ */
+struct prs_acct_record {
+	uint8_t type;
+	uint32_t len;
+	uint8_t *data; /* owned by the profile */
+};
+
+#define PRS_ACCT_REC_FIRST 11
+#define PRS_ACCT_REC_LAST 19
+#define PRS_ACCT_REC_MAX 4096u /* payload bytes of one accounting record */
+
 struct prs_profile {
 	/* strings[i] is NUL-terminated, of length string_lens[i]; may contain any bytes but NUL. */
 	char **strings;
@@ -107,6 +123,8 @@ struct prs_profile {
 	struct prs_expansion *expansions;
 	uint32_t *expand_ids;
 	uint32_t nexpand_ids;
+	struct prs_acct_record *acct; /* accounting records, in the order added (or read) */
+	uint32_t nacct;
 	bool complete; /* the reader found the END record */
 	/* private: interning tables */
 	struct prs_profile_index *index;
@@ -136,6 +154,12 @@ int prs_profile_thread(struct prs_profile *p, int32_t tid, uint32_t name);
 int prs_profile_meta(struct prs_profile *p, const char *key, const char *value);
 /* Returns the value of the first meta entry with this key, or NULL. Borrowed. */
 const char *prs_profile_meta_get(const struct prs_profile *p, const char *key);
+/*
+ * Appends an accounting record of `type` (PRS_ACCT_REC_FIRST..LAST) with len bytes of payload
+ * (at most PRS_ACCT_REC_MAX; copied). Returns 0, -EINVAL (type or length out of range) or -ENOMEM.
+ * Not for the sampling hot path: it allocates.
+ */
+int prs_profile_acct(struct prs_profile *p, uint8_t type, const void *data, size_t len);
 /*
  * Sets the inline expansion of frame `frame` (normally a raw frame) to `n` named frame ids,
  * outermost first (n <= PRS_MAX_STACK_FRAMES; n == 0 removes it). The ids are copied. Returns 0,

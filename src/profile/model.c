@@ -67,6 +67,9 @@ void prs_profile_free(struct prs_profile *p)
 	free(p->meta);
 	free(p->expansions);
 	free(p->expand_ids);
+	for (i = 0; i < p->nacct; i++)
+		free(p->acct[i].data);
+	free(p->acct);
 	if (p->index) {
 		prs_strmap_release(&p->index->strings);
 		prs_idset_release(&p->index->mappings);
@@ -383,6 +386,24 @@ const char *prs_profile_meta_get(const struct prs_profile *p, const char *key)
 		if (strcmp(p->strings[p->meta[i].key], key) == 0)
 			return p->strings[p->meta[i].value];
 	return NULL;
+}
+
+int prs_profile_acct(struct prs_profile *p, uint8_t type, const void *data, size_t len)
+{
+	uint8_t *copy;
+
+	if (type < PRS_ACCT_REC_FIRST || type > PRS_ACCT_REC_LAST || len > PRS_ACCT_REC_MAX ||
+	    p->nacct == UINT32_MAX - 1)
+		return -EINVAL;
+	if (GROW(p->acct, p->index->cap_acct, (size_t)p->nacct + 1))
+		return -ENOMEM;
+	copy = malloc(len ? len : 1);
+	if (!copy)
+		return -ENOMEM;
+	if (len)
+		memcpy(copy, data, len);
+	p->acct[p->nacct++] = (struct prs_acct_record){ type, (uint32_t)len, copy };
+	return 0;
 }
 
 /* ---- expansions ---- */

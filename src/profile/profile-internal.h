@@ -15,7 +15,7 @@ struct prs_profile_index {
 	struct prs_map64 stacks;   /* (parent << 32 | frame) -> stack id */
 	struct prs_map64 raw_pcs;  /* hot-path cache: addr ^ activation << 63 -> a raw frame id (verified) */
 	size_t cap_strings, cap_mappings, cap_frames, cap_stacks, cap_samples, cap_threads,
-		cap_meta, cap_expand_ids, cap_expansions;
+		cap_meta, cap_expand_ids, cap_expansions, cap_acct;
 	/* frame ids in the order prs_profile_expand was called: what the writer emits as EXPAND */
 	uint32_t *expand_log;
 	size_t nexpand_log, cap_expand_log;

@@ -230,24 +230,36 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 		return 0;
 	}
 	case PRS_REC_END: {
-		uint64_t v[8];
+		uint64_t v[9];
 		int i;
 
 		for (i = 0; i < 8; i++)
 			v[i] = get(&c);
+		/* appended field: the count of accounting records (absent in older files) */
+		v[8] = c.off < c.len ? get(&c) : p->nacct;
 		if (c.bad)
 			return corrupt(rd, "bad end record");
 		if (v[0] != p->nstrings || v[1] != p->nmappings || v[2] != p->nframes ||
 		    v[3] != p->nstacks || v[4] != p->nsamples || v[5] != p->nthreads ||
-		    v[6] != p->nmeta || v[7] != rd->nexpand)
-			return corrupt(rd, "the end record counts %" PRIu64 " samples, the file holds %" PRIu64,
-				       v[4], (uint64_t)p->nsamples);
+		    v[6] != p->nmeta || v[7] != rd->nexpand || v[8] != p->nacct)
+			return corrupt(rd, "the end record counts %" PRIu64 " samples and %" PRIu64
+				       " accounting records, the file holds %" PRIu64 " and %" PRIu64,
+				       v[4], v[8], (uint64_t)p->nsamples, (uint64_t)p->nacct);
 		rd->ended = true;
 		return 0;
 	}
 	case 0:
 		return corrupt(rd, "record type 0");
 	default:
+		if (type >= PRS_ACCT_REC_FIRST && type <= PRS_ACCT_REC_LAST) {
+			/* kept as is: src/classify decodes (and validates) the payload */
+			if (len > PRS_ACCT_REC_MAX)
+				return corrupt(rd, "accounting record of %zu bytes (at most %u)", len,
+					       PRS_ACCT_REC_MAX);
+			if (prs_profile_acct(p, type, data, len))
+				goto nomem;
+			return 0;
+		}
 		/* a record type from a newer writer: skipped (forward compatibility) */
 		return 0;
 	}

@@ -31,7 +31,7 @@ struct prs_recorder {
 	size_t zout_cap;
 	int failed; /* sticky negative errno after a write error */
 	/* what has been written so far: index of the first entry not yet written */
-	uint32_t w_strings, w_mappings, w_frames, w_stacks, w_threads, w_meta;
+	uint32_t w_strings, w_mappings, w_frames, w_stacks, w_threads, w_meta, w_acct;
 	size_t w_samples, w_expand;
 	uint64_t last_time_ns;
 };
@@ -162,6 +162,13 @@ static int encode_new(struct prs_recorder *r, struct prs_err *err)
 			goto out;
 		r->last_time_ns = s->time_ns;
 	}
+	for (; r->w_acct < p->nacct; r->w_acct++) {
+		const struct prs_acct_record *a = &p->acct[r->w_acct];
+
+		if ((rc = prs_buf_append(&r->payload, a->data, a->len)) ||
+		    (rc = end_record(r, a->type)) || (rc = chunk(r, err)))
+			goto out;
+	}
 	for (; r->w_expand < p->index->nexpand_log; r->w_expand++) {
 		uint32_t f = p->index->expand_log[r->w_expand], k;
 		const struct prs_expansion *e = &p->expansions[f];
@@ -267,10 +274,12 @@ int prs_recorder_close(struct prs_recorder *r, struct prs_profile **profile, str
 			    (rc = put(r, p->nframes)) || (rc = put(r, p->nstacks)) ||
 			    (rc = put(r, p->nsamples)) || (rc = put(r, p->nthreads)) ||
 			    (rc = put(r, p->nmeta)) || (rc = put(r, p->index->nexpand_log)) ||
-			    (rc = end_record(r, PRS_REC_END)))
+			    (rc = put(r, p->nacct)) || (rc = end_record(r, PRS_REC_END)))
 				prs_err_set(err, rc, "%s: out of memory", r->path);
 			else
 				rc = compress_out(r, ZSTD_e_end, err);
+			/* the profile handed back is as complete as a reader of the file will find it */
+			p->complete = rc == 0;
 		}
 		if (close(r->fd) < 0 && !rc) {
 			rc = -errno;
