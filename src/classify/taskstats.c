@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The final accounting of the target's threads as they exit, from the kernel's taskstats
+ * (generic netlink family "TASKSTATS", kernel Documentation/accounting/taskstats.rst): a
+ * listener registered for every CPU gets one message per exiting task, and one for the whole
+ * thread group when a multi-threaded process ends (the sum of its threads). These carry what
+ * /proc loses at exit: on-CPU time (cpu_run_real_total), run-queue wait (cpu_delay_total, kept
+ * from sched_info even when delay accounting is off: measured on the dev VM with
+ * kernel.task_delayacct=0), context switches, faults and IO bytes. So a `pyrsprof run` of a
+ * program that exits keeps its per-thread kernel accounting.
+ *
+ * Registering needs CAP_NET_ADMIN (root). The messages queue in the socket until drained; exits
+ * of every process on the machine arrive, so the buffer is enlarged and drained about once a
+ * second; a full buffer (ENOBUFS) loses messages, and the count of losses is kept.
+ */
+#include "pyrsprof/taskstats.h"
+
+#include <errno.h>
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
+#include <linux/taskstats.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pyrsprof/util.h"
+#include "classify/classify-internal.h"
+
+#include "util/banned.h"
+
+#define RCVBUF_BYTES (8 << 20)
+#define MAX_KEPT 100000 /* exit records kept per recording */
+
+struct prs_taskstats {
+	int fd;
+	uint16_t family;
+	pid_t tgid;
+	struct prs_acct *kept;
+	size_t nkept, cap;
+	uint64_t lost;
+	bool delayacct;
+};
+
+struct nlreq {
+	struct nlmsghdr n;
+	struct genlmsghdr g;
+	char buf[256];
+};
+
+static int send_cmd(int fd, uint16_t type, uint8_t cmd, uint16_t atype, const void *data, size_t len)
+{
+	struct nlreq m;
+	struct nlattr *na;
+	struct sockaddr_nl addr = { .nl_family = AF_NETLINK };
+
+	if (len > sizeof(m.buf) - NLA_HDRLEN)
+		return -EINVAL;
+	memset(&m, 0, sizeof(m));
+	m.n.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
+	m.n.nlmsg_type = type;
+	m.n.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	m.g.cmd = cmd;
+	m.g.version = 1;
+	na = (struct nlattr *)((char *)&m + m.n.nlmsg_len);
+	na->nla_type = atype;
+	na->nla_len = (uint16_t)(len + NLA_HDRLEN);
+	memcpy((char *)na + NLA_HDRLEN, data, len);
+	m.n.nlmsg_len += NLA_ALIGN(na->nla_len);
+	if (sendto(fd, &m, m.n.nlmsg_len, 0, (struct sockaddr *)&addr, sizeof(addr)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Walks the attributes in [p, p + len): calls fn for each well-formed one. */
+typedef void (*attr_fn)(void *ctx, uint16_t type, const void *data, size_t len);
+
+static void each_attr(const void *p, size_t len, attr_fn fn, void *ctx)
+{
+	const char *c = p;
+
+	while (len >= NLA_HDRLEN) {
+		const struct nlattr *na = (const struct nlattr *)c;
+		size_t alen = na->nla_len, step = NLA_ALIGN(alen);
+
+		if (alen < NLA_HDRLEN || alen > len)
+			return;
+		fn(ctx, na->nla_type & NLA_TYPE_MASK, c + NLA_HDRLEN, alen - NLA_HDRLEN);
+		if (step >= len)
+			return;
+		c += step;
+		len -= step;
+	}
+}
+
+static void family_attr(void *ctx, uint16_t type, const void *data, size_t len)
+{
+	if (type == CTRL_ATTR_FAMILY_ID && len >= 2)
+		memcpy(ctx, data, 2);
+}
+
+/*
+ * Waits for the answer to a request sent with NLM_F_ACK (the socket has a receive timeout):
+ * the family id when family is not NULL, and the acknowledgement. Returns 0 or the -errno the
+ * kernel answered (-EPERM: not allowed).
+ */
+static int await_reply(int fd, uint16_t *family)
+{
+	char buf[8192];
+
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+		if (n < 0)
+			return errno == EINTR ? 0 : -errno;
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
+		     h = NLMSG_NEXT(h, n)) {
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+
+				if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
+					return -EPROTO;
+				if (e->error)
+					return e->error;
+				return family && !*family ? -ENOENT : 0;
+			}
+			if (family && h->nlmsg_len >= NLMSG_LENGTH(GENL_HDRLEN))
+				each_attr((char *)NLMSG_DATA(h) + GENL_HDRLEN,
+					  h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN), family_attr, family);
+		}
+	}
+}
+
+int prs_taskstats_open(struct prs_taskstats **out, struct prs_err *err)
+{
+	struct sockaddr_nl addr = { .nl_family = AF_NETLINK };
+	struct timeval tv = { 1, 0 };
+	struct prs_taskstats *ts;
+	char mask[32], buf[16];
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	int size = RCVBUF_BYTES, rc;
+
+	*out = NULL;
+	ts = calloc(1, sizeof(*ts));
+	if (!ts)
+		return prs_err_set(err, -ENOMEM, "taskstats: out of memory");
+	ts->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
+	if (ts->fd < 0 || bind(ts->fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+		rc = -errno;
+		prs_err_set(err, rc, "taskstats: netlink socket: %s", strerror(-rc));
+		goto fail;
+	}
+	setsockopt(ts->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (setsockopt(ts->fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) != 0)
+		setsockopt(ts->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+	rc = send_cmd(ts->fd, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, CTRL_ATTR_FAMILY_NAME,
+		      TASKSTATS_GENL_NAME, sizeof(TASKSTATS_GENL_NAME));
+	if (!rc)
+		rc = await_reply(ts->fd, &ts->family);
+	if (rc) {
+		prs_err_set(err, rc, "taskstats: no TASKSTATS netlink family: %s", strerror(-rc));
+		goto fail;
+	}
+	snprintf(mask, sizeof(mask), "0-%ld", ncpu > 0 ? ncpu - 1 : 0);
+	rc = send_cmd(ts->fd, ts->family, TASKSTATS_CMD_GET, TASKSTATS_CMD_ATTR_REGISTER_CPUMASK, mask,
+		      strlen(mask) + 1);
+	if (!rc)
+		rc = await_reply(ts->fd, NULL);
+	if (rc) {
+		prs_err_set(err, rc, "taskstats: registering for task exits: %s%s", strerror(-rc),
+			    rc == -EPERM || rc == -EACCES ? " (needs CAP_NET_ADMIN: run as root)" : "");
+		goto fail;
+	}
+	ts->delayacct = prs_read_small_file("/proc/sys/kernel/task_delayacct", buf, sizeof(buf)) > 0 &&
+			buf[0] == '1';
+	*out = ts;
+	return 0;
+fail:
+	prs_taskstats_close(ts);
+	return rc;
+}
+
+void prs_taskstats_target(struct prs_taskstats *ts, pid_t tgid)
+{
+	ts->tgid = tgid;
+}
+
+/* One message's parse state: the id (PID or TGID attribute) and its stats. */
+struct msg {
+	struct prs_taskstats *ts;
+	int kind; /* TASKSTATS_TYPE_AGGR_PID or _AGGR_TGID */
+	uint32_t id;
+	const struct taskstats *st;
+	size_t stlen;
+};
+
+/* The stats fields read here all exist since version 8 of struct taskstats; a shorter one
+ * (a kernel older than this header) is refused rather than read past its end. */
+#define NEED_LEN (offsetof(struct taskstats, ac_tgid) + sizeof(uint32_t))
+
+static void keep(struct msg *m)
+{
+	const struct taskstats *st = m->st;
+	struct prs_taskstats *ts = m->ts;
+	struct prs_acct *a;
+	bool group = m->kind == TASKSTATS_TYPE_AGGR_TGID;
+
+	if (!st || m->stlen < NEED_LEN)
+		return;
+	if (group ? m->id != (uint32_t)ts->tgid : st->ac_tgid != (uint32_t)ts->tgid)
+		return;
+	if (ts->nkept >= MAX_KEPT ||
+	    prs_array_grow((void **)&ts->kept, &ts->cap, ts->nkept + 1, sizeof(*ts->kept))) {
+		ts->lost++;
+		return;
+	}
+	a = &ts->kept[ts->nkept++];
+	prs_acct_init(a, group ? PRS_ACCT_PROCESS : PRS_ACCT_THREAD, PRS_PHASE_EXIT, m->id);
+	prs_acct_set(a, PRS_TASK_MONO_NS, prs_now_ns());
+	prs_acct_set(a, PRS_TASK_SOURCE, PRS_SRC_TASKSTATS);
+	prs_acct_set(a, PRS_TASK_CPU_NS, st->cpu_run_real_total);
+	prs_acct_set(a, PRS_TASK_RUNQ_NS, st->cpu_delay_total);
+	prs_acct_set(a, PRS_TASK_SLICES, st->cpu_count);
+	prs_acct_set(a, PRS_TASK_UTIME_NS, st->ac_utime * 1000);
+	prs_acct_set(a, PRS_TASK_STIME_NS, st->ac_stime * 1000);
+	prs_acct_set(a, PRS_TASK_NVCSW, st->nvcsw);
+	prs_acct_set(a, PRS_TASK_NIVCSW, st->nivcsw);
+	prs_acct_set(a, PRS_TASK_MINFLT, st->ac_minflt);
+	prs_acct_set(a, PRS_TASK_MAJFLT, st->ac_majflt);
+	prs_acct_set(a, PRS_TASK_RCHAR, st->read_char);
+	prs_acct_set(a, PRS_TASK_WCHAR, st->write_char);
+	prs_acct_set(a, PRS_TASK_SYSCR, st->read_syscalls);
+	prs_acct_set(a, PRS_TASK_SYSCW, st->write_syscalls);
+	prs_acct_set(a, PRS_TASK_READ_BYTES, st->read_bytes);
+	prs_acct_set(a, PRS_TASK_WRITE_BYTES, st->write_bytes);
+	if (group)
+		prs_acct_set(a, PRS_TASK_RSS_PEAK_KB, st->hiwater_rss);
+	if (ts->delayacct)
+		prs_acct_set(a, PRS_TASK_BLKIO_DELAY_NS, st->blkio_delay_total);
+}
+
+static void inner_attr(void *ctx, uint16_t type, const void *data, size_t len)
+{
+	struct msg *m = ctx;
+
+	if ((type == TASKSTATS_TYPE_PID || type == TASKSTATS_TYPE_TGID) && len >= 4)
+		memcpy(&m->id, data, 4);
+	else if (type == TASKSTATS_TYPE_STATS) {
+		m->st = data;
+		m->stlen = len;
+	}
+}
+
+static void outer_attr(void *ctx, uint16_t type, const void *data, size_t len)
+{
+	struct msg m = { ctx, type, 0, NULL, 0 };
+
+	if (type != TASKSTATS_TYPE_AGGR_PID && type != TASKSTATS_TYPE_AGGR_TGID)
+		return;
+	each_attr(data, len, inner_attr, &m);
+	keep(&m);
+}
+
+int prs_taskstats_drain(struct prs_taskstats *ts)
+{
+	/* aligned for struct taskstats (u64 fields) inside the message */
+	static __attribute__((aligned(8))) char buf[64 * 1024];
+	int n_msgs = 0;
+
+	if (!ts)
+		return 0;
+	for (;;) {
+		ssize_t n = recv(ts->fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ENOBUFS) {
+				ts->lost++; /* the kernel dropped exit messages: the buffer overflowed */
+				continue;
+			}
+			break;
+		}
+		if (n == 0)
+			break;
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
+		     h = NLMSG_NEXT(h, n)) {
+			if (h->nlmsg_type != ts->family || h->nlmsg_len < NLMSG_LENGTH(GENL_HDRLEN))
+				continue;
+			each_attr((char *)NLMSG_DATA(h) + GENL_HDRLEN, h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN),
+				  outer_attr, ts);
+			n_msgs++;
+		}
+	}
+	return n_msgs;
+}
+
+const struct prs_acct *prs_taskstats_records(const struct prs_taskstats *ts, size_t *n)
+{
+	*n = ts ? ts->nkept : 0;
+	return ts ? ts->kept : NULL;
+}
+
+uint64_t prs_taskstats_lost(const struct prs_taskstats *ts)
+{
+	return ts ? ts->lost : 0;
+}
+
+void prs_taskstats_close(struct prs_taskstats *ts)
+{
+	char mask[32];
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+
+	if (!ts)
+		return;
+	if (ts->fd >= 0 && ts->family) {
+		snprintf(mask, sizeof(mask), "0-%ld", ncpu > 0 ? ncpu - 1 : 0);
+		send_cmd(ts->fd, ts->family, TASKSTATS_CMD_GET, TASKSTATS_CMD_ATTR_DEREGISTER_CPUMASK,
+			 mask, strlen(mask) + 1);
+	}
+	if (ts->fd >= 0)
+		close(ts->fd);
+	free(ts->kept);
+	free(ts);
+}
