@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The per-thread accounting from a profile's samples: each sample stands for the wall time of
+ * one tick (the recording's duration over the ticks seen), counted under the reason of
+ * prs_sample_reason; a thread is a Python thread when a sample of it has Python frames; GIL hold
+ * and wait come from the sample flags. And the software evidence of the CPU split: the share of
+ * on-CPU samples whose innermost frame is a copy or fill kernel (memcpy, memset, clear_page,
+ * copy_user, ...: design note §5.1).
+ */
+#include "classify/facts-internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pyrsprof/util.h"
+
+#include "util/banned.h"
+
+/* Leaves that copy or fill memory: necessary for bandwidth-bound code, not sufficient. */
+static const char *const copy_kernels[] = {
+	"memcpy", "memmove", "memset", "bzero", "clear_page", "copy_user", "rep_movs", "rep_stos",
+	"copy_page", "raw_array_assign", "copy_to_user", "copy_from_user", "__copy",
+};
+
+bool prs_is_copy_kernel(const char *name)
+{
+	for (size_t i = 0; i < sizeof(copy_kernels) / sizeof(copy_kernels[0]); i++)
+		if (strstr(name, copy_kernels[i]))
+			return true;
+	return false;
+}
+
+/* The innermost named frame of stack (its expansion's last frame for a symbolized raw frame). */
+static uint32_t leaf_frame(const struct prs_profile *p, uint32_t stack)
+{
+	uint32_t f;
+
+	if (stack == 0 || stack >= p->nstacks)
+		return UINT32_MAX;
+	f = p->stacks[stack].frame;
+	if (p->expansions && p->expansions[f].count)
+		f = p->expand_ids[p->expansions[f].first + p->expansions[f].count - 1];
+	return f;
+}
+
+static struct prs_thread_facts *thread_of(struct prs_facts *f, int32_t tid, size_t *cap)
+{
+	for (size_t i = f->nthreads; i-- > 0;)
+		if (f->threads[i].tid == tid)
+			return &f->threads[i];
+	if (prs_array_grow((void **)&f->threads, cap, f->nthreads + 1, sizeof(*f->threads)))
+		return NULL;
+	memset(&f->threads[f->nthreads], 0, sizeof(f->threads[0]));
+	f->threads[f->nthreads].tid = tid;
+	f->threads[f->nthreads].wait_syscall = -1;
+	return &f->threads[f->nthreads++];
+}
+
+/* Per stack: 1 when it holds a Python frame (parents come first: one pass). */
+static uint8_t *python_stacks(const struct prs_profile *p)
+{
+	uint8_t *py = calloc(p->nstacks ? p->nstacks : 1, 1);
+
+	if (!py)
+		return NULL;
+	for (uint32_t i = 1; i < p->nstacks; i++)
+		py[i] = py[p->stacks[i].parent] || p->frames[p->stacks[i].frame].kind == PRS_KIND_PYTHON;
+	return py;
+}
+
+/* The syscall each thread blocked in most (counts per thread, at most 64 distinct kept). */
+struct sc_count {
+	int32_t tid;
+	int nr;
+	double w;
+};
+
+static void top_syscalls(struct prs_facts *f, const struct sc_count *sc, size_t n)
+{
+	for (size_t i = 0; i < f->nthreads; i++) {
+		struct prs_thread_facts *t = &f->threads[i];
+		double best = 0;
+
+		for (size_t k = 0; k < n; k++)
+			if (sc[k].tid == t->tid && sc[k].w > best) {
+				best = sc[k].w;
+				t->wait_syscall = sc[k].nr;
+			}
+		t->wait_syscall_share = t->samples > 0 ? best / t->samples : 0;
+	}
+}
+
+int prs_facts_from_samples(const struct prs_profile *p, struct prs_facts *f, double tick_s)
+{
+	size_t cap = 0, nsc = 0, capsc = 0;
+	struct sc_count *sc = NULL;
+	uint8_t *py = python_stacks(p);
+	double copy = 0, oncpu = 0, by_kind[3] = { 0 };
+	struct leafw {
+		uint32_t frame;
+		double w;
+	} leaves[64];
+	size_t nleaves = 0, best = SIZE_MAX;
+	int rc = 0;
+
+	if (!py)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct prs_sample *s = &p->samples[i];
+		struct prs_thread_facts *t = thread_of(f, s->tid, &cap);
+		enum prs_reason r = prs_sample_reason(s);
+		double w = s->weight;
+
+		if (!t) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		t->samples += w;
+		t->sampled[r] += w;
+		t->t[r] += w * tick_s;
+		t->wall_s += w * tick_s;
+		if (s->stack < p->nstacks && py[s->stack])
+			t->python = true;
+		if (s->flags & PRS_SAMPLE_GIL)
+			t->gil_hold += w;
+		if (s->flags & PRS_SAMPLE_GIL_WAIT) {
+			t->gil_wait += w;
+			f->gil_measured = true;
+		}
+		if (s->state == PRS_STATE_BLOCKED || s->state == PRS_STATE_DISK) {
+			size_t k;
+
+			for (k = 0; k < nsc && (sc[k].tid != s->tid || sc[k].nr != s->syscall); k++)
+				;
+			if (k == nsc && nsc < 4096) {
+				if (prs_array_grow((void **)&sc, &capsc, nsc + 1, sizeof(*sc))) {
+					rc = -ENOMEM;
+					goto out;
+				}
+				sc[nsc++] = (struct sc_count){ s->tid, s->syscall, 0 };
+			}
+			if (k < nsc)
+				sc[k].w += w;
+		}
+		if (r == PRS_R_CPU) {
+			uint32_t leaf = leaf_frame(p, s->stack);
+			char label[PRS_MAX_NAME + 64];
+
+			oncpu += w;
+			if (leaf != UINT32_MAX)
+				by_kind[p->frames[leaf].kind == PRS_KIND_PYTHON   ? 0
+					: p->frames[leaf].kind == PRS_KIND_KERNEL ? 2
+										  : 1] += w;
+			if (leaf != UINT32_MAX &&
+			    prs_is_copy_kernel(prs_profile_frame_label(p, leaf, label, sizeof(label)))) {
+				size_t k;
+
+				copy += w;
+				for (k = 0; k < nleaves && leaves[k].frame != leaf; k++)
+					;
+				if (k == nleaves && nleaves < 64)
+					leaves[nleaves++] = (struct leafw){ leaf, 0 };
+				if (k < nleaves)
+					leaves[k].w += w;
+			}
+		}
+	}
+	top_syscalls(f, sc, nsc);
+	f->copy_share = oncpu > 0 ? copy / oncpu : 0;
+	if (oncpu > 0) {
+		f->cpu_python = by_kind[0] / oncpu;
+		f->cpu_native = by_kind[1] / oncpu;
+		f->cpu_kernel = by_kind[2] / oncpu;
+	}
+	for (size_t k = 0; k < nleaves; k++)
+		if (best == SIZE_MAX || leaves[k].w > leaves[best].w)
+			best = k;
+	if (best != SIZE_MAX) {
+		char label[PRS_MAX_NAME + 64];
+
+		snprintf(f->copy_top, sizeof(f->copy_top), "%s",
+			 prs_profile_frame_label(p, leaves[best].frame, label, sizeof(label)));
+	}
+	for (uint32_t i = 0; i < p->nthreads; i++) {
+		struct prs_thread_facts *t = NULL;
+
+		for (size_t k = 0; k < f->nthreads; k++)
+			if (f->threads[k].tid == p->threads[i].tid)
+				t = &f->threads[k];
+		if (t)
+			snprintf(t->name, sizeof(t->name), "%s", p->strings[p->threads[i].name]);
+	}
+out:
+	free(sc);
+	free(py);
+	return rc;
+}
