@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "pyrsprof/export.h"
+#include "pyrsprof/report.h"
 #include "pyrsprof/util.h"
 #include "report/report-internal.h"
 
@@ -552,52 +553,23 @@ out:
 	return rc;
 }
 
-typedef int (*writer_fn)(FILE *f, const struct prs_profile *before, const struct prs_profile *after,
-			 enum prs_view view, const struct prs_diff_row *rows, size_t n,
-			 const struct prs_diff_summary *s);
+/* What one report file needs: the writers below take it through prs_write_atomic. */
+struct diff_out {
+	int (*fn)(FILE *f, const struct prs_profile *before, const struct prs_profile *after,
+		  enum prs_view view, const struct prs_diff_row *rows, size_t n,
+		  const struct prs_diff_summary *s);
+	const struct prs_profile *before, *after;
+	enum prs_view view;
+	const struct prs_diff_row *rows;
+	size_t n;
+	const struct prs_diff_summary *s;
+};
 
-/* Writes DIR/name through a temporary file and a rename. */
-static int write_atomic(const char *dir, const char *name, writer_fn fn,
-			const struct prs_profile *before, const struct prs_profile *after,
-			enum prs_view view, const struct prs_diff_row *rows, size_t n,
-			const struct prs_diff_summary *s, struct prs_err *err)
+static int write_out(FILE *f, void *arg)
 {
-	char tmp[4096], path[4096];
-	FILE *f;
-	int fd, rc, e;
+	const struct diff_out *o = arg;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ||
-	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) >= sizeof(tmp))
-		return prs_err_set(err, -ENAMETOOLONG, "%s: path too long", dir);
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		e = errno;
-		return prs_err_set(err, -e, "%s: %s", path, strerror(e));
-	}
-	fchmod(fd, 0644);
-	f = fdopen(fd, "w");
-	if (!f) {
-		e = errno;
-		close(fd);
-		unlink(tmp);
-		return prs_err_set(err, -e, "%s: %s", path, strerror(e));
-	}
-	rc = fn(f, before, after, view, rows, n, s);
-	if (fflush(f) != 0 || ferror(f))
-		rc = rc ? rc : -(errno ? errno : EIO);
-	if (fclose(f) != 0 && !rc)
-		rc = -(errno ? errno : EIO);
-	if (rc) {
-		unlink(tmp);
-		return prs_err_set(err, rc, "%s: %s", path,
-				   rc == -ENOMEM ? "out of memory" : strerror(-rc));
-	}
-	if (rename(tmp, path) != 0) {
-		e = errno;
-		unlink(tmp);
-		return prs_err_set(err, -e, "%s: %s", path, strerror(e));
-	}
-	return 0;
+	return o->fn(f, o->before, o->after, o->view, o->rows, o->n, o->s);
 }
 
 int prs_diff_write(const struct prs_profile *before, const struct prs_profile *after,
@@ -617,8 +589,11 @@ int prs_diff_write(const struct prs_profile *before, const struct prs_profile *a
 		rc = prs_err_set(err, -e, "%s: %s", dir, strerror(e));
 		goto out;
 	}
-	if ((rc = write_atomic(dir, "diff.md", write_md, before, after, view, rows, n, &s, err)) ||
-	    (rc = write_atomic(dir, "diff.json", write_json, before, after, view, rows, n, &s, err)))
+	struct diff_out md = { write_md, before, after, view, rows, n, &s };
+	struct diff_out js = { write_json, before, after, view, rows, n, &s };
+
+	if ((rc = prs_write_atomic(dir, "diff.md", write_out, &md, err)) ||
+	    (rc = prs_write_atomic(dir, "diff.json", write_out, &js, err)))
 		goto out;
 	if (summary)
 		*summary = s;

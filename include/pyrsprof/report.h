@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reports of a measured optimization loop (the playbook's Phase 1 and Phase 4):
+ * - phase1.md / phase1.json: the target (met or not), the command and its facts, the dimensions
+ *   table, the time budget, the verdict with its evidence, the lever;
+ * - phase4.md / phase4.json: hot spots by self and total time, at function and line level, for
+ *   the CPU and the wall view, each with its share and Amdahl ceiling 1/(1-p), and a stop hint;
+ * - the terminal summary printed after a recording.
+ * The JSON files are versioned (schema, version) and have a JSON Schema each in docs/
+ * (phase1.schema.json, phase4.schema.json). Every file is written to a temporary name and
+ * renamed. Names from the target are escaped for Markdown and cleaned to UTF-8 for JSON.
+ */
+#ifndef PYRSPROF_REPORT_H
+#define PYRSPROF_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pyrsprof/classify.h"
+#include "pyrsprof/err.h"
+#include "pyrsprof/profile.h"
+
+#define PRS_PHASE1_VERSION 1
+#define PRS_PHASE4_VERSION 1
+
+/* ---- Phase-0 target and Phase-1 dimensions (run/attach options, kept in the profile's meta) ---- */
+
+/* A target like "wall<2s", "cpu<=500ms", "rss<1GB": metric (wall, cpu, rss), operator, value. */
+struct prs_target {
+	char expr[64];
+	char metric[8];  /* "wall" (s), "cpu" (s), "rss" (bytes) */
+	char op[3];      /* "<", "<=", ">", ">=" */
+	double value;    /* in seconds or bytes */
+};
+
+/* Parses a target. Returns 0 or -EINVAL with a one-line message saying the accepted forms. */
+int prs_target_parse(const char *s, struct prs_target *t, struct prs_err *err);
+/* Whether measured meets t. */
+bool prs_target_met(const struct prs_target *t, double measured);
+
+/* A dimension NAME=TYPICAL[..MAX] (playbook Phase 1): "n_rows=20000..60000", "batch=32". */
+struct prs_dim {
+	char name[64];
+	char typical[64];
+	char max[64]; /* "" when not given */
+};
+
+/* Parses a dimension. Returns 0 or -EINVAL with a message. */
+int prs_dim_parse(const char *s, struct prs_dim *d, struct prs_err *err);
+
+#define PRS_MAX_DIMS 16
+
+/* The target and dimensions stored in p's meta ("target", "dim"; see record.c). */
+struct prs_phase_inputs {
+	bool have_target;
+	struct prs_target target;
+	struct prs_dim dims[PRS_MAX_DIMS];
+	size_t ndims;
+};
+void prs_phase_inputs_from_meta(const struct prs_profile *p, struct prs_phase_inputs *in);
+
+/* ---- hot spots ---- */
+
+struct prs_hotspot {
+	char name[256];      /* display name, UTF-8 */
+	char file[256];      /* "" when unknown */
+	uint32_t line;       /* 0 at function level */
+	enum prs_kind kind;
+	double self, total;  /* sample weights: as the leaf / anywhere on the stack (once per sample) */
+};
+
+/*
+ * Aggregates view of p by function (lines false) or by line: every distinct (name, file[, line])
+ * with its self and total weight, sorted by self (descending), then total, then name. In the wall
+ * view an off-CPU leaf ("[read]") is a function of its own. *rows is a new array (free()).
+ * *total gets the view's weight. Returns 0, -ENOMEM (err set).
+ */
+int prs_hotspots(const struct prs_profile *p, enum prs_view view, bool lines,
+		 struct prs_hotspot **rows, size_t *n, double *total, struct prs_err *err);
+
+/* The Amdahl ceiling of a share p (0..1): 1/(1-p); INFINITY for p >= 1. */
+double prs_amdahl(double p);
+
+/* ---- the reports ---- */
+
+struct prs_report_ctx {
+	const struct prs_profile *p;
+	const struct prs_facts *facts;
+	const struct prs_verdict *verdict;
+	const struct prs_phase_inputs *inputs;
+};
+
+/* Writes DIR/phase1.md and DIR/phase1.json. Returns 0 or -errno (err set). */
+int prs_phase1_write(const struct prs_report_ctx *c, const char *dir, struct prs_err *err);
+
+/* Phase 4: its top hot spots are returned in *top (may be NULL) for the summary. */
+#define PRS_PHASE4_ROWS 20
+struct prs_phase4_top {
+	struct prs_hotspot rows[5]; /* CPU view, by self, function level */
+	size_t n;
+	double total;
+	char stop_hint[256];        /* "" when none */
+};
+int prs_phase4_write(const struct prs_report_ctx *c, const char *dir, struct prs_phase4_top *top,
+		     struct prs_err *err);
+
+/*
+ * The terminal summary: verdict and lever in one line, the time budget, the top hot spots with
+ * their ceilings. Writes lines (no "pyrsprof: " prefix, no trailing newline) through emit.
+ */
+void prs_summary(const struct prs_report_ctx *c, const struct prs_phase4_top *top,
+		 void (*emit)(void *arg, const char *line), void *arg);
+
+/* Writes DIR/NAME through a temporary file and a rename: fn writes the content to f and returns
+ * 0 or a negative errno. Returns 0 or -errno with err set. */
+int prs_write_atomic(const char *dir, const char *name, int (*fn)(FILE *f, void *arg), void *arg,
+		     struct prs_err *err);
+
+#endif
