@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/collect.h"
 #include "cli/render.h"
 #include "cli/symbols.h"
 #include "pyrsprof/profile.h"
@@ -30,6 +31,7 @@ struct rec_opts {
 	bool native_all;
 	enum prs_source source;
 	struct cli_symopts sym;
+	struct cli_phase_opts phase; /* --target, --dim, --no-classify */
 };
 
 static const char run_usage[] =
@@ -44,6 +46,9 @@ static const char run_usage[] =
 	"                       only, read without stopping the program: lowest overhead)\n"
 	"      --native-all     keep the interpreter's own native frames in Python stacks\n"
 	CLI_DEBUG_DIR_HELP
+	"      --target EXPR    the Phase-0 target, e.g. 'wall<2s' (phase1.md says if it is met)\n"
+	"      --dim N=T[..MAX] an input dimension, typical value and max (repeatable)\n"
+	"      --no-classify    skip the classifier's collection (counters, /proc, taskstats)\n"
 	"  CMD's input, output, signals and exit status pass through; Ctrl-C reaches CMD, a second\n"
 	"  Ctrl-C stops sampling.\n";
 
@@ -59,7 +64,10 @@ static const char attach_usage[] =
 	"      --mode MODE      ptrace (default: native + Python frames) or vm (Python frames\n"
 	"                       only, read without stopping the program: lowest overhead)\n"
 	"      --native-all     keep the interpreter's own native frames in Python stacks\n"
-	CLI_DEBUG_DIR_HELP;
+	CLI_DEBUG_DIR_HELP
+	"      --target EXPR    the Phase-0 target, e.g. 'wall<2s' (phase1.md says if it is met)\n"
+	"      --dim N=T[..MAX] an input dimension, typical value and max (repeatable)\n"
+	"      --no-classify    skip the classifier's collection (counters, /proc, taskstats)\n";
 
 /* Parses the options shared by run and attach. Returns -1 to continue, else an exit code. */
 static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
@@ -73,10 +81,13 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 		{ "mode", required_argument, NULL, 'M' },
 		{ "native-all", no_argument, NULL, 'N' },
 		{ "debug-dir", required_argument, NULL, 'G' },
+		{ "target", required_argument, NULL, CLI_OPT_TARGET },
+		{ "dim", required_argument, NULL, CLI_OPT_DIM },
+		{ "no-classify", no_argument, NULL, CLI_OPT_NO_CLASSIFY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	int c, rc;
 	double v;
 
 	o->rate_hz = 100;
@@ -87,6 +98,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 	o->native_all = false;
 	o->source = PRS_SOURCE_PTRACE;
 	o->sym.ndirs = 0;
+	memset(&o->phase, 0, sizeof(o->phase));
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, run ? "+r:d:o:h" : "r:d:o:h", longopts, NULL)) != -1) {
@@ -144,6 +156,9 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 		case ':':
 			cli_msg("option -%c needs a value", optopt);
 			return EXIT_USAGE;
+		default:
+			if ((rc = cli_phase_opt(c, optarg, &o->phase)) >= 0)
+				return rc;
 		}
 	}
 	return -1;
@@ -245,17 +260,24 @@ static void add_meta_num(struct prs_profile *p, const char *key, double v)
 
 /* Symbolizes, closes the profile, renders the graphs and the stats. Returns an exit code. */
 static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *dir,
-		  const struct rec_opts *o)
+		  const struct rec_opts *o, struct cli_collect *col)
 {
 	struct prs_sampler_stats st;
 	struct prs_symbolize_stats sym;
 	struct prs_profile *p = prs_recorder_profile(rec), *done = NULL;
 	struct prs_err err = { 0 };
+	const char *mode;
 	int rc = EXIT_OK;
 	size_t nthreads;
 
 	prs_sampler_get_stats(s, &st);
 	add_meta_num(p, "duration_s", st.duration_s);
+	add_meta_num(p, "ticks", (double)st.ticks);
+	add_meta_num(p, "missed_ticks", (double)st.missed_ticks);
+	add_meta_num(p, "read_errors", (double)st.read_errors);
+	/* a launched target that exited was reaped by us: its rusage is known */
+	cli_collect_end(col, p, prs_sampler_target_exited(s) && (mode = prs_profile_meta_get(p, "mode")) &&
+				     strcmp(mode, "run") == 0);
 	cli_symbolize(p, &o->sym, true, &sym);
 	nthreads = (size_t)st.threads_seen;
 	if (prs_recorder_close(rec, &done, &err) < 0) {
@@ -273,7 +295,10 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 			"unwind %.1f us; %llu missed ticks\n",
 			st.sample_cost.median / 1000, st.sample_cost.p10 / 1000, st.sample_cost.p90 / 1000,
 			st.stop.median / 1000, st.unwind.median / 1000, (unsigned long long)st.missed_ticks);
-	cli_msg("%llu samples of %zu thread%s in %.1f s (%g Hz); wrote %s/{profile.pyrs,cpu.svg,wall.svg}",
+	if (cli_write_reports(done, dir, true) != 0)
+		rc = EXIT_FAIL;
+	cli_msg("%llu samples of %zu thread%s in %.1f s (%g Hz); wrote %s/{profile.pyrs,cpu.svg,wall.svg,"
+		"phase1.md,phase1.json,phase4.md,phase4.json}",
 		(unsigned long long)st.thread_samples, nthreads, nthreads == 1 ? "" : "s", st.duration_s,
 		o->rate_hz, dir);
 	prs_profile_free(done);
@@ -376,6 +401,7 @@ static void set_common_meta(struct prs_profile *p, const struct rec_opts *o, con
 	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	prs_profile_meta(p, "start_time", buf);
 	prs_profile_meta(p, "pyrsprof_version", "0.1.0");
+	cli_phase_meta(p, &o->phase);
 }
 
 int cmd_run(int argc, char **argv)
@@ -384,6 +410,7 @@ int cmd_run(int argc, char **argv)
 	struct prs_sampler_opts so = { 0 };
 	struct prs_sampler *s = NULL;
 	struct prs_recorder *rec = NULL;
+	struct cli_collect *col;
 	struct prs_err err = { 0 };
 	char dir[4096], command[4096];
 	size_t clen = 0;
@@ -410,18 +437,23 @@ int cmd_run(int argc, char **argv)
 	if (rc)
 		return rc;
 	sampler_opts(&o, &so);
+	col = cli_collect_new(!o.phase.no_classify);
+	cli_collect_hook(col, &so);
 	block_signals(&old);
 	rc = prs_sampler_launch(cmd, &so, rec, &s, &err);
 	if (rc) {
 		cli_err(&err, "run");
+		cli_collect_free(col);
 		discard_recording(rec, dir, created);
 		return rc == -ENOENT || rc == -EACCES || rc == -ENOEXEC || rc == -ENOTDIR ? EXIT_NOCMD
 											  : EXIT_FAIL;
 	}
 	set_common_meta(prs_recorder_profile(rec), &o, "run", command, prs_sampler_pid(s));
+	cli_collect_start(col, prs_sampler_pid(s), prs_recorder_profile(rec));
 	prs_sampler_run(s, &err);
 	report_python(s, &o);
-	rc = finish(rec, s, dir, &o);
+	rc = finish(rec, s, dir, &o, col);
+	cli_collect_free(col);
 	if (!prs_sampler_target_exited(s))
 		cli_msg("sampling stopped; %s (pid %d) runs on: waiting for it to exit", cmd[0],
 			(int)prs_sampler_pid(s));
@@ -441,6 +473,7 @@ int cmd_attach(int argc, char **argv)
 	struct prs_recorder *rec = NULL;
 	struct prs_err err = { 0 };
 	char dir[4096], comm[64], command[4096];
+	struct cli_collect *col;
 	bool created;
 	sigset_t old;
 	pid_t pid;
@@ -473,21 +506,26 @@ int cmd_attach(int argc, char **argv)
 	sampler_opts(&o, &so);
 	if (isatty(STDERR_FILENO))
 		so.progress = status_line;
+	col = cli_collect_new(!o.phase.no_classify);
+	cli_collect_hook(col, &so);
 	block_signals(&old);
 	rc = prs_sampler_attach(pid, &so, rec, &s, &err);
 	if (rc) {
 		cli_err(&err, "attach");
+		cli_collect_free(col);
 		discard_recording(rec, dir, created);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return EXIT_FAIL;
 	}
 	set_common_meta(prs_recorder_profile(rec), &o, "attach", command, pid);
+	cli_collect_start(col, pid, prs_recorder_profile(rec));
 	if (!isatty(STDERR_FILENO) || o.duration_s == 0)
 		cli_msg("sampling pid %d (%s) at %g Hz; Ctrl-C to stop", (int)pid, comm, o.rate_hz);
 	prs_sampler_run(s, &err);
 	end_status_line();
 	report_python(s, &o);
-	rc = finish(rec, s, dir, &o);
+	rc = finish(rec, s, dir, &o, col);
+	cli_collect_free(col);
 	prs_sampler_free(s);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return rc;

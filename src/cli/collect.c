@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The classifier's collection during `run` and `attach`, all of it outside the sampler's
+ * per-tick work: snapshots at the start and the end, the counters (opened once, read once), and
+ * the taskstats exit messages drained from the once-a-second callback. What cannot be collected
+ * is kept as a NOTE record with its reason.
+ */
+#include "cli/collect.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "pyrsprof/acct.h"
+#include "pyrsprof/counters.h"
+#include "pyrsprof/machine.h"
+#include "pyrsprof/task.h"
+#include "pyrsprof/taskstats.h"
+
+#include "util/banned.h"
+
+#define MAX_TIDS 4096
+
+struct cli_collect {
+	pid_t pid;
+	struct prs_taskstats *ts;
+	struct prs_err ts_err;
+	struct prs_counter_backend *ctr;
+	struct prs_counter_set set;
+	struct prs_err ctr_err;
+	bool ctr_open;
+	struct prs_acct last_cg; /* the target's cgroup as last seen (it may move into one) */
+	bool have_cg;
+	void (*chain)(void *arg, double elapsed_s, uint64_t samples, size_t threads);
+	void *chain_arg;
+};
+
+int cli_phase_opt(int opt, const char *arg, struct cli_phase_opts *po)
+{
+	struct prs_err err = { 0 };
+	struct prs_target t;
+	struct prs_dim d;
+
+	switch (opt) {
+	case CLI_OPT_TARGET:
+		if (prs_target_parse(arg, &t, &err)) {
+			cli_err(&err, "--target");
+			return EXIT_USAGE;
+		}
+		po->target = arg;
+		return -1;
+	case CLI_OPT_DIM:
+		if (prs_dim_parse(arg, &d, &err)) {
+			cli_err(&err, "--dim");
+			return EXIT_USAGE;
+		}
+		if (po->ndims >= PRS_MAX_DIMS) {
+			cli_msg("--dim: at most %d dimensions", PRS_MAX_DIMS);
+			return EXIT_USAGE;
+		}
+		po->dims[po->ndims++] = arg;
+		return -1;
+	case CLI_OPT_NO_CLASSIFY:
+		po->no_classify = true;
+		return -1;
+	default:
+		return 0;
+	}
+}
+
+void cli_phase_meta(struct prs_profile *p, const struct cli_phase_opts *po)
+{
+	if (po->target)
+		prs_profile_meta(p, "target", po->target);
+	for (size_t i = 0; i < po->ndims; i++)
+		prs_profile_meta(p, "dim", po->dims[i]);
+	prs_profile_meta(p, "classify", po->no_classify ? "off" : "on");
+}
+
+struct cli_collect *cli_collect_new(bool on)
+{
+	struct cli_collect *c;
+
+	if (!on)
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	/* opened before the target starts, so that no thread's exit is missed */
+	prs_taskstats_open(&c->ts, &c->ts_err);
+	return c;
+}
+
+static void tick(void *arg, double elapsed_s, uint64_t samples, size_t threads)
+{
+	struct cli_collect *c = arg;
+	struct prs_acct a;
+
+	prs_taskstats_drain(c->ts);
+	if (c->pid && prs_acct_read_cgroup(c->pid, PRS_PHASE_END, &a) == 0) {
+		c->last_cg = a;
+		c->have_cg = true;
+	}
+	if (c->chain)
+		c->chain(c->chain_arg, elapsed_s, samples, threads);
+}
+
+void cli_collect_hook(struct cli_collect *c, struct prs_sampler_opts *so)
+{
+	if (!c)
+		return;
+	c->chain = so->progress;
+	c->chain_arg = so->progress_arg;
+	so->progress = tick;
+	so->progress_arg = c;
+}
+
+static void store(struct prs_profile *p, const struct prs_acct *a)
+{
+	prs_acct_store(p, a); /* ENOMEM: the report lacks that fact, which it says */
+}
+
+static void note(struct prs_profile *p, const char *what, int e, const char *why)
+{
+	struct prs_acct a;
+
+	prs_acct_note(&a, what, e, why);
+	store(p, &a);
+}
+
+/* The machine (with the calibration when cached) as the counters see it. */
+static void machine(struct cli_collect *c, struct prs_profile *p)
+{
+	struct prs_machine m;
+	struct prs_acct a;
+	struct prs_err err = { 0 };
+	char path[4096];
+
+	prs_machine_detect(&m, c->pid);
+	if (prs_machine_cache_path(path, sizeof(path)) == 0 && prs_machine_load(&m, path, &err) != 0 &&
+	    err.code != -ENOENT)
+		note(p, "calibration", err.code, err.msg);
+	if (c->ctr && strcmp(c->ctr->name, "replay") == 0) {
+		/* the replayed counts stand for this machine's PMU */
+		m.topdown = c->ctr->topdown;
+		m.pmu = PRS_PMU_UNKNOWN;
+		for (size_t i = 0; i < c->set.n; i++) {
+			const struct prs_counter *k = &c->set.c[i];
+
+			if (!k->hardware)
+				continue;
+			if (k->ok) {
+				m.pmu = PRS_PMU_OK;
+				m.pmu_why[0] = '\0';
+				break;
+			}
+			m.pmu = k->err == -EACCES || k->err == -EPERM ? PRS_PMU_NOT_PERMITTED
+				: k->err == -ENOENT || k->err == -EOPNOTSUPP ? PRS_PMU_NONE : PRS_PMU_ERROR;
+			m.pmu_errno = -k->err;
+			snprintf(m.pmu_why, sizeof(m.pmu_why), "%s", k->why);
+		}
+	}
+	prs_machine_to_acct(&m, &a);
+	store(p, &a);
+}
+
+static void open_counters(struct cli_collect *c, const pid_t *tids, size_t n)
+{
+	const char *replay = getenv("PYRSPROF_COUNTERS_REPLAY");
+	int errnum, topdown;
+	char why[200];
+
+	if (replay && replay[0]) {
+		c->ctr = prs_counter_replay_new(replay, &c->ctr_err);
+	} else {
+		c->ctr = prs_counter_perf_new(NULL);
+		prs_counter_default_set(&c->set, prs_pmu_probe(NULL, &errnum, why, sizeof(why)) == PRS_PMU_OK,
+					&topdown);
+	}
+	if (c->ctr && c->ctr->open(c->ctr, tids, n, &c->set, &c->ctr_err) == 0)
+		c->ctr_open = true;
+}
+
+/* START or END snapshots of the process and every thread alive. */
+static void snapshot(struct cli_collect *c, struct prs_profile *p, enum prs_acct_phase phase,
+		     pid_t *tids, size_t *ntids)
+{
+	pid_t buf[MAX_TIDS];
+	struct prs_acct a;
+	int n;
+
+	if (prs_acct_read_system(c->pid, phase, &a) == 0)
+		store(p, &a);
+	if (prs_acct_read_cgroup(c->pid, phase, &a) == 0) {
+		store(p, &a);
+		c->last_cg = a;
+		c->have_cg = true;
+	}
+	if (prs_acct_read_process(c->pid, phase, &a) == 0)
+		store(p, &a);
+	n = prs_task_list(c->pid, tids ? tids : buf, MAX_TIDS);
+	if (n > MAX_TIDS)
+		n = MAX_TIDS;
+	for (int i = 0; i < n; i++)
+		if (prs_acct_read_thread(c->pid, (tids ? tids : buf)[i], phase, &a) == 0)
+			store(p, &a);
+	if (ntids)
+		*ntids = n > 0 ? (size_t)n : 0;
+}
+
+void cli_collect_start(struct cli_collect *c, pid_t pid, struct prs_profile *p)
+{
+	pid_t tids[MAX_TIDS];
+	size_t n = 0;
+
+	if (!c)
+		return;
+	c->pid = pid;
+	prs_taskstats_target(c->ts, pid);
+	snapshot(c, p, PRS_PHASE_START, tids, &n);
+	if (!n) {
+		tids[0] = pid;
+		n = 1;
+	}
+	open_counters(c, tids, n);
+	machine(c, p);
+}
+
+void cli_collect_end(struct cli_collect *c, struct prs_profile *p, bool reaped)
+{
+	const struct prs_acct *ex;
+	struct prs_acct a;
+	struct rusage ru;
+	size_t n;
+
+	if (!c || !c->pid)
+		return;
+	if (c->ctr_open && c->ctr->read(c->ctr, &c->set) == 0)
+		for (size_t i = 0; i < c->set.n; i++) {
+			prs_counter_to_acct(&c->set.c[i], &a);
+			store(p, &a);
+		}
+	else if (c->ctr_err.msg[0])
+		note(p, "counters", c->ctr_err.code, c->ctr_err.msg);
+	if (reaped) {
+		/* the target was our only child: its rusage is the whole process's, dead threads too */
+		if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+			prs_acct_from_rusage(c->pid, &ru, &a);
+			store(p, &a);
+		}
+		if (prs_acct_read_system(c->pid, PRS_PHASE_END, &a) == 0 ||
+		    prs_acct_read_system(getpid(), PRS_PHASE_END, &a) == 0)
+			store(p, &a);
+	} else {
+		snapshot(c, p, PRS_PHASE_END, NULL, NULL);
+	}
+	if (reaped && c->have_cg && prs_acct_cgroup_again(&c->last_cg, PRS_PHASE_END, &a) == 0)
+		store(p, &a);
+	if (c->ts) {
+		prs_taskstats_drain(c->ts);
+		ex = prs_taskstats_records(c->ts, &n);
+		for (size_t i = 0; i < n; i++)
+			store(p, &ex[i]);
+		if (prs_taskstats_lost(c->ts))
+			note(p, "taskstats", -ENOBUFS, "some thread exits were lost (the netlink buffer "
+			     "overflowed): their kernel accounting is missing");
+	} else if (c->ts_err.msg[0]) {
+		note(p, "taskstats", c->ts_err.code, c->ts_err.msg);
+	}
+}
+
+void cli_collect_free(struct cli_collect *c)
+{
+	if (!c)
+		return;
+	prs_taskstats_close(c->ts);
+	prs_counter_backend_free(c->ctr);
+	free(c);
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* The Phase-1 and Phase-4 reports of a profile, and the terminal summary of a recording. */
+#include "cli/collect.h"
+
+#include <stdio.h>
+
+#include "cli/cli.h"
+#include "pyrsprof/classify.h"
+#include "pyrsprof/report.h"
+
+#include "util/banned.h"
+
+static void emit(void *arg, const char *line)
+{
+	(void)arg;
+	cli_msg("%s", line);
+}
+
+int cli_write_reports(const struct prs_profile *p, const char *dir, bool summary)
+{
+	struct prs_facts facts;
+	struct prs_verdict v;
+	struct prs_phase_inputs in;
+	struct prs_phase4_top top;
+	struct prs_err err = { 0 };
+	struct prs_report_ctx c = { p, &facts, &v, &in };
+	int rc = 0;
+
+	if (prs_facts_build(p, &facts, &err) != 0) {
+		cli_err(&err, "classify");
+		return -1;
+	}
+	prs_classify(&facts, &v);
+	prs_phase_inputs_from_meta(p, &in);
+	if (prs_phase1_write(&c, dir, &err) != 0 || prs_phase4_write(&c, dir, &top, &err) != 0) {
+		cli_err(&err, "reports");
+		rc = -1;
+	} else if (summary) {
+		prs_summary(&c, &top, emit, NULL);
+	}
+	prs_facts_release(&facts);
+	return rc;
+}
