@@ -106,7 +106,9 @@ static bool cgroup_path(const char *proc_cgroup, bool v2, char *out, size_t size
 
 		if (!c2)
 			continue;
+		*c1 = '\0';
 		*c2 = '\0';
+		/* line: the hierarchy id; c1 + 1: its controllers */
 		if (v2 ? strcmp(line, "0") == 0 && c1[1] == '\0' : has_token(c1 + 1, "cpu")) {
 			snprintf(out, size, "%s", c2 + 1);
 			return true;

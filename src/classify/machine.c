@@ -130,12 +130,17 @@ int prs_machine_calibrate(struct prs_machine *m, double seconds, struct prs_err 
 {
 	int rc;
 
+	unsigned threads[2];
+	double mbs[2];
+
 	prs_machine_detect(m, 0);
-	rc = prs_bandwidth_measure(m->cpus_allowed, m->llc_bytes, seconds * 0.5, &m->bw_all_mbs, err);
-	if (!rc)
-		rc = prs_bandwidth_measure(1, m->llc_bytes, seconds * 0.5, &m->bw_one_mbs, err);
+	threads[0] = m->cpus_allowed;
+	threads[1] = 1;
+	rc = prs_bandwidth_measure(threads, 2, m->llc_bytes, seconds, mbs, err);
 	if (rc)
 		return rc;
+	m->bw_all_mbs = mbs[0];
+	m->bw_one_mbs = mbs[1];
 	m->calibrated = true;
 	m->calibrated_at = (int64_t)time(NULL);
 	return 0;

@@ -32,6 +32,7 @@ struct stream {
 	pthread_barrier_t start, done;
 	pthread_mutex_t gate; /* held while threads are created: the barriers are sized after */
 	volatile int stop;
+	bool touched;         /* the arrays were first-touched (by the threads of the first run) */
 	int cpus[MAX_THREADS];
 };
 
@@ -60,7 +61,7 @@ static void *work(void *arg)
 		pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
 	}
 	slice(s, w->idx, &lo, &hi);
-	for (size_t i = lo; i < hi; i++) {
+	for (size_t i = lo; i < hi && !s->touched; i++) {
 		s->a[i] = 0;
 		s->b[i] = 1.0;
 		s->c[i] = 2.0;
@@ -95,28 +96,69 @@ static void pick_cpus(struct stream *s)
 			s->cpus[k++] = c;
 }
 
-int prs_bandwidth_measure(unsigned threads, uint64_t llc_bytes, double seconds, double *mbs,
-			  struct prs_err *err)
+/* One measurement with s->threads threads over the arrays of s. */
+static int run(struct stream *s, double seconds, double *mbs, struct prs_err *err)
 {
-	struct stream s;
 	struct worker w[MAX_THREADS];
 	pthread_t tid[MAX_THREADS];
-	uint64_t bytes = llc_bytes * 4, t_end, best = UINT64_MAX;
-	unsigned started = 0;
+	uint64_t t_end, best = UINT64_MAX;
+	unsigned started;
 	int rc = 0;
 
-	*mbs = 0;
-	if (threads == 0)
-		threads = 1;
-	if (threads > MAX_THREADS)
-		threads = MAX_THREADS;
+	s->stop = 0;
+	pick_cpus(s);
+	pthread_mutex_init(&s->gate, NULL);
+	pthread_mutex_lock(&s->gate);
+	for (started = 0; started < s->threads; started++) {
+		w[started] = (struct worker){ s, started };
+		if (pthread_create(&tid[started], NULL, work, &w[started]) != 0)
+			break;
+	}
+	if (started < s->threads) {
+		/* the threads that started are let through once, told to stop */
+		rc = prs_err_set(err, -EAGAIN, "calibrate: cannot start %u threads", s->threads);
+		s->stop = 1;
+	}
+	pthread_barrier_init(&s->start, NULL, started + 1);
+	pthread_barrier_init(&s->done, NULL, started + 1);
+	pthread_mutex_unlock(&s->gate);
+	t_end = prs_now_ns() + (uint64_t)(seconds * 1e9);
+	/* pass 0 includes the first touch of the pages: only the passes after it are timed */
+	for (int pass = 0; !rc && (pass < 3 || prs_now_ns() < t_end) && pass < 1000; pass++) {
+		uint64_t t0 = prs_now_ns(), dt;
+
+		pthread_barrier_wait(&s->start);
+		pthread_barrier_wait(&s->done);
+		dt = prs_now_ns() - t0;
+		if (pass > 0 && dt < best)
+			best = dt;
+	}
+	s->stop = 1;
+	pthread_barrier_wait(&s->start);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+	pthread_barrier_destroy(&s->start);
+	pthread_barrier_destroy(&s->done);
+	pthread_mutex_destroy(&s->gate);
+	s->touched = true;
+	if (!rc && best != UINT64_MAX)
+		*mbs = (double)(24 * s->n) / ((double)best / 1e9) / 1e6;
+	return rc;
+}
+
+int prs_bandwidth_measure(const unsigned *threads, size_t nruns, uint64_t llc_bytes, double seconds,
+			  double *mbs, struct prs_err *err)
+{
+	struct stream s;
+	uint64_t bytes = llc_bytes * 4;
+	int rc = 0;
+
 	if (bytes < MIN_ARRAY_BYTES)
 		bytes = MIN_ARRAY_BYTES;
 	if (bytes > MAX_ARRAY_BYTES)
 		bytes = MAX_ARRAY_BYTES;
 	memset(&s, 0, sizeof(s));
 	s.n = bytes / sizeof(double);
-	s.threads = threads;
 	s.a = malloc(s.n * sizeof(double));
 	s.b = malloc(s.n * sizeof(double));
 	s.c = malloc(s.n * sizeof(double));
@@ -125,42 +167,11 @@ int prs_bandwidth_measure(unsigned threads, uint64_t llc_bytes, double seconds, 
 				 (unsigned long long)(bytes >> 20));
 		goto out;
 	}
-	pick_cpus(&s);
-	pthread_mutex_init(&s.gate, NULL);
-	pthread_mutex_lock(&s.gate);
-	for (started = 0; started < threads; started++) {
-		w[started] = (struct worker){ &s, started };
-		if (pthread_create(&tid[started], NULL, work, &w[started]) != 0)
-			break;
+	for (size_t i = 0; i < nruns && !rc; i++) {
+		mbs[i] = 0;
+		s.threads = threads[i] == 0 ? 1 : threads[i] > MAX_THREADS ? MAX_THREADS : threads[i];
+		rc = run(&s, seconds / (double)nruns, &mbs[i], err);
 	}
-	if (started < threads) {
-		/* the threads that started are let through once, told to stop */
-		rc = prs_err_set(err, -EAGAIN, "calibrate: cannot start %u threads", threads);
-		s.stop = 1;
-	}
-	pthread_barrier_init(&s.start, NULL, started + 1);
-	pthread_barrier_init(&s.done, NULL, started + 1);
-	pthread_mutex_unlock(&s.gate);
-	t_end = prs_now_ns() + (uint64_t)(seconds * 1e9);
-	/* the first pass pays for nothing but is timed like the others: best-of keeps it honest */
-	for (int pass = 0; !rc && (pass < 3 || prs_now_ns() < t_end) && pass < 1000; pass++) {
-		uint64_t t0 = prs_now_ns(), dt;
-
-		pthread_barrier_wait(&s.start);
-		pthread_barrier_wait(&s.done);
-		dt = prs_now_ns() - t0;
-		if (pass > 0 && dt < best)
-			best = dt;
-	}
-	s.stop = 1;
-	pthread_barrier_wait(&s.start);
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(tid[i], NULL);
-	pthread_barrier_destroy(&s.start);
-	pthread_barrier_destroy(&s.done);
-	pthread_mutex_destroy(&s.gate);
-	if (!rc && best != UINT64_MAX)
-		*mbs = (double)(24 * s.n) / ((double)best / 1e9) / 1e6;
 out:
 	free(s.a);
 	free(s.b);

@@ -14,11 +14,12 @@ static const char usage[] =
 	"  run [-r HZ] [-d SEC] [-o DIR] -- CMD ARGS...   launch CMD and profile it until it exits\n"
 	"  attach PID [-r HZ] [-d SEC] [-o DIR]           profile a live process (Ctrl-C stops)\n"
 	"  dump PID                                       print every thread's stack now\n"
-	"  report FILE [-o DIR]                           re-render the flame graphs of a profile\n"
+	"  report FILE [-o DIR]                           re-render the graphs and the phase reports\n"
 	"  flamegraph IN -o OUT.svg [options]             flame graph of a .pyrs profile or folded stacks\n"
 	"  export FILE --format folded|speedscope|pprof [-o OUT]   convert a profile\n"
 	"  diff BEFORE AFTER -o DIR                       what moved: differential flame graph + deltas\n"
 	"  sweep --dim N=V1,V2,... -- CMD ... {N} ...     how time grows along N: a run per value, fitted\n"
+	"  calibrate [--show]                             measure this machine's peak memory bandwidth\n"
 	"\n"
 	"Run `pyrsprof <command> --help` for the options of a command.\n";
 
@@ -32,6 +33,7 @@ int main(int argc, char **argv)
 		{ "dump", cmd_dump },       { "report", cmd_report },
 		{ "flamegraph", cmd_flamegraph }, { "export", cmd_export },
 		{ "diff", cmd_diff },       { "sweep", cmd_sweep },
+		{ "calibrate", cmd_calibrate },
 	};
 
 	if (argc < 2) {
@@ -49,6 +51,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (strcmp(argv[1], cmds[i].name) == 0)
 			return cmds[i].fn(argc - 1, argv + 1);
-	cli_msg("unknown command '%s' (commands: run, attach, dump, report, flamegraph, export, diff, sweep)", argv[1]);
+	cli_msg("unknown command '%s' (commands: run, attach, dump, report, flamegraph, export, diff, "
+		"sweep, calibrate)", argv[1]);
 	return EXIT_USAGE;
 }

@@ -295,7 +295,7 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 			"unwind %.1f us; %llu missed ticks\n",
 			st.sample_cost.median / 1000, st.sample_cost.p10 / 1000, st.sample_cost.p90 / 1000,
 			st.stop.median / 1000, st.unwind.median / 1000, (unsigned long long)st.missed_ticks);
-	if (cli_write_reports(done, dir, true) != 0)
+	if (cli_write_reports(done, dir, true, NULL) != 0)
 		rc = EXIT_FAIL;
 	cli_msg("%llu samples of %zu thread%s in %.1f s (%g Hz); wrote %s/{profile.pyrs,cpu.svg,wall.svg,"
 		"phase1.md,phase1.json,phase4.md,phase4.json}",

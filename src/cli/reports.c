@@ -16,7 +16,8 @@ static void emit(void *arg, const char *line)
 	cli_msg("%s", line);
 }
 
-int cli_write_reports(const struct prs_profile *p, const char *dir, bool summary)
+int cli_write_reports(const struct prs_profile *p, const char *dir, bool summary,
+		      const struct cli_phase_opts *po)
 {
 	struct prs_facts facts;
 	struct prs_verdict v;
@@ -32,6 +33,14 @@ int cli_write_reports(const struct prs_profile *p, const char *dir, bool summary
 	}
 	prs_classify(&facts, &v);
 	prs_phase_inputs_from_meta(p, &in);
+	if (po && po->target)
+		in.have_target = prs_target_parse(po->target, &in.target, NULL) == 0;
+	if (po && po->ndims) {
+		in.ndims = 0;
+		for (size_t i = 0; i < po->ndims && in.ndims < PRS_MAX_DIMS; i++)
+			if (prs_dim_parse(po->dims[i], &in.dims[in.ndims], NULL) == 0)
+				in.ndims++;
+	}
 	if (prs_phase1_write(&c, dir, &err) != 0 || prs_phase4_write(&c, dir, &top, &err) != 0) {
 		cli_err(&err, "reports");
 		rc = -1;

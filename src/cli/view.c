@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/collect.h"
 #include "cli/render.h"
 #include "cli/symbols.h"
 #include "pyrsprof/diff.h"
@@ -62,16 +63,20 @@ int cmd_report(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "debug-dir", required_argument, NULL, 'G' },
+		{ "target", required_argument, NULL, CLI_OPT_TARGET },
+		{ "dim", required_argument, NULL, CLI_OPT_DIM },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli_symopts sym = { .ndirs = 0 };
 	const char *outdir = NULL;
+	struct cli_phase_opts po;
 	struct prs_profile *p;
 	char dirbuf[4096];
 	bool created;
 	int c, rc;
 
+	memset(&po, 0, sizeof(po));
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
@@ -81,12 +86,17 @@ int cmd_report(int argc, char **argv)
 			if (!cli_add_debug_dir(&sym, optarg))
 				return EXIT_USAGE;
 		} else if (c == 'h') {
-			puts("usage: pyrsprof report FILE [-o DIR] [--debug-dir DIR]\n"
-			     "  Re-renders cpu.svg and wall.svg of a profile (default DIR: the file's folder).\n"
+			puts("usage: pyrsprof report FILE [-o DIR] [--debug-dir DIR] [--target EXPR]\n"
+			     "       [--dim N=T[..MAX]]...\n"
+			     "  Re-renders cpu.svg and wall.svg of a profile (default DIR: the file's folder)\n"
+			     "  and writes the Phase-1 and Phase-4 reports again from what it holds (a\n"
+			     "  target or dimensions given here replace the recorded ones).\n"
 			     CLI_DEBUG_DIR_HELP
 			     "                       Given debug folders, native frames are named again.");
 			return EXIT_OK;
-		} else
+		} else if ((rc = cli_phase_opt(c, optarg, &po)) > 0)
+			return rc;
+		else if (rc == 0)
 			return bad_option(argv, "report");
 	}
 	if (optind != argc - 1) {
@@ -106,10 +116,12 @@ int cmd_report(int argc, char **argv)
 	}
 	symbolize_if_needed(p, &sym);
 	rc = cli_render_recording(p, outdir);
+	if (cli_write_reports(p, outdir, true, &po) != 0)
+		rc = -1;
 	prs_profile_free(p);
 	if (rc)
 		return EXIT_FAIL;
-	cli_msg("wrote %s/{cpu.svg,wall.svg}", outdir);
+	cli_msg("wrote %s/{cpu.svg,wall.svg,phase1.md,phase1.json,phase4.md,phase4.json}", outdir);
 	return EXIT_OK;
 }
 

@@ -235,16 +235,16 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 
 		for (i = 0; i < 8; i++)
 			v[i] = get(&c);
-		/* appended field: the count of accounting records (absent in older files) */
-		v[8] = c.off < c.len ? get(&c) : p->nacct;
+		/* appended field: the count of accounting records (written when not 0) */
+		v[8] = c.off < c.len ? get(&c) : 0;
 		if (c.bad)
 			return corrupt(rd, "bad end record");
 		if (v[0] != p->nstrings || v[1] != p->nmappings || v[2] != p->nframes ||
 		    v[3] != p->nstacks || v[4] != p->nsamples || v[5] != p->nthreads ||
 		    v[6] != p->nmeta || v[7] != rd->nexpand || v[8] != p->nacct)
-			return corrupt(rd, "the end record counts %" PRIu64 " samples and %" PRIu64
-				       " accounting records, the file holds %" PRIu64 " and %" PRIu64,
-				       v[4], v[8], (uint64_t)p->nsamples, (uint64_t)p->nacct);
+			return corrupt(rd, "the end record counts %" PRIu64 " samples, the file holds %" PRIu64
+				       "; %" PRIu64 " accounting records, the file holds %" PRIu64,
+				       v[4], (uint64_t)p->nsamples, v[8], (uint64_t)p->nacct);
 		rd->ended = true;
 		return 0;
 	}

@@ -274,7 +274,7 @@ int prs_recorder_close(struct prs_recorder *r, struct prs_profile **profile, str
 			    (rc = put(r, p->nframes)) || (rc = put(r, p->nstacks)) ||
 			    (rc = put(r, p->nsamples)) || (rc = put(r, p->nthreads)) ||
 			    (rc = put(r, p->nmeta)) || (rc = put(r, p->index->nexpand_log)) ||
-			    (rc = put(r, p->nacct)) || (rc = end_record(r, PRS_REC_END)))
+			    (p->nacct && (rc = put(r, p->nacct))) || (rc = end_record(r, PRS_REC_END)))
 				prs_err_set(err, rc, "%s: out of memory", r->path);
 			else
 				rc = compress_out(r, ZSTD_e_end, err);

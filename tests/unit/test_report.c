@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for the reports: Amdahl ceilings; hot spots by self and total at function and line
+ * level on a constructed profile (recursion counted once per sample, inline expansions, off-CPU
+ * leaves in the wall view); --target and --dim parsing; phase1.json and phase4.json written from
+ * a constructed profile, read back with jansson and checked field by field against the numbers
+ * built in; the stop hint; the terminal summary; hostile names escaped in the Markdown.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pyrsprof/acct.h"
+#include "pyrsprof/report.h"
+
+#include "util/banned.h"
+
+static uint32_t S(struct prs_profile *p, const char *s)
+{
+	return prs_profile_string(p, s, strlen(s));
+}
+
+Test(report, amdahl)
+{
+	cr_assert_float_eq(prs_amdahl(0), 1, 1e-12);
+	cr_assert_float_eq(prs_amdahl(0.5), 2, 1e-12);
+	cr_assert_float_eq(prs_amdahl(0.9), 10, 1e-9);
+	cr_assert_float_eq(prs_amdahl(0.08), 1 / 0.92, 1e-12);
+	cr_assert(isinf(prs_amdahl(1)));
+}
+
+/*
+ * main -> work -> hot (hot.py:10)        60 running samples
+ * main -> work -> work -> hot (hot.py:11) 20 running (recursion: work counted once)
+ * main -> cold (cold.py:5)               20 running
+ * main -> wait                           100 blocked in read (wall view only)
+ */
+static struct prs_profile *hot_profile(void)
+{
+	struct prs_profile *p = prs_profile_new();
+	uint32_t fmain = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "main"), S(p, "app.py"), 1);
+	uint32_t fwork = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "work"), S(p, "app.py"), 3);
+	uint32_t fhot10 = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "hot"), S(p, "/x/hot.py"), 10);
+	uint32_t fhot11 = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "hot"), S(p, "/x/hot.py"), 11);
+	uint32_t fcold = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "cold|*<b>"), S(p, "cold.py"), 5);
+	uint32_t fwait = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "wait"), S(p, "app.py"), 9);
+	uint32_t m = prs_profile_stack(p, 0, fmain), w = prs_profile_stack(p, m, fwork);
+	uint32_t st[4] = { prs_profile_stack(p, w, fhot10),
+			   prs_profile_stack(p, prs_profile_stack(p, w, fwork), fhot11),
+			   prs_profile_stack(p, m, fcold), prs_profile_stack(p, m, fwait) };
+	int n[4] = { 60, 20, 20, 100 };
+	uint64_t t = 0;
+
+	prs_profile_meta(p, "duration_s", "2");
+	prs_profile_meta(p, "rate_hz", "100");
+	prs_profile_meta(p, "command", "python app.py");
+	prs_profile_meta(p, "mode", "run");
+	prs_profile_meta(p, "target", "wall<3s");
+	prs_profile_meta(p, "dim", "n_rows=20000..60000");
+	prs_profile_meta(p, "dim", "batch=32");
+	for (int k = 0; k < 4; k++)
+		for (int i = 0; i < n[k]; i++) {
+			struct prs_sample s = { t, k == 3 ? 2 : 1, k == 3 ? PRS_STATE_BLOCKED : PRS_STATE_RUNNING,
+						(int16_t)(k == 3 ? SYS_read : -1), st[k], 1, 0 };
+
+			/* thread 1 and thread 2 are sampled at the same ticks */
+			s.time_ns = (uint64_t)(k == 3 ? i : (k == 0 ? i : k == 1 ? 60 + i : 80 + i)) * 10000000;
+			prs_profile_sample(p, &s);
+		}
+	(void)t;
+	return p;
+}
+
+static const struct prs_hotspot *find(const struct prs_hotspot *rows, size_t n, const char *name,
+				      uint32_t line)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(rows[i].name, name) == 0 && rows[i].line == line)
+			return &rows[i];
+	return NULL;
+}
+
+Test(report, hotspots_functions_and_lines)
+{
+	struct prs_profile *p = hot_profile();
+	struct prs_hotspot *rows;
+	size_t n;
+	double total;
+	const struct prs_hotspot *h;
+
+	cr_assert_eq(prs_hotspots(p, PRS_VIEW_CPU, false, &rows, &n, &total, NULL), 0);
+	cr_assert_float_eq(total, 100, 1e-12);
+	cr_assert_str_eq(rows[0].name, "hot");
+	cr_assert_float_eq(rows[0].self, 80, 1e-12);
+	cr_assert_str_eq(rows[0].file, "/x/hot.py");
+	h = find(rows, n, "work", 0);
+	cr_assert(h && h->self == 0 && h->total == 80, "recursion counts once per sample");
+	h = find(rows, n, "main", 0);
+	cr_assert(h && h->total == 100);
+	cr_assert_null(find(rows, n, "wait", 0), "not in the CPU view");
+	free(rows);
+	cr_assert_eq(prs_hotspots(p, PRS_VIEW_CPU, true, &rows, &n, &total, NULL), 0);
+	cr_assert_float_eq(find(rows, n, "hot", 10)->self, 60, 1e-12);
+	cr_assert_float_eq(find(rows, n, "hot", 11)->self, 20, 1e-12);
+	cr_assert_float_eq(find(rows, n, "work", 3)->total, 80, 1e-12);
+	free(rows);
+	cr_assert_eq(prs_hotspots(p, PRS_VIEW_WALL, false, &rows, &n, &total, NULL), 0);
+	cr_assert_float_eq(total, 200, 1e-12);
+	h = find(rows, n, "[read]", 0);
+	cr_assert(h && h->self == 100 && h->kind == PRS_KIND_OFF_IO);
+	cr_assert_float_eq(find(rows, n, "wait", 0)->total, 100, 1e-12);
+	cr_assert_float_eq(find(rows, n, "wait", 0)->self, 0, 1e-12);
+	free(rows);
+	prs_profile_free(p);
+}
+
+Test(report, target_parse)
+{
+	struct prs_target t;
+	struct prs_err err = { 0 };
+
+	cr_assert_eq(prs_target_parse("wall<2s", &t, &err), 0);
+	cr_assert_str_eq(t.metric, "wall");
+	cr_assert_str_eq(t.op, "<");
+	cr_assert_float_eq(t.value, 2, 1e-12);
+	cr_assert(prs_target_met(&t, 1.9) && !prs_target_met(&t, 2.0));
+	cr_assert_eq(prs_target_parse("cpu<=500ms", &t, &err), 0);
+	cr_assert_float_eq(t.value, 0.5, 1e-12);
+	cr_assert(prs_target_met(&t, 0.5));
+	cr_assert_eq(prs_target_parse("rss<1.5GB", &t, &err), 0);
+	cr_assert_float_eq(t.value, 1.5e9, 1);
+	cr_assert_eq(prs_target_parse("wall>=2m", &t, &err), 0);
+	cr_assert_float_eq(t.value, 120, 1e-12);
+	cr_assert_eq(prs_target_parse("wall<2", &t, &err), 0);
+	static const char *const bad[] = { "", "wall", "wall<", "wall<2parsecs", "speed<2s", "wall=2s",
+					   "<2s", "rss<2s", "wall<-1s", "wall<nans" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(prs_target_parse(bad[i], &t, &err), -EINVAL, "accepted '%s'", bad[i]);
+		cr_assert(strstr(err.msg, "wall<2s"), "%s", err.msg);
+	}
+}
+
+Test(report, dim_parse)
+{
+	struct prs_dim d;
+
+	cr_assert_eq(prs_dim_parse("n_rows=20000..60000", &d, NULL), 0);
+	cr_assert_str_eq(d.name, "n_rows");
+	cr_assert_str_eq(d.typical, "20000");
+	cr_assert_str_eq(d.max, "60000");
+	cr_assert_eq(prs_dim_parse("batch=32", &d, NULL), 0);
+	cr_assert_str_eq(d.max, "");
+	cr_assert_eq(prs_dim_parse("=3", &d, NULL), -EINVAL);
+	cr_assert_eq(prs_dim_parse("n", &d, NULL), -EINVAL);
+	cr_assert_eq(prs_dim_parse("n=", &d, NULL), -EINVAL);
+	cr_assert_eq(prs_dim_parse("n=3..", &d, NULL), -EINVAL);
+	cr_assert_eq(prs_dim_parse("a\nb=3", &d, NULL), -EINVAL);
+}
+
+/* Writes the reports of hot_profile (with a process record) into a temp dir; returns the dir. */
+static char dir[64];
+
+static void write_reports(struct prs_profile *p, struct prs_phase4_top *top)
+{
+	struct prs_facts f;
+	struct prs_verdict v;
+	struct prs_phase_inputs in;
+	struct prs_report_ctx c = { p, &f, &v, &in };
+	struct prs_err err = { 0 };
+
+	snprintf(dir, sizeof(dir), "/tmp/prs-report-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(prs_facts_build(p, &f, &err), 0);
+	prs_classify(&f, &v);
+	prs_phase_inputs_from_meta(p, &in);
+	cr_assert_eq(prs_phase1_write(&c, dir, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_phase4_write(&c, dir, top, &err), 0, "%s", err.msg);
+	prs_facts_release(&f);
+}
+
+static json_t *load(const char *name)
+{
+	char path[128];
+	json_error_t je;
+	json_t *j;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	j = json_load_file(path, 0, &je);
+	cr_assert_not_null(j, "%s: %s", path, je.text);
+	return j;
+}
+
+static void cleanup(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+Test(report, phase1_json_fields)
+{
+	struct prs_profile *p = hot_profile();
+	struct prs_phase4_top top;
+	struct prs_acct a;
+	json_t *j, *x;
+
+	prs_acct_init(&a, PRS_ACCT_PROCESS, PRS_PHASE_EXIT, 1);
+	prs_acct_set(&a, PRS_TASK_UTIME_NS, 900000000);
+	prs_acct_set(&a, PRS_TASK_STIME_NS, 100000000);
+	prs_acct_set(&a, PRS_TASK_RSS_PEAK_KB, 2048);
+	prs_acct_store(p, &a);
+	p->complete = true;
+	write_reports(p, &top);
+	j = load("phase1.json");
+	cr_assert_str_eq(json_string_value(json_object_get(j, "schema")), "pyrsprof-phase1");
+	cr_assert_eq(json_integer_value(json_object_get(j, "version")), 1);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "command")), "python app.py");
+	x = json_object_get(j, "target");
+	cr_assert_str_eq(json_string_value(json_object_get(x, "expr")), "wall<3s");
+	cr_assert_float_eq(json_number_value(json_object_get(x, "measured")), 2, 1e-12);
+	cr_assert(json_is_true(json_object_get(x, "met")));
+	x = json_object_get(j, "dimensions");
+	cr_assert_eq(json_array_size(x), 2);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(x, 0), "max")), "60000");
+	cr_assert(json_is_null(json_object_get(json_array_get(x, 1), "max")));
+	x = json_object_get(j, "facts");
+	cr_assert_float_eq(json_number_value(json_object_get(x, "cpu_s")), 1.0, 1e-9);
+	cr_assert_eq(json_integer_value(json_object_get(x, "rss_peak_bytes")), 2048 * 1024);
+	cr_assert(json_is_null(json_object_get(x, "io")), "not measured is null, not 0");
+	cr_assert_eq(json_integer_value(json_object_get(x, "threads")), 2);
+	/* thread 1: 100 % on-CPU for 1 s; thread 2: parked in read for 1 s with no CPU: an idle
+	 * worker, left out */
+	cr_assert_eq(json_integer_value(json_object_get(x, "threads_active")), 1);
+	cr_assert_eq(json_integer_value(json_object_get(x, "threads_idle")), 1);
+	x = json_object_get(j, "time_budget");
+	cr_assert_float_eq(json_number_value(json_object_get(x, "thread_seconds")), 1, 1e-9);
+	x = json_object_get(x, "shares");
+	cr_assert_float_eq(json_number_value(json_object_get(x, "cpu")), 1, 1e-9);
+	cr_assert_float_eq(json_number_value(json_object_get(x, "io_net")), 0, 1e-9);
+	x = json_object_get(j, "verdict");
+	cr_assert_str_eq(json_string_value(json_object_get(x, "id")), "cpu");
+	cr_assert_str_eq(json_string_value(json_object_get(x, "label")), "CPU-bound (Python interpreter)");
+	cr_assert_str_eq(json_string_value(json_object_get(x, "confidence")), "high");
+	cr_assert_float_eq(json_number_value(json_object_get(x, "threshold")), 0.7, 1e-12);
+	cr_assert(strstr(json_string_value(json_object_get(x, "lever")), "NumPy"));
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(x, "cpu_split"), "class")),
+			 "not measured");
+	cr_assert_eq(json_array_size(json_object_get(x, "also")), 0);
+	json_decref(j);
+	cleanup();
+	prs_profile_free(p);
+}
+
+Test(report, phase4_json_and_stop_hint)
+{
+	struct prs_profile *p = hot_profile();
+	struct prs_phase4_top top;
+	json_t *j, *cpu, *row;
+	char path[128], md[8192];
+	FILE *f;
+	size_t n;
+
+	write_reports(p, &top);
+	j = load("phase4.json");
+	cr_assert_str_eq(json_string_value(json_object_get(j, "schema")), "pyrsprof-phase4");
+	cpu = json_object_get(json_object_get(j, "views"), "cpu");
+	cr_assert_float_eq(json_number_value(json_object_get(cpu, "samples")), 100, 1e-12);
+	row = json_array_get(json_object_get(json_object_get(cpu, "functions"), "by_self"), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(row, "name")), "hot");
+	cr_assert_float_eq(json_number_value(json_object_get(row, "self_share")), 0.8, 1e-12);
+	cr_assert_float_eq(json_number_value(json_object_get(row, "self_ceiling")), 5, 1e-9);
+	row = json_array_get(json_object_get(json_object_get(cpu, "functions"), "by_total"), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(row, "name")), "main");
+	cr_assert(json_is_null(json_object_get(row, "total_ceiling")), "p = 1: unbounded");
+	row = json_array_get(json_object_get(json_object_get(cpu, "lines"), "by_self"), 0);
+	cr_assert_eq(json_integer_value(json_object_get(row, "line")), 10);
+	/* the target wall<3s is met: that is the stop hint */
+	row = json_object_get(j, "stop_hint");
+	cr_assert_str_eq(json_string_value(json_object_get(row, "reason")), "target met");
+	cr_assert_eq(top.n, 2);
+	cr_assert_str_eq(top.rows[0].name, "hot");
+	json_decref(j);
+	/* a hostile name is escaped in the Markdown */
+	snprintf(path, sizeof(path), "%s/phase4.md", dir);
+	f = fopen(path, "r");
+	n = fread(md, 1, sizeof(md) - 1, f);
+	md[n] = '\0';
+	fclose(f);
+	cr_assert(strstr(md, "cold\\|\\*\\<b\\>"), "%s", md);
+	cr_assert_null(strstr(md, "<b>"));
+	cleanup();
+	prs_profile_free(p);
+}
+
+Test(report, flat_profile_stop_hint)
+{
+	struct prs_profile *p = prs_profile_new();
+	struct prs_phase4_top top;
+	json_t *j, *h;
+
+	prs_profile_meta(p, "duration_s", "1");
+	/* 20 functions with 5 % each: no spot can give more than 1.05x */
+	for (int k = 0; k < 20; k++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%d", k);
+		uint32_t st = prs_profile_stack(p, 0, prs_profile_named_frame(p, PRS_KIND_NATIVE, S(p, name), 0, 0));
+
+		for (int i = 0; i < 5; i++) {
+			struct prs_sample s = { (uint64_t)(k * 5 + i) * 10000000, 1, PRS_STATE_RUNNING, -1, st, 1, 0 };
+
+			prs_profile_sample(p, &s);
+		}
+	}
+	write_reports(p, &top);
+	j = load("phase4.json");
+	h = json_object_get(j, "stop_hint");
+	cr_assert_str_eq(json_string_value(json_object_get(h, "reason")), "flat profile");
+	cr_assert_float_eq(json_number_value(json_object_get(h, "ceiling")), 1 / 0.95, 1e-5);
+	cr_assert(strstr(top.stop_hint, "1.05x"), "%s", top.stop_hint);
+	json_decref(j);
+	cleanup();
+	prs_profile_free(p);
+}
+
+static char lines[8][700];
+static int nlines;
+
+static void collect(void *arg, const char *line)
+{
+	(void)arg;
+	if (nlines < 8)
+		snprintf(lines[nlines++], sizeof(lines[0]), "%s", line);
+}
+
+Test(report, summary_lines)
+{
+	struct prs_profile *p = hot_profile();
+	struct prs_facts f;
+	struct prs_verdict v;
+	struct prs_phase_inputs in;
+	struct prs_phase4_top top;
+	struct prs_report_ctx c = { p, &f, &v, &in };
+
+	write_reports(p, &top);
+	cr_assert_eq(prs_facts_build(p, &f, NULL), 0);
+	prs_classify(&f, &v);
+	prs_phase_inputs_from_meta(p, &in);
+	nlines = 0;
+	prs_summary(&c, &top, collect, NULL);
+	cr_assert_eq(nlines, 4);
+	cr_assert(strstr(lines[0], "bound: CPU-bound (Python interpreter) [high]"), "%s", lines[0]);
+	cr_assert(strstr(lines[0], "lever: climb the ladder"), "%s", lines[0]);
+	cr_assert(strstr(lines[1], "time: on-CPU 100% (1 active thread"), "%s", lines[1]);
+	cr_assert(strstr(lines[2], "hot (hot.py) 80% (ceiling 5.00x)"), "%s", lines[2]);
+	cr_assert(strstr(lines[3], "stop hint: stop: the target wall<3s is met"), "%s", lines[3]);
+	prs_facts_release(&f);
+	cleanup();
+	prs_profile_free(p);
+}
