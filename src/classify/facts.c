@@ -316,6 +316,7 @@ static void attribute_unseen(struct prs_facts *f)
 		f->threads[i].t[PRS_R_UNSEEN] = 0;
 	}
 	f->unseen_disk = true;
+	f->unseen_disk_s = unseen;
 	prs_facts_note(f, "%.2f s off-CPU in waits no sample caught, counted as disk IO: the process "
 		       "moved %.1f MB/s to or from storage", unseen, rate / 1e6);
 }

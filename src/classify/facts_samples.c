@@ -32,6 +32,29 @@ bool prs_is_copy_kernel(const char *name)
 	return false;
 }
 
+/*
+ * Whether the innermost frame of stack runs the interpreter itself: a Python frame, or native
+ * code of the python executable or libpython (the eval loop's helpers: PyObject_Free,
+ * PyLong_FromLong, ... are interpreter time, not an extension's).
+ */
+static bool interpreter_leaf(const struct prs_profile *p, uint32_t stack)
+{
+	const struct prs_frame *f;
+	const char *path, *base;
+
+	if (stack == 0 || stack >= p->nstacks)
+		return false;
+	f = &p->frames[p->stacks[stack].frame];
+	if (f->kind == PRS_KIND_PYTHON)
+		return true;
+	if (!f->raw || f->mapping >= p->nmappings)
+		return false;
+	path = p->strings[p->mappings[f->mapping].path];
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	return strncmp(base, "python", 6) == 0 || strncmp(base, "libpython", 9) == 0;
+}
+
 /* The innermost named frame of stack (its expansion's last frame for a symbolized raw frame). */
 static uint32_t leaf_frame(const struct prs_profile *p, uint32_t stack)
 {
@@ -150,7 +173,7 @@ int prs_facts_from_samples(const struct prs_profile *p, struct prs_facts *f, dou
 
 			oncpu += w;
 			if (leaf != UINT32_MAX)
-				by_kind[p->frames[leaf].kind == PRS_KIND_PYTHON   ? 0
+				by_kind[interpreter_leaf(p, s->stack)		  ? 0
 					: p->frames[leaf].kind == PRS_KIND_KERNEL ? 2
 										  : 1] += w;
 			if (leaf != UINT32_MAX &&

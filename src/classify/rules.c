@@ -107,14 +107,15 @@ static bool rule_io(const struct prs_facts *f, struct prs_rule_hit *h)
 	if (b->f_io < rules[PRS_RULE_IO].threshold || b->f_io < b->f[PRS_R_CPU])
 		return false;
 	*h = hit(PRS_RULE_IO, b->f_io, b->f_io >= 0.5 ? PRS_CONF_HIGH : PRS_CONF_MEDIUM);
-	if (f->unseen_disk && disk >= net)
+	/* disk waits inferred from storage traffic, not seen by samples, are medium at best */
+	if (f->unseen_disk && disk >= net && b->T > 0 && f->unseen_disk_s > 0.5 * b->f[PRS_R_IO_DISK] * b->T)
 		h->confidence = PRS_CONF_MEDIUM;
 	snprintf(h->label, sizeof(h->label), "IO/latency-bound (%s)", disk >= net ? "disk" : "network/event");
 	snprintf(h->detail, sizeof(h->detail),
 		 "%.0f %% of the active threads' time waits for IO (disk %.0f %%, network/event %.0f %%, "
 		 "paging %.0f %%) against %.0f %% on-CPU%s", pct(b->f_io), pct(b->f[PRS_R_IO_DISK]),
 		 pct(net), pct(b->f[PRS_R_PAGING]), pct(b->f[PRS_R_CPU]),
-		 f->unseen_disk ? "; disk waits inferred from storage traffic (no sample caught them)" : "");
+		 f->unseen_disk ? "; some disk waits inferred from storage traffic (no sample caught them)" : "");
 	return true;
 }
 
@@ -205,7 +206,9 @@ static bool rule_saturated(const struct prs_facts *f, struct prs_rule_hit *h)
 		return false;
 	*h = hit(PRS_RULE_SATURATED, b->f[PRS_R_RUNQ],
 		 all_kernel_runq(f) ? PRS_CONF_HIGH : PRS_CONF_MEDIUM);
-	if (f->ncpus)
+	if (f->has_quota && f->nr_throttled)
+		snprintf(h->label, sizeof(h->label), "CPU-saturated (CPU quota)");
+	else if (f->ncpus)
 		snprintf(h->label, sizeof(h->label), "CPU-saturated (%s)",
 			 own ? "more runnable threads than CPUs" : "by other processes");
 	snprintf(h->detail, sizeof(h->detail),

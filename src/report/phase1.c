@@ -18,7 +18,7 @@ static int write_json(FILE *f, void *arg)
 
 	if (!j)
 		return -ENOMEM;
-	rc = json_dumpf(j, f, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) == 0 && fputc('\n', f) != EOF
+	rc = json_dumpf(j, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) == 0 && fputc('\n', f) != EOF
 		     ? 0 : -EIO;
 	json_decref(j);
 	return rc;

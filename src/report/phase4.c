@@ -113,7 +113,7 @@ static int write_json(FILE *f, void *arg)
 						   "text", x->stop, "top_share", x->stop_share,
 						   "ceiling", num_or_null(prs_amdahl(x->stop_share)))
 				       : json_null());
-	rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) == 0 && fputc('\n', f) != EOF
+	rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) == 0 && fputc('\n', f) != EOF
 		     ? 0 : -EIO;
 	json_decref(root);
 	return rc;
