@@ -130,8 +130,10 @@ struct prs_facts {
 	bool kernel_threads;       /* per-thread kernel accounting was used */
 	bool runq_doubted;         /* run-queue samples were judged short blocks (CPUs were idle) */
 	bool unseen_disk;          /* unseen off-CPU time was counted as disk IO (storage bytes) */
+	double unseen_disk_s;      /* how much (thread-seconds) */
 	struct prs_budget budget;
-	/* on-CPU samples by the kind of their innermost frame (fractions) */
+	/* on-CPU samples by their innermost frame (fractions): the Python interpreter (Python frames
+	 * and the interpreter's own native code), other native code, the kernel */
 	double cpu_python, cpu_native, cpu_kernel;
 	/* software evidence for the CPU split (no PMU) */
 	double copy_share;         /* of on-CPU samples: leaves in copy/fill kernels */

@@ -41,12 +41,13 @@ int prs_machine_detect(struct prs_machine *m, pid_t pid);
 
 /*
  * Measures the STREAM triad a[i] = b[i] + s*c[i] (24 bytes per element as STREAM counts them:
- * two reads, one write) over arrays of at least 4x the last-level cache with `threads` threads,
- * each pinned to one allowed CPU, for about `seconds`; *mbs is the best pass in MB/s.
+ * two reads, one write) over arrays of at least 4x the last-level cache, once per entry of
+ * threads[] (that many threads, each pinned to one allowed CPU; the arrays are allocated and
+ * touched once), in about `seconds` in all; mbs[i] is the best pass of run i in MB/s.
  * Returns 0, -ENOMEM or -errno with err set.
  */
-int prs_bandwidth_measure(unsigned threads, uint64_t llc_bytes, double seconds, double *mbs,
-			  struct prs_err *err);
+int prs_bandwidth_measure(const unsigned *threads, size_t nruns, uint64_t llc_bytes, double seconds,
+			  double *mbs, struct prs_err *err);
 
 /* detect + bandwidth with all allowed CPUs and with one. About `seconds` in all. */
 int prs_machine_calibrate(struct prs_machine *m, double seconds, struct prs_err *err);

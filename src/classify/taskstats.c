@@ -192,8 +192,8 @@ struct msg {
 	struct prs_taskstats *ts;
 	int kind; /* TASKSTATS_TYPE_AGGR_PID or _AGGR_TGID */
 	uint32_t id;
-	const struct taskstats *st;
-	size_t stlen;
+	struct taskstats st; /* copied out: netlink attributes are only 4-byte aligned */
+	size_t stlen;        /* bytes the kernel sent (0: none) */
 };
 
 /* The stats fields read here all exist since version 8 of struct taskstats; a shorter one
@@ -202,12 +202,12 @@ struct msg {
 
 static void keep(struct msg *m)
 {
-	const struct taskstats *st = m->st;
+	const struct taskstats *st = &m->st;
 	struct prs_taskstats *ts = m->ts;
 	struct prs_acct *a;
 	bool group = m->kind == TASKSTATS_TYPE_AGGR_TGID;
 
-	if (!st || m->stlen < NEED_LEN)
+	if (m->stlen < NEED_LEN)
 		return;
 	if (group ? m->id != (uint32_t)ts->tgid : st->ac_tgid != (uint32_t)ts->tgid)
 		return;
@@ -248,14 +248,19 @@ static void inner_attr(void *ctx, uint16_t type, const void *data, size_t len)
 	if ((type == TASKSTATS_TYPE_PID || type == TASKSTATS_TYPE_TGID) && len >= 4)
 		memcpy(&m->id, data, 4);
 	else if (type == TASKSTATS_TYPE_STATS) {
-		m->st = data;
+		memset(&m->st, 0, sizeof(m->st));
+		memcpy(&m->st, data, len < sizeof(m->st) ? len : sizeof(m->st));
 		m->stlen = len;
 	}
 }
 
 static void outer_attr(void *ctx, uint16_t type, const void *data, size_t len)
 {
-	struct msg m = { ctx, type, 0, NULL, 0 };
+	struct msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.ts = ctx;
+	m.kind = type;
 
 	if (type != TASKSTATS_TYPE_AGGR_PID && type != TASKSTATS_TYPE_AGGR_TGID)
 		return;
