@@ -71,13 +71,17 @@ struct prs_hotspot {
 	double self, total;  /* sample weights: as the leaf / anywhere on the stack (once per sample) */
 };
 
+#define PRS_HOT_LINES 1u   /* by line: (name, file, line) rather than (name, file) */
+#define PRS_HOT_BY_NAME 2u /* by name alone (file ignored: the first one seen is kept) */
+
 /*
- * Aggregates view of p by function (lines false) or by line: every distinct (name, file[, line])
- * with its self and total weight, sorted by self (descending), then total, then name. In the wall
- * view an off-CPU leaf ("[read]") is a function of its own. *rows is a new array (free()).
- * *total gets the view's weight. Returns 0, -ENOMEM (err set).
+ * Aggregates view of p by function, or by line with PRS_HOT_LINES: every distinct
+ * (name, file[, line]) with its self and total weight, sorted by self (descending), then total,
+ * then name. In the wall view an off-CPU leaf ("[read]") is a function of its own; a sample with
+ * no frame counts as "[empty stack]". *rows is a new array (free()). *total gets the view's
+ * weight. Returns 0, -ENOMEM (err set).
  */
-int prs_hotspots(const struct prs_profile *p, enum prs_view view, bool lines,
+int prs_hotspots(const struct prs_profile *p, enum prs_view view, unsigned flags,
 		 struct prs_hotspot **rows, size_t *n, double *total, struct prs_err *err);
 
 /* The Amdahl ceiling of a share p (0..1): 1/(1-p); INFINITY for p >= 1. */

@@ -29,40 +29,33 @@
 
 #include "util/banned.h"
 
-#define MAX_FRAMES (64u * 1024)
-#define MAX_LEAVES 1024
 #define MD_MAX_ROWS 50
 
 struct fn {
 	char *key;      /* name, NUL, file (owned); the strmap key */
 	enum prs_kind kind; /* the first known kind seen */
-	char *file;         /* the first file seen (owned), NULL for none */
-	size_t filelen;
-	size_t keylen;
-	uint64_t self[2], total[2];
-	uint64_t stamp; /* last stack group that counted this function's total */
+	char file[256];     /* the first file seen ("" for none) */
+	char name[256];
+	double self[2], total[2];
 };
 
 struct dctx {
 	struct fn *fns;
 	size_t nfns, cap_fns;
 	struct prs_strmap map;
-	struct prs_buf key, scratch;
-	uint32_t *fbuf;
-	uint64_t serial;
+	struct prs_buf key;
 	bool use_files; /* both profiles know files: match on name and file, else on the name */
 };
 
-/* The function of (kind, label, file); its index, or UINT32_MAX on ENOMEM. */
-static uint32_t fn_of(struct dctx *c, enum prs_kind kind, const char *label, const char *file,
-		      size_t flen)
+/* The function of a hot spot (name, file): its index, or UINT32_MAX on ENOMEM. */
+static uint32_t fn_of(struct dctx *c, const struct prs_hotspot *h)
 {
 	uint32_t v;
 	char *copy;
 
 	prs_buf_reset(&c->key);
-	if (prs_buf_append(&c->key, label, strlen(label) + 1) ||
-	    prs_buf_append(&c->key, file, c->use_files ? flen : 0))
+	if (prs_buf_append(&c->key, h->name, strlen(h->name) + 1) ||
+	    prs_buf_append(&c->key, h->file, c->use_files ? strlen(h->file) : 0))
 		return UINT32_MAX;
 	v = prs_strmap_get(&c->map, c->key.data, c->key.len);
 	if (v == PRS_MAP_NONE) {
@@ -79,30 +72,14 @@ static uint32_t fn_of(struct dctx *c, enum prs_kind kind, const char *label, con
 		}
 		memset(&c->fns[c->nfns], 0, sizeof(c->fns[0]));
 		c->fns[c->nfns].key = copy;
-		c->fns[c->nfns].keylen = c->key.len;
+		snprintf(c->fns[c->nfns].name, sizeof(c->fns[0].name), "%s", h->name);
 		v = (uint32_t)c->nfns++;
 	}
 	if (c->fns[v].kind == PRS_KIND_UNKNOWN)
-		c->fns[v].kind = kind;
-	if (!c->fns[v].file && flen) {
-		if (!(c->fns[v].file = malloc(flen)))
-			return UINT32_MAX;
-		memcpy(c->fns[v].file, file, flen);
-		c->fns[v].filelen = flen;
-	}
+		c->fns[v].kind = h->kind;
+	if (!c->fns[v].file[0])
+		snprintf(c->fns[v].file, sizeof(c->fns[0].file), "%s", h->file);
 	return v;
-}
-
-static uint32_t frame_fn(struct dctx *c, const struct prs_profile *p, uint32_t fid)
-{
-	const struct prs_frame *f = &p->frames[fid];
-	char label[PRS_MAX_NAME + 64];
-	uint32_t file = !f->raw && f->file < p->nstrings ? f->file : 0;
-
-	prs_profile_frame_label(p, fid, label, sizeof(label));
-	if (!label[0])
-		snprintf(label, sizeof(label), "[unknown]");
-	return fn_of(c, (enum prs_kind)f->kind, label, p->strings[file], p->string_lens[file]);
 }
 
 /* True if some named frame of p has a file (a symbolized recording; folded input has none). */
@@ -116,132 +93,30 @@ static bool has_files(const struct prs_profile *p)
 	return false;
 }
 
-struct group {
-	uint32_t stack, leaf; /* leaf: index in leaves + 1 */
-	uint64_t weight;
-};
-
-static int group_cmp(const void *a, const void *b)
-{
-	const struct group *x = a, *y = b;
-
-	if (x->stack != y->stack)
-		return x->stack < y->stack ? -1 : 1;
-	return x->leaf < y->leaf ? -1 : x->leaf > y->leaf;
-}
-
-/* Counts profile p into side (0 before, 1 after). *total gets the view's weight. */
+/* Counts profile p into side (0 before, 1 after): its hot spots by function. */
 static int count_profile(struct dctx *c, const struct prs_profile *p, enum prs_view view, int side,
 			 uint64_t *total, struct prs_err *err)
 {
-	char (*leaves)[48] = calloc(MAX_LEAVES, sizeof(*leaves));
-	enum prs_kind leaf_kind[MAX_LEAVES];
-	uint32_t nleaves = 0, *frame_fns = NULL;
-	struct group *g = malloc((p->nsamples ? p->nsamples : 1) * sizeof(*g));
-	size_t ng = 0, i, j;
-	int rc = 0;
-
-	*total = 0;
-	/* frame id -> function index + 1 (0: not yet) */
-	frame_fns = calloc(p->nframes ? p->nframes : 1, sizeof(*frame_fns));
-	if (!leaves || !g || !frame_fns)
-		goto nomem;
-	for (i = 0; i < p->nsamples; i++) {
-		const struct prs_sample *s = &p->samples[i];
-		char label[48];
-		enum prs_kind kind;
-		uint32_t leaf = 0;
-
-		if (!prs_sample_in_view(s, view))
-			continue;
-		if (view == PRS_VIEW_WALL && prs_profile_offcpu_label(s, label, sizeof(label), &kind)) {
-			for (j = 0; j < nleaves && strcmp(leaves[j], label); j++)
-				;
-			if (j == nleaves && nleaves < MAX_LEAVES) {
-				memcpy(leaves[nleaves], label, sizeof(label));
-				leaf_kind[nleaves++] = kind;
-			}
-			leaf = (uint32_t)(j < nleaves ? j : nleaves - 1) + 1;
-		}
-		g[ng].stack = s->stack < p->nstacks ? s->stack : 0;
-		g[ng].leaf = leaf;
-		g[ng++].weight = s->weight;
-		*total += s->weight;
-	}
-	if (ng)
-		qsort(g, ng, sizeof(*g), group_cmp);
-	for (i = 0; i < ng; i = j) {
-		uint64_t w = 0;
-		uint32_t self = UINT32_MAX;
-		size_t n, k;
-
-		for (j = i; j < ng && group_cmp(&g[i], &g[j]) == 0; j++)
-			w += g[j].weight;
-		c->serial++;
-		n = prs_profile_stack_frames(p, g[i].stack, c->fbuf, MAX_FRAMES);
-		for (k = 0; k < n; k++) {
-			uint32_t fid = c->fbuf[k], fi;
-
-			if (!frame_fns[fid]) {
-				fi = frame_fn(c, p, fid);
-				if (fi == UINT32_MAX)
-					goto nomem;
-				frame_fns[fid] = fi + 1;
-			}
-			fi = frame_fns[fid] - 1;
-			if (c->fns[fi].stamp != c->serial) {
-				c->fns[fi].stamp = c->serial;
-				c->fns[fi].total[side] += w;
-			}
-			self = fi;
-		}
-		if (g[i].leaf) {
-			uint32_t fi = fn_of(c, leaf_kind[g[i].leaf - 1], leaves[g[i].leaf - 1], "", 0);
-
-			if (fi == UINT32_MAX)
-				goto nomem;
-			if (c->fns[fi].stamp != c->serial) {
-				c->fns[fi].stamp = c->serial;
-				c->fns[fi].total[side] += w;
-			}
-			self = fi;
-		}
-		if (self == UINT32_MAX) {
-			/* as the folded export: a sample without frames is "[empty stack]" */
-			self = fn_of(c, PRS_KIND_UNKNOWN, "[empty stack]", "", 0);
-			if (self == UINT32_MAX)
-				goto nomem;
-			c->fns[self].total[side] += w;
-		}
-		c->fns[self].self[side] += w;
-	}
-	goto out;
-nomem:
-	rc = prs_err_set(err, -ENOMEM, "diff: out of memory");
-out:
-	free(leaves);
-	free(g);
-	free(frame_fns);
-	return rc;
-}
-
-/* Copies s (len bytes) as UTF-8 into dst (size bytes), cut at a character boundary. */
-static void copy_utf8(struct dctx *c, char *dst, size_t size, const char *s, size_t len)
-{
+	struct prs_hotspot *rows;
+	double w;
 	size_t n;
-	const char *t = prs_utf8_clean(s, len, &c->scratch, &n);
+	int rc = prs_hotspots(p, view, c->use_files ? 0 : PRS_HOT_BY_NAME, &rows, &n, &w, err);
 
-	if (!t) {
-		t = "[out of memory]";
-		n = strlen(t);
+	if (rc)
+		return rc;
+	*total = (uint64_t)(w + 0.5);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t fi = fn_of(c, &rows[i]);
+
+		if (fi == UINT32_MAX) {
+			free(rows);
+			return prs_err_set(err, -ENOMEM, "diff: out of memory");
+		}
+		c->fns[fi].self[side] += rows[i].self;
+		c->fns[fi].total[side] += rows[i].total;
 	}
-	if (n >= size) {
-		n = size - 1;
-		while (n > 0 && ((unsigned char)t[n] & 0xc0) == 0x80)
-			n--; /* t[n] would start the cut character: drop it whole */
-	}
-	memcpy(dst, t, n);
-	dst[n] = '\0';
+	free(rows);
+	return 0;
 }
 
 static double share(uint64_t k, uint64_t n)
@@ -311,12 +186,6 @@ int prs_diff_compute(const struct prs_profile *before, const struct prs_profile 
 	memset(&c, 0, sizeof(c));
 	prs_strmap_init(&c.map);
 	prs_buf_init(&c.key);
-	prs_buf_init(&c.scratch);
-	c.fbuf = malloc(MAX_FRAMES * sizeof(*c.fbuf));
-	if (!c.fbuf) {
-		rc = prs_err_set(err, -ENOMEM, "diff: out of memory");
-		goto out;
-	}
 	c.use_files = has_files(before) && has_files(after);
 	if ((rc = count_profile(&c, before, view, 0, &nb, err)) ||
 	    (rc = count_profile(&c, after, view, 1, &na, err)))
@@ -333,24 +202,24 @@ int prs_diff_compute(const struct prs_profile *before, const struct prs_profile 
 	}
 	for (i = 0; i < c.nfns; i++) {
 		const struct fn *f = &c.fns[i];
-		const char *name = f->key;
 		struct prs_diff_row *row = &r[i];
 
-		copy_utf8(&c, row->name, sizeof(row->name), name, strlen(name));
-		copy_utf8(&c, row->file, sizeof(row->file), f->file ? f->file : "", f->filelen);
+		/* hot spot names and files are UTF-8 already, and fit */
+		snprintf(row->name, sizeof(row->name), "%s", f->name);
+		snprintf(row->file, sizeof(row->file), "%s", f->file);
 		row->kind = f->kind;
-		row->self_before = f->self[0];
-		row->self_after = f->self[1];
-		row->total_before = f->total[0];
-		row->total_after = f->total[1];
-		row->self_pct_before = share(f->self[0], nb);
-		row->self_pct_after = share(f->self[1], na);
-		row->total_pct_before = share(f->total[0], nb);
-		row->total_pct_after = share(f->total[1], na);
+		row->self_before = (uint64_t)(f->self[0] + 0.5);
+		row->self_after = (uint64_t)(f->self[1] + 0.5);
+		row->total_before = (uint64_t)(f->total[0] + 0.5);
+		row->total_after = (uint64_t)(f->total[1] + 0.5);
+		row->self_pct_before = share(row->self_before, nb);
+		row->self_pct_after = share(row->self_after, na);
+		row->total_pct_before = share(row->total_before, nb);
+		row->total_pct_after = share(row->total_after, na);
 		row->self_delta_pt = row->self_pct_after - row->self_pct_before;
 		row->total_delta_pt = row->total_pct_after - row->total_pct_before;
-		row->self_sigma_pt = sigma_pt(f->self[0], nb, f->self[1], na);
-		row->total_sigma_pt = sigma_pt(f->total[0], nb, f->total[1], na);
+		row->self_sigma_pt = sigma_pt(row->self_before, nb, row->self_after, na);
+		row->total_sigma_pt = sigma_pt(row->total_before, nb, row->total_after, na);
 		row->significant = passes(row->self_delta_pt, row->self_sigma_pt) ||
 				   passes(row->total_delta_pt, row->total_sigma_pt);
 	}
@@ -380,16 +249,12 @@ int prs_diff_compute(const struct prs_profile *before, const struct prs_profile 
 	r = NULL;
 	rc = 0;
 out:
-	for (i = 0; i < c.nfns; i++) {
+	for (i = 0; i < c.nfns; i++)
 		free(c.fns[i].key);
-		free(c.fns[i].file);
-	}
 	free(c.fns);
 	free(r);
-	free(c.fbuf);
 	prs_strmap_release(&c.map);
 	prs_buf_release(&c.key);
-	prs_buf_release(&c.scratch);
 	return rc;
 }
 

@@ -30,7 +30,7 @@ struct spot {
 
 struct hctx {
 	const struct prs_profile *p;
-	bool lines;
+	bool lines, by_name;
 	struct spot *spots;
 	size_t n, cap;
 	struct prs_strmap map;
@@ -65,12 +65,20 @@ static size_t spot_of(struct hctx *c, enum prs_kind kind, const char *label, con
 
 	snprintf(ln, sizeof(ln), "%u", c->lines ? line : 0);
 	prs_buf_reset(&c->key);
-	if (prs_buf_append(&c->key, label, strlen(label) + 1) || prs_buf_append(&c->key, file, flen) ||
+	if (prs_buf_append(&c->key, label, strlen(label) + 1) ||
+	    prs_buf_append(&c->key, file, c->by_name ? 0 : flen) ||
 	    prs_buf_append(&c->key, "", 1) || prs_buf_append(&c->key, ln, strlen(ln)))
 		return SIZE_MAX;
 	v = prs_strmap_get(&c->map, c->key.data, c->key.len);
-	if (v != PRS_MAP_NONE)
+	if (v != PRS_MAP_NONE) {
+		s = &c->spots[v];
+		/* by name: the first known kind and the first file seen */
+		if (s->h.kind == PRS_KIND_UNKNOWN)
+			s->h.kind = kind;
+		if (!s->h.file[0] && flen)
+			copy_utf8(c, s->h.file, sizeof(s->h.file), file, flen);
 		return v;
+	}
 	if (c->n >= UINT32_MAX - 1 || prs_array_grow((void **)&c->spots, &c->cap, c->n + 1, sizeof(*c->spots)))
 		return SIZE_MAX;
 	s = &c->spots[c->n];
@@ -110,6 +118,15 @@ static size_t frame_spot(struct hctx *c, uint32_t fid)
 	return s;
 }
 
+/* Adds w to spot s's total once per group (a recursive function is on the stack once). */
+static void add_total(struct hctx *c, size_t s, double w)
+{
+	if (c->spots[s].stamp != c->serial) {
+		c->spots[s].stamp = c->serial;
+		c->spots[s].h.total += w;
+	}
+}
+
 /* Adds weight w of one group (stack, leaf label) to the spots. */
 static int count_group(struct hctx *c, uint32_t stack, const char *leaf, enum prs_kind leaf_kind,
 		       double w)
@@ -122,10 +139,7 @@ static int count_group(struct hctx *c, uint32_t stack, const char *leaf, enum pr
 
 		if (s == SIZE_MAX)
 			return -ENOMEM;
-		if (c->spots[s].stamp != c->serial) {
-			c->spots[s].stamp = c->serial;
-			c->spots[s].h.total += w;
-		}
+		add_total(c, s, w);
 		self = s;
 	}
 	if (leaf || self == SIZE_MAX) {
@@ -134,10 +148,7 @@ static int count_group(struct hctx *c, uint32_t stack, const char *leaf, enum pr
 
 		if (s == SIZE_MAX)
 			return -ENOMEM;
-		if (c->spots[s].stamp != c->serial) {
-			c->spots[s].stamp = c->serial;
-			c->spots[s].h.total += w;
-		}
+		add_total(c, s, w);
 		self = s;
 	}
 	c->spots[self].h.self += w;
@@ -175,9 +186,9 @@ static int row_cmp(const void *a, const void *b)
 	return x->line < y->line ? -1 : x->line > y->line;
 }
 
-#define MAX_LEAVES 512
+#define MAX_LEAVES 1024
 
-int prs_hotspots(const struct prs_profile *p, enum prs_view view, bool lines,
+int prs_hotspots(const struct prs_profile *p, enum prs_view view, unsigned flags,
 		 struct prs_hotspot **rows, size_t *n, double *total, struct prs_err *err)
 {
 	struct hctx c;
@@ -192,7 +203,8 @@ int prs_hotspots(const struct prs_profile *p, enum prs_view view, bool lines,
 	*total = 0;
 	memset(&c, 0, sizeof(c));
 	c.p = p;
-	c.lines = lines;
+	c.lines = flags & PRS_HOT_LINES;
+	c.by_name = flags & PRS_HOT_BY_NAME;
 	prs_strmap_init(&c.map);
 	prs_buf_init(&c.key);
 	prs_buf_init(&c.scratch);

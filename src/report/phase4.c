@@ -223,9 +223,9 @@ int prs_phase4_write(const struct prs_report_ctx *c, const char *dir, struct prs
 	for (int v = 0; v < 2 && !rc; v++) {
 		enum prs_view view = v ? PRS_VIEW_WALL : PRS_VIEW_CPU;
 
-		rc = prs_hotspots(c->p, view, false, &x.v[v].fn.rows, &x.v[v].fn.n, &x.v[v].fn.total, err);
+		rc = prs_hotspots(c->p, view, 0, &x.v[v].fn.rows, &x.v[v].fn.n, &x.v[v].fn.total, err);
 		if (!rc)
-			rc = prs_hotspots(c->p, view, true, &x.v[v].line.rows, &x.v[v].line.n,
+			rc = prs_hotspots(c->p, view, PRS_HOT_LINES, &x.v[v].line.rows, &x.v[v].line.n,
 					  &x.v[v].line.total, err);
 	}
 	if (!rc) {

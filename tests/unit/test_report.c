@@ -94,7 +94,7 @@ Test(report, hotspots_functions_and_lines)
 	double total;
 	const struct prs_hotspot *h;
 
-	cr_assert_eq(prs_hotspots(p, PRS_VIEW_CPU, false, &rows, &n, &total, NULL), 0);
+	cr_assert_eq(prs_hotspots(p, PRS_VIEW_CPU, 0, &rows, &n, &total, NULL), 0);
 	cr_assert_float_eq(total, 100, 1e-12);
 	cr_assert_str_eq(rows[0].name, "hot");
 	cr_assert_float_eq(rows[0].self, 80, 1e-12);
@@ -105,12 +105,12 @@ Test(report, hotspots_functions_and_lines)
 	cr_assert(h && h->total == 100);
 	cr_assert_null(find(rows, n, "wait", 0), "not in the CPU view");
 	free(rows);
-	cr_assert_eq(prs_hotspots(p, PRS_VIEW_CPU, true, &rows, &n, &total, NULL), 0);
+	cr_assert_eq(prs_hotspots(p, PRS_VIEW_CPU, PRS_HOT_LINES, &rows, &n, &total, NULL), 0);
 	cr_assert_float_eq(find(rows, n, "hot", 10)->self, 60, 1e-12);
 	cr_assert_float_eq(find(rows, n, "hot", 11)->self, 20, 1e-12);
 	cr_assert_float_eq(find(rows, n, "work", 3)->total, 80, 1e-12);
 	free(rows);
-	cr_assert_eq(prs_hotspots(p, PRS_VIEW_WALL, false, &rows, &n, &total, NULL), 0);
+	cr_assert_eq(prs_hotspots(p, PRS_VIEW_WALL, 0, &rows, &n, &total, NULL), 0);
 	cr_assert_float_eq(total, 200, 1e-12);
 	h = find(rows, n, "[read]", 0);
 	cr_assert(h && h->self == 100 && h->kind == PRS_KIND_OFF_IO);
