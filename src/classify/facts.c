@@ -252,17 +252,51 @@ static void reconcile(struct prs_thread_facts *t, double cpu_s, double runq_s, b
 	t->kernel = true;
 }
 
+static int by_type_id(const void *a, const void *b)
+{
+	const struct prs_acct *x = a, *y = b;
+
+	if (x->type != y->type)
+		return x->type < y->type ? -1 : 1;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->phase < y->phase ? -1 : x->phase > y->phase;
+}
+
+/* The records of one thread: a slice of r (sorted by by_type_id). */
+static struct recs thread_records(const struct recs *r, int64_t tid)
+{
+	struct prs_acct key;
+	size_t lo = 0, hi = r->n, end;
+
+	key.type = PRS_ACCT_THREAD;
+	key.id = tid;
+	key.phase = 0;
+	while (lo < hi) { /* the first record not below (THREAD, tid, phase 0) */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (by_type_id(&r->a[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (end = lo; end < r->n && r->a[end].type == PRS_ACCT_THREAD && r->a[end].id == tid; end++)
+		;
+	return (struct recs){ r->a + lo, end - lo };
+}
+
 static void thread_kernel(struct prs_facts *f, const struct recs *r)
 {
 	for (size_t i = 0; i < f->nthreads; i++) {
 		struct prs_thread_facts *t = &f->threads[i];
-		const struct prs_acct *start = find(r, PRS_ACCT_THREAD, PRS_PHASE_START, t->tid, -1);
-		const struct prs_acct *end = find(r, PRS_ACCT_THREAD, PRS_PHASE_END, t->tid, -1);
+		struct recs mine = thread_records(r, t->tid);
+		const struct prs_acct *start = find(&mine, PRS_ACCT_THREAD, PRS_PHASE_START, t->tid, -1);
+		const struct prs_acct *end = find(&mine, PRS_ACCT_THREAD, PRS_PHASE_END, t->tid, -1);
 		struct prs_acct ex;
 		uint64_t cpu, runq;
 		bool have_runq;
 
-		if (!end && merged_exit(r, PRS_ACCT_THREAD, t->tid, &ex))
+		if (!end && merged_exit(&mine, PRS_ACCT_THREAD, t->tid, &ex))
 			end = &ex;
 		if (!end || !delta(end, start, PRS_TASK_CPU_NS, &cpu))
 			continue;
@@ -439,6 +473,9 @@ int prs_facts_build(const struct prs_profile *p, struct prs_facts *f, struct prs
 		if (!f->ncpus && f->have_machine)
 			f->ncpus = f->machine.cpus_allowed;
 	}
+	/* grouped by type, id and phase: a thread's records are found by bisection (records of the
+	 * same type, id and phase are EXIT snapshots from several sources, merged field by field) */
+	qsort(r.a, r.n, sizeof(*r.a), by_type_id);
 	host_facts(f, &r);
 	cgroup_facts(f, &r);
 	process_facts(f, &r);

@@ -68,17 +68,45 @@ static uint32_t leaf_frame(const struct prs_profile *p, uint32_t stack)
 	return f;
 }
 
-static struct prs_thread_facts *thread_of(struct prs_facts *f, int32_t tid, size_t *cap)
+/* The thread of tid (tids maps a tid to its index in f->threads), added when new. */
+static struct prs_thread_facts *thread_of(struct prs_facts *f, struct prs_map64 *tids, int32_t tid,
+					  size_t *cap)
 {
-	for (size_t i = f->nthreads; i-- > 0;)
-		if (f->threads[i].tid == tid)
-			return &f->threads[i];
-	if (prs_array_grow((void **)&f->threads, cap, f->nthreads + 1, sizeof(*f->threads)))
+	uint32_t i;
+	int rc = prs_map64_intern(tids, (uint32_t)tid, (uint32_t)f->nthreads, &i);
+
+	if (rc < 0)
 		return NULL;
+	if (rc == 0)
+		return &f->threads[i];
+	if (prs_array_grow((void **)&f->threads, cap, f->nthreads + 1, sizeof(*f->threads)))
+		return NULL; /* the map now names a missing thread: the caller gives up (ENOMEM) */
 	memset(&f->threads[f->nthreads], 0, sizeof(f->threads[0]));
 	f->threads[f->nthreads].tid = tid;
 	f->threads[f->nthreads].wait_syscall = -1;
 	return &f->threads[f->nthreads++];
+}
+
+#define LEAF_KNOWN 1u /* memo filled */
+#define LEAF_COPY 2u  /* the innermost frame is a copy or fill kernel */
+/* bits 2-3: 0 the interpreter, 1 other native code, 2 the kernel */
+
+/* What the innermost frame of a stack is, computed once per stack (labels cost a format). */
+static uint8_t leaf_info(const struct prs_profile *p, uint8_t *memo, uint32_t stack)
+{
+	uint32_t leaf;
+	char label[PRS_MAX_NAME + 64];
+
+	if (memo[stack] & LEAF_KNOWN)
+		return memo[stack];
+	leaf = leaf_frame(p, stack);
+	memo[stack] = LEAF_KNOWN;
+	if (leaf == UINT32_MAX)
+		return memo[stack];
+	memo[stack] |= (uint8_t)((interpreter_leaf(p, stack) ? 0 : p->frames[leaf].kind == PRS_KIND_KERNEL ? 2 : 1) << 2);
+	if (prs_is_copy_kernel(prs_profile_frame_label(p, leaf, label, sizeof(label))))
+		memo[stack] |= LEAF_COPY;
+	return memo[stack];
 }
 
 /* Per stack: 1 when it holds a Python frame (parents come first: one pass). */
@@ -93,33 +121,36 @@ static uint8_t *python_stacks(const struct prs_profile *p)
 	return py;
 }
 
-/* The syscall each thread blocked in most (counts per thread, at most 64 distinct kept). */
+/* Per-sample counts of each (thread, syscall) a thread blocked in. */
 struct sc_count {
-	int32_t tid;
+	uint32_t thread; /* index in f->threads */
 	int nr;
 	double w;
 };
 
+/* Each thread's most frequent blocking syscall and its share of the thread's samples. */
 static void top_syscalls(struct prs_facts *f, const struct sc_count *sc, size_t n)
 {
-	for (size_t i = 0; i < f->nthreads; i++) {
-		struct prs_thread_facts *t = &f->threads[i];
-		double best = 0;
+	for (size_t k = 0; k < n; k++) {
+		struct prs_thread_facts *t = &f->threads[sc[k].thread];
 
-		for (size_t k = 0; k < n; k++)
-			if (sc[k].tid == t->tid && sc[k].w > best) {
-				best = sc[k].w;
-				t->wait_syscall = sc[k].nr;
-			}
-		t->wait_syscall_share = t->samples > 0 ? best / t->samples : 0;
+		/* wait_syscall_share holds the best weight until the division below */
+		if (sc[k].w > t->wait_syscall_share) {
+			t->wait_syscall_share = sc[k].w;
+			t->wait_syscall = sc[k].nr;
+		}
 	}
+	for (size_t i = 0; i < f->nthreads; i++)
+		f->threads[i].wait_syscall_share = f->threads[i].samples > 0
+			? f->threads[i].wait_syscall_share / f->threads[i].samples : 0;
 }
 
 int prs_facts_from_samples(const struct prs_profile *p, struct prs_facts *f, double tick_s)
 {
 	size_t cap = 0, nsc = 0, capsc = 0;
 	struct sc_count *sc = NULL;
-	uint8_t *py = python_stacks(p);
+	struct prs_map64 tids, scs; /* tid -> thread index; (thread, syscall) -> sc index */
+	uint8_t *py = python_stacks(p), *info_memo = calloc(p->nstacks ? p->nstacks : 1, 1);
 	double copy = 0, oncpu = 0, by_kind[3] = { 0 };
 	struct leafw {
 		uint32_t frame;
@@ -128,11 +159,15 @@ int prs_facts_from_samples(const struct prs_profile *p, struct prs_facts *f, dou
 	size_t nleaves = 0, best = SIZE_MAX;
 	int rc = 0;
 
-	if (!py)
-		return -ENOMEM;
+	prs_map64_init(&tids);
+	prs_map64_init(&scs);
+	if (!py || !info_memo) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct prs_sample *s = &p->samples[i];
-		struct prs_thread_facts *t = thread_of(f, s->tid, &cap);
+		struct prs_thread_facts *t = thread_of(f, &tids, s->tid, &cap);
 		enum prs_reason r = prs_sample_reason(s);
 		double w = s->weight;
 
@@ -153,31 +188,26 @@ int prs_facts_from_samples(const struct prs_profile *p, struct prs_facts *f, dou
 			f->gil_measured = true;
 		}
 		if (s->state == PRS_STATE_BLOCKED || s->state == PRS_STATE_DISK) {
-			size_t k;
+			uint32_t ti = (uint32_t)(t - f->threads), k;
+			int r2 = prs_map64_intern(&scs, (uint64_t)ti << 32 | (uint16_t)(s->syscall + 1),
+						  (uint32_t)nsc, &k);
 
-			for (k = 0; k < nsc && (sc[k].tid != s->tid || sc[k].nr != s->syscall); k++)
-				;
-			if (k == nsc && nsc < 4096) {
-				if (prs_array_grow((void **)&sc, &capsc, nsc + 1, sizeof(*sc))) {
-					rc = -ENOMEM;
-					goto out;
-				}
-				sc[nsc++] = (struct sc_count){ s->tid, s->syscall, 0 };
+			if (r2 < 0 || (r2 == 1 && prs_array_grow((void **)&sc, &capsc, nsc + 1, sizeof(*sc)))) {
+				rc = -ENOMEM;
+				goto out;
 			}
-			if (k < nsc)
-				sc[k].w += w;
+			if (r2 == 1)
+				sc[nsc++] = (struct sc_count){ ti, s->syscall, 0 };
+			sc[k].w += w;
 		}
 		if (r == PRS_R_CPU) {
 			uint32_t leaf = leaf_frame(p, s->stack);
-			char label[PRS_MAX_NAME + 64];
+			uint8_t info = s->stack < p->nstacks ? leaf_info(p, info_memo, s->stack) : 0;
 
 			oncpu += w;
 			if (leaf != UINT32_MAX)
-				by_kind[interpreter_leaf(p, s->stack)		  ? 0
-					: p->frames[leaf].kind == PRS_KIND_KERNEL ? 2
-										  : 1] += w;
-			if (leaf != UINT32_MAX &&
-			    prs_is_copy_kernel(prs_profile_frame_label(p, leaf, label, sizeof(label)))) {
+				by_kind[(info >> 2) & 3] += w;
+			if (leaf != UINT32_MAX && (info & LEAF_COPY)) {
 				size_t k;
 
 				copy += w;
@@ -216,7 +246,10 @@ int prs_facts_from_samples(const struct prs_profile *p, struct prs_facts *f, dou
 			snprintf(t->name, sizeof(t->name), "%s", p->strings[p->threads[i].name]);
 	}
 out:
+	prs_map64_release(&tids);
+	prs_map64_release(&scs);
 	free(sc);
 	free(py);
+	free(info_memo);
 	return rc;
 }
