@@ -164,7 +164,7 @@ static void budget_md(FILE *f, const struct prs_facts *fa)
 	for (int r = 0; r < PRS_R__COUNT; r++)
 		if (b->f[r] > 0.0005 || r == PRS_R_CPU)
 			fprintf(f, "| %s | %.1f %% | %.2f |\n", prs_reason_label(r), pct(b->f[r]), b->f[r] * b->T);
-	fprintf(f, "\nCores used: %.2f of %u.\n\n| thread | name | active | Python | on-CPU | waiting "
+	fprintf(f, "\nCores used: %.2f of %u CPUs (0: unknown).\n\n| thread | name | active | Python | on-CPU | waiting "
 		"for a CPU | IO | GIL | lock | sleep | other |\n| ---: | --- | --- | --- | ---: | ---: | "
 		"---: | ---: | ---: | ---: | ---: |\n", b->U, fa->ncpus);
 	for (size_t i = 0; i < fa->nthreads && i < 64; i++) {

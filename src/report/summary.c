@@ -36,14 +36,21 @@ void prs_summary(const struct prs_report_ctx *c, const struct prs_phase4_top *to
 		if (b->f[r] >= 0.01 || r == PRS_R_CPU)
 			n += (size_t)snprintf(line + n, sizeof(line) - n, " %s %.0f%%,", prs_reason_label(r),
 					      100 * b->f[r]);
-	if (n < sizeof(line))
-		snprintf(line + n - 1, sizeof(line) - n + 1, " (%u active thread%s, %.2f cores of %u, %.1f s)",
-			 b->active, b->active == 1 ? "" : "s", b->U, f->ncpus, f->duration_s);
+	if (n < sizeof(line)) {
+		char cpus[16];
+
+		snprintf(cpus, sizeof(cpus), f->ncpus ? "%u" : "?", f->ncpus);
+		snprintf(line + n - 1, sizeof(line) - n + 1, " (%u active thread%s, %.2f cores of %s, %.1f s)",
+			 b->active, b->active == 1 ? "" : "s", b->U, cpus, f->duration_s);
+	}
 	emit(arg, line);
 	if (top && top->n && top->total > 0) {
 		n = (size_t)snprintf(line, sizeof(line), "hot (CPU, self):");
 		for (size_t i = 0; i < top->n && i < 3 && n < sizeof(line); i++) {
 			double p = top->rows[i].self / top->total, ceil = prs_amdahl(p);
+
+			if (i && p < 0.005)
+				break; /* not a hot spot */
 			const char *base = strrchr(top->rows[i].file, '/');
 
 			char cs[32];
