@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "pyrsprof/acct.h"
+#include "pyrsprof/util.h"
 
 #include "util/banned.h"
 
@@ -360,6 +361,7 @@ void prs_facts_budget(struct prs_facts *f)
 	struct prs_budget *b = &f->budget;
 	double total_cpu = 0, wmax = 0, sum = 0;
 	unsigned nidle = 0, nlive = 0;
+	bool busy = false;
 
 	memset(b, 0, sizeof(*b));
 	for (size_t i = 0; i < f->nthreads; i++) {
@@ -367,17 +369,31 @@ void prs_facts_budget(struct prs_facts *f)
 		if (f->threads[i].wall_s > wmax)
 			wmax = f->threads[i].wall_s;
 	}
-	/* idle workers: next to no CPU, parked in one syscall (design note §1.4) */
+	/* idle workers: next to no CPU, parked in one syscall (design note §1.4). A pool's parking
+	 * (futex) or a timer's sleep is idle whatever else runs; a thread parked in an IO wait is
+	 * idle only beside a thread that is busy on a CPU (else the waiting is the program's work:
+	 * an IO-bound main thread uses next to no CPU too) */
+	for (size_t i = 0; i < f->nthreads; i++) {
+		const struct prs_thread_facts *t = &f->threads[i];
+
+		if (t->wall_s > 0 && t->t[PRS_R_CPU] + t->t[PRS_R_RUNQ] >= 0.5 * t->wall_s)
+			busy = true;
+	}
 	for (size_t i = 0; i < f->nthreads; i++) {
 		struct prs_thread_facts *t = &f->threads[i];
+		enum prs_kind k;
 
 		t->idle = false;
 		if (t->wall_s <= 0)
 			continue;
 		nlive++;
-		if (t->t[PRS_R_CPU] <= PRS_IDLE_CPU_SHARE * total_cpu &&
-		    t->t[PRS_R_CPU] <= PRS_IDLE_CPU_SHARE * t->wall_s &&
-		    t->wait_syscall >= 0 && t->wait_syscall_share >= PRS_IDLE_WAIT_SHARE) {
+		if (t->t[PRS_R_CPU] > PRS_IDLE_CPU_SHARE * total_cpu &&
+		    t->t[PRS_R_CPU] > PRS_IDLE_CPU_SHARE * t->wall_s)
+			continue;
+		if (t->wait_syscall < 0 || t->wait_syscall_share < PRS_IDLE_WAIT_SHARE)
+			continue;
+		k = prs_syscall_kind(t->wait_syscall);
+		if (k == PRS_KIND_OFF_LOCK || k == PRS_KIND_OFF_SLEEP || busy) {
 			t->idle = true;
 			nidle++;
 		}

@@ -161,10 +161,21 @@ def test_python_loop_is_cpu_bound_in_the_interpreter(rec):
     # loop_work is the hot function; its lines are the loop body's
     rows = r.p4["views"]["cpu"]["functions"]["by_total"]
     lw = next(x for x in rows if x["name"] == "loop_work")
-    assert lw["total_share"] >= 0.8, r.describe()
+    # of the samples with a stack (a loaded machine leaves some threads unread: "[empty stack]")
+    empty = next((x["total_share"] for x in rows if x["name"] == "[empty stack]"), 0.0)
+    assert empty < 0.5 and lw["total_share"] >= 0.8 * (1 - empty), r.describe()
     hot_line = markers("py/bounds.py", "HOT:loop_work")
     lines = [x for x in r.p4["views"]["cpu"]["lines"]["by_total"] if x["name"] == "loop_work"]
     assert lines and all(hot_line <= x["line"] <= hot_line + 4 for x in lines), lines
+
+
+def test_idle_io_waiter_beside_a_busy_thread_is_left_out(rec):
+    """blocked.c's reader waits in read() for ever, its sleeper sleeps, main joins: beside no
+    busy thread the reader's wait is the program's (IO); pool.c's parked threads are idle."""
+    r = rec(TARGET_BIN / "blocked", 2)
+    reader = next(t for t in r.p1["time_budget"]["threads"] if t["name"] == "reader")
+    assert reader["active"], r.describe()
+    assert r.v["id"] == "io", r.describe()
 
 
 def test_idle_pool_is_left_out(rec):
@@ -407,8 +418,9 @@ def test_kernel_accounting_of_an_exited_program(rec):
     if os.geteuid() != 0:
         pytest.skip("taskstats needs CAP_NET_ADMIN")
     r = rec(*bounds("spinners", 1, 3))
-    workers = [t for t in r.p1["time_budget"]["threads"] if t["active"]]
-    assert len(workers) == 3 and all(t["kernel_accounting"] for t in workers), r.describe()
+    threads = r.p1["time_budget"]["threads"]
+    assert len(threads) == 4 and all(t["kernel_accounting"] for t in threads), r.describe()
+    assert r.p1["time_budget"]["kernel_accounting"]
 
 
 # ---- the counter path, replayed -------------------------------------------------------------

@@ -347,13 +347,36 @@ Test(classify, all_idle_threads_count)
 
 	facts(2, 2);
 	wait_in(thread(false, 0, 0), PRS_R_SLEEP, 1.0, SYS_clock_nanosleep);
-	wait_in(thread(false, 0, 0), PRS_R_IO_NET, 1.0, SYS_read);
+	wait_in(thread(false, 0, 0), PRS_R_LOCK, 1.0, SYS_futex);
 	v = judge();
 	cr_assert_eq(F.budget.active, 2);
 	cr_assert_eq(F.budget.idle, 0);
-	/* IO 50 % comes first in the order; sleep 50 % fires too */
-	cr_assert_eq(v.primary.rule, PRS_RULE_IO);
+	/* lock 50 % comes before sleep 50 % in the order */
+	cr_assert_eq(v.primary.rule, PRS_RULE_LOCK);
 	cr_assert(also(&v, PRS_RULE_SLEEP));
+}
+
+Test(classify, io_waiter_is_idle_only_beside_a_busy_thread)
+{
+	struct prs_verdict v;
+
+	/* a thread parked in read() and a timer thread sleeping: the read is the program's work */
+	facts(2, 2);
+	wait_in(thread(false, 0, 0), PRS_R_IO_NET, 1.0, SYS_read);
+	wait_in(thread(false, 0.005, 0), PRS_R_SLEEP, 0.995, SYS_clock_nanosleep);
+	v = judge();
+	cr_assert_eq(F.budget.active, 1);
+	cr_assert_eq(F.budget.idle, 1);
+	cr_assert(!T[0].idle && T[1].idle);
+	cr_assert_eq(v.primary.rule, PRS_RULE_IO);
+	cr_assert_eq(v.primary.confidence, PRS_CONF_HIGH);
+	/* beside a thread busy on a CPU, the reader is an idle listener */
+	facts(2, 2);
+	wait_in(thread(false, 0, 0), PRS_R_IO_NET, 1.0, SYS_read);
+	thread(false, 0.98, 0.02);
+	v = judge();
+	cr_assert(T[0].idle);
+	cr_assert_eq(v.primary.rule, PRS_RULE_CPU);
 }
 
 Test(classify, rule_order_io_before_saturated)
