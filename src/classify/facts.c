@@ -491,7 +491,8 @@ int prs_facts_build(const struct prs_profile *p, struct prs_facts *f, struct prs
 	}
 	/* grouped by type, id and phase: a thread's records are found by bisection (records of the
 	 * same type, id and phase are EXIT snapshots from several sources, merged field by field) */
-	qsort(r.a, r.n, sizeof(*r.a), by_type_id);
+	if (r.n)
+		qsort(r.a, r.n, sizeof(*r.a), by_type_id);
 	host_facts(f, &r);
 	cgroup_facts(f, &r);
 	process_facts(f, &r);
