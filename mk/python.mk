@@ -6,9 +6,10 @@
 PY_TOOLS := $(BUILD)/tools/pystacks $(BUILD)/tools/floor
 PY_TARGETS := build/targets/py/libpyrs_ffi.so
 
-$(BUILD)/tools/pystacks: tools/pystacks.c $(BUILD)/libpyrsprof.a
+# (with the CLI's reading of the PYRSPROF_PY_* variables, src/cli/pyenv.c)
+$(BUILD)/tools/pystacks: tools/pystacks.c $(BUILD)/src/cli/pyenv.o $(BUILD)/libpyrsprof.a
 	@mkdir -p $(dir $@)
-	$(call say,LD,$@)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libpyrsprof.a $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/src/cli/pyenv.o $(BUILD)/libpyrsprof.a $(LDLIBS)
 
 # what a sample costs on this machine before reading anything (tests/bench/bench_python.py)
 $(BUILD)/tools/floor: tools/floor.c

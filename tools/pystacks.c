@@ -11,6 +11,8 @@
  *                                      between them as the sampler is (or spinning): caches go cold
  *   --stats                            print the reader's counters to stderr at the end
  *
+ * The PYRSPROF_PY_* variables of src/cli/pyenv.c apply as they do to pyrsprof.
+ *
  * Output of the dump (one thread):
  *   thread 1235 pthread 0x7f3a2c1ff6c0 gil yes frames 3
  *       c (/tmp/t.py:12)
@@ -23,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "pyrsprof/profile.h"
 #include "pyrsprof/python.h"
 
@@ -79,6 +82,7 @@ int main(int argc, char **argv)
 	static struct prs_py_thread th[MAXT];
 	struct prs_err err = { 0 };
 	struct prs_py *py = NULL;
+	struct prs_py_opts opts;
 	struct prs_profile *p;
 	double hz = 0, dur = 0, period_us = 0;
 	long bench = 0;
@@ -106,7 +110,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: pystacks [-r HZ -d SEC | --bench N [--period US [--spin]]] [--stats] PID\n");
 		return 2;
 	}
-	rc = prs_py_open(pid, &py, &err);
+	cli_py_opts_from_env(&opts);
+	rc = prs_py_open(pid, &opts, &py, &err);
 	if (rc) {
 		fprintf(stderr, "pystacks: %s\n", err.msg);
 		return 1;

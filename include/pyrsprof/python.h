@@ -3,8 +3,11 @@
  * The CPython reader: finds the interpreter in a live process (executable or libpython, symbols
  * from .dynsym/.symtab with libelf, version read from the binary), and reads every thread's Python
  * stack by memory reads only (process_vm_readv), for CPython 3.6-3.13 (generated per-version
- * layouts) and 3.13+ through the target's own _Py_DebugOffsets. It also merges a thread's native
- * stack with its Python frames (each eval-loop frame replaced by the Python frames it runs).
+ * layouts) and 3.13+ through the target's own _Py_DebugOffsets. A sample is two steps: the walk
+ * (raw frames: code object address and instruction offset, pyrsprof/pystack.h) and the naming
+ * (code object -> name, file, line -> a frame of the profile, through a validated code cache).
+ * It also merges a thread's native stack with its Python frames (each eval-loop frame replaced by
+ * the Python frames it runs).
  *
  * Everything read from the target is untrusted: lengths, depths and loops are bounded, code
  * objects are re-validated on every cache hit, and a read that races with the running target only
@@ -21,53 +24,37 @@
 #include <sys/types.h>
 
 #include "pyrsprof/err.h"
+#include "pyrsprof/memreader.h"
 #include "pyrsprof/profile.h"
+#include "pyrsprof/pystack.h"
 #include "pyrsprof/types.h"
-
-/* ---- reading target memory ---- */
-
-struct prs_memvec {
-	uint64_t addr; /* target address */
-	void *buf;     /* local destination */
-	size_t len;
-	int res;       /* set by readv: 0, or a negative errno for this vec (-EFAULT: unmapped) */
-};
-
-/*
- * How the reader reads target memory, so unit tests can run it on a memory image.
- * read: fills buf with exactly len bytes at addr; returns 0, -EFAULT (some byte unreadable), or
- * -ESRCH (the process is gone). readv: reads n vecs in as few calls as it can and sets each res;
- * returns the number of vecs read completely, or -ESRCH.
- */
-struct prs_memreader {
-	int (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
-	int (*readv)(void *ctx, struct prs_memvec *v, size_t n);
-	void *ctx;
-};
-
-/*
- * A memreader over process_vm_readv for pid (ctx holds the pid; nothing is allocated). readv puts
- * up to 1024 vecs in one syscall and resumes after a vec that failed (partial reads handled).
- */
-void prs_memreader_pid(struct prs_memreader *mr, pid_t pid);
 
 /* ---- opening a Python process ---- */
 
 struct prs_py;
 
+/* How prs_py_open looks for the interpreter; all false (or a NULL pointer) is the default. The
+ * CLI sets them from PYRSPROF_PY_* variables, for the tests of the fallbacks (src/cli/pyenv.c). */
+struct prs_py_opts {
+	/* behave as on a stripped binary: ignore the _PyRuntime and interp_head symbols and the
+	 * .PyRuntime section (3.7+ then scans .data/.bss, 3.6 decodes PyInterpreterState_Head) */
+	bool no_anchor_symbols;
+	bool no_head_fn;         /* with no_anchor_symbols: ignore PyInterpreterState_Head too */
+	bool no_debug_offsets;   /* 3.13+: the generated table only, not the target's _Py_DebugOffsets */
+	bool debug_offsets_only; /* 3.13+: _Py_DebugOffsets only (the newest generated row for what
+				  * they do not carry), as for a version newer than the table */
+};
+
 /*
  * Finds CPython in process pid (through /proc/PID/maps and /proc/PID/exe; files are opened as
- * /proc/PID/root/<path> and matched by inode) and prepares to read it. Returns 0 and a new handle
- * in *out (free with prs_py_free), or:
+ * /proc/PID/root/<path> and matched by inode) and prepares to read it. opts may be NULL. Returns 0
+ * and a new handle in *out (free with prs_py_free), or:
  *   -ENOENT   "pid N: no CPython found (looked for libpython*.so and _PyRuntime/Py_Version in the executable)"
  *   -ENOTSUP  a Python version that is not supported (2.7, < 3.6, or an unknown _Py_DebugOffsets layout)
  *   -ESRCH    no such process; -EPERM/-EACCES  not allowed to read it
  *   -EINVAL   found the interpreter but its runtime state does not validate
- * Environment: PYRSPROF_PY_NO_DEBUG_OFFSETS=1 ignores _Py_DebugOffsets on 3.13+ (generated table
- * only); PYRSPROF_PY_DEBUG_OFFSETS_ONLY=1 ignores the generated table for 3.13+ (tests of the
- * generic path).
  */
-int prs_py_open(pid_t pid, struct prs_py **out, struct prs_err *err);
+int prs_py_open(pid_t pid, const struct prs_py_opts *opts, struct prs_py **out, struct prs_err *err);
 
 /* Frees py. NULL is fine. */
 void prs_py_free(struct prs_py *py);
@@ -86,16 +73,6 @@ const char *prs_py_binary(const struct prs_py *py);
 
 /* ---- sampling ---- */
 
-/* Flags of one Python frame in struct prs_py_thread.fflags. */
-enum {
-	/*
-	 * This frame is the outermost of the group of frames run by one native eval-loop call:
-	 * every frame up to 3.10; 3.11 the frame with is_entry; 3.12+ the frame just above a shim
-	 * (owner == FRAME_OWNED_BY_CSTACK). The merge consumes one group per native eval frame.
-	 */
-	PRS_PYF_GROUP_END = 1u << 0,
-};
-
 struct prs_py_thread {
 	int32_t tid;            /* Linux thread id; 0 when it could not be read */
 	uint64_t thread_id;     /* pthread_t (threading.get_ident()) */
@@ -107,7 +84,7 @@ struct prs_py_thread {
 				 * prs_py_sample (see prs_py_thread_name) */
 	uint32_t nframes;       /* frames[0] is the innermost */
 	uint32_t frames[PRS_MAX_PY_FRAMES]; /* frame ids in the profile (PRS_KIND_PYTHON named frames) */
-	uint8_t fflags[PRS_MAX_PY_FRAMES];  /* PRS_PYF_* per frame */
+	uint8_t fflags[PRS_MAX_PY_FRAMES];  /* PRS_PYF_GROUP_END per frame (pyrsprof/pystack.h) */
 };
 
 /* Counters since prs_py_open (monotonic). */
@@ -125,13 +102,34 @@ struct prs_py_stats {
 };
 
 /*
- * Reads every thread of every interpreter, its Python frames interned into p
- * (prs_profile_named_frame(p, PRS_KIND_PYTHON, qualname-or-name, file, line)). Fills threads[0..*n)
- * (*n <= max; threads beyond max are left out and counted in stats.truncated). Safe on a running
- * target: a thread whose state cannot be read is skipped; a frame that fails validation ends that
- * thread's walk (truncated = true). No allocation in steady state (caches grow while warming up).
- * Returns 0 (even if some threads failed), -ESRCH when the process is gone, -EINVAL when the
- * interpreter state itself cannot be read (e.g. the runtime is being finalized), -ENOMEM.
+ * The walk, the first step of a sample: every thread of every interpreter, its frames raw (code
+ * object address, instruction offset, flags) into stacks[0..*n) (*n <= max; threads beyond max are
+ * left out and counted in stats.truncated). Safe on a running target: a thread whose state cannot
+ * be read is skipped; a frame that cannot be read ends that thread's walk (truncated = true); the
+ * GIL holder is walked again when its top frame moved meanwhile (unless prs_py_set_stopped).
+ * Begins a sample of the reader's page cache, which prs_py_name calls then read in, until
+ * prs_py_end. No allocation. Returns 0 (even if some threads failed), -ESRCH when the process is
+ * gone, -EINVAL when the interpreter state itself cannot be read (e.g. the runtime is being
+ * finalized).
+ */
+int prs_py_walk(struct prs_py *py, struct prs_py_stack *stacks, int max, int *n, struct prs_err *err);
+/*
+ * The naming, the second step: raw's frames as frame ids of p (prs_profile_named_frame(p,
+ * PRS_KIND_PYTHON, qualname-or-name, file, line)) into out, with raw's thread fields (name 0). A
+ * code object is decoded once and cached by address; every hit is validated against the object
+ * read in this sample (3.12+: its co_version; before: its name, qualname, file and line table), so a
+ * reused address never mislabels a frame. Frames that fail validation are dropped; 3.11+ frames
+ * still being set up (before RESUME) are hidden as CPython does. Reads within the sample the last
+ * prs_py_walk began (or begins one when none is open: stacks walked elsewhere, e.g. by the agent).
+ * No allocation in steady state (the caches grow while warming up). Returns 0 or -ENOMEM.
+ */
+int prs_py_name(struct prs_py *py, struct prs_profile *p, const struct prs_py_stack *raw,
+		struct prs_py_thread *out);
+/* Ends the sample prs_py_walk began: later reads are fresh. */
+void prs_py_end(struct prs_py *py);
+/*
+ * One sample in one call: prs_py_walk then prs_py_name of each thread, one thread at a time (no
+ * raw stacks kept), then prs_py_end. threads[0..*n), *n <= max. Returns as prs_py_walk, or -ENOMEM.
  */
 int prs_py_sample(struct prs_py *py, struct prs_profile *p, struct prs_py_thread *threads, int max,
 		  int *n, struct prs_err *err);
@@ -169,14 +167,14 @@ void prs_py_get_stats(const struct prs_py *py, struct prs_py_stats *out);
 
 /*
  * Tells the reader whether every thread of the target stays stopped during the coming
- * prs_py_sample calls (ptrace mode: the caller holds them all in a ptrace-stop). Then the GIL
+ * prs_py_sample and prs_py_walk calls (ptrace mode: the caller holds them all in a ptrace-stop). Then the GIL
  * holder's top frame cannot move while its frames are read, and is not read a second time to
  * check (one syscall less per sample). Default false: the target runs (vm mode).
  */
 void prs_py_set_stopped(struct prs_py *py, bool all_stopped);
 
 /*
- * Lets the caller keep the frames of some threads instead of having them read: prs_py_sample asks
+ * Lets the caller keep the frames of some threads instead of having them read: a walk asks
  * keep(arg, tid) for each thread with a known native thread id, and does not walk those it says
  * true for (their prs_py_thread has kept set and no frames; the rest is filled). For a sampler
  * that knows a thread has not run since its last sample. NULL (the default) walks every thread.
@@ -184,7 +182,7 @@ void prs_py_set_stopped(struct prs_py *py, bool all_stopped);
 void prs_py_set_keep(struct prs_py *py, bool (*keep)(void *arg, int32_t tid), void *arg);
 
 /*
- * Reads again, in one readv into the reader's scratch, what the last prs_py_sample read, and keeps
+ * Reads again, in one readv into the reader's scratch, what the last sample read, and keeps
  * nothing. For a caller about to stop the target and sample it: after a few ms asleep, the
  * profiler's CPU has lost the kernel's code and the target's page walks from its caches, and this
  * pays for them before the stop instead of during it. A sample is no cheaper for it.

@@ -20,6 +20,7 @@
 
 #include "pyrsprof/err.h"
 #include "pyrsprof/profile.h"
+#include "pyrsprof/python.h"
 
 /* The signals the sampler loop waits for: SIGCHLD for ptrace events, the rest from the user. */
 int prs_sampler_sigset(sigset_t *set);
@@ -42,12 +43,11 @@ struct prs_sampler_opts {
 	enum prs_source source;
 	bool native_all;        /* keep interpreter plumbing in merged Python stacks */
 	bool no_python;         /* do not look for a CPython interpreter */
+	struct prs_py_opts py;  /* how to look for it (zero: the defaults) */
 	/* Called about once a second from the loop (e.g. for a status line); may be NULL. */
 	void (*progress)(void *arg, double elapsed_s, uint64_t thread_samples, size_t threads);
 	void *progress_arg;
 };
-
-struct prs_py_thread;
 
 /* Statistics of a recording, for stats.json and the summary line. Durations in nanoseconds. */
 struct prs_dist {

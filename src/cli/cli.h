@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "pyrsprof/err.h"
+#include "pyrsprof/python.h"
 
 /* Exit codes of pyrsprof itself (a launched program's own code passes through instead). */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NOCMD = 127 };
@@ -48,6 +49,10 @@ struct cli_atomic {
 void *cli_atomic_open(struct cli_atomic *a, const char *path);
 /* Closes and renames (ok) or removes the temporary file (!ok). Returns 0 or -errno (message printed). */
 int cli_atomic_close(struct cli_atomic *a, bool ok);
+
+/* The CPython reader's options from the PYRSPROF_PY_* environment variables (pyenv.c; all off when
+ * none is set). Also linked into tools/pystacks. */
+void cli_py_opts_from_env(struct prs_py_opts *o);
 
 /* Subcommands. Each returns the process exit code. */
 int cmd_run(int argc, char **argv);

@@ -178,6 +178,7 @@ int cmd_dump(int argc, char **argv)
 	so.stack_bytes = 256 * 1024;
 	so.profile = p;
 	so.quiet = true;
+	cli_py_opts_from_env(&so.py);
 	prs_sampler_sigset(&set);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	rc = prs_sampler_attach(pid, &so, NULL, &s, &err);

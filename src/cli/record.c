@@ -347,6 +347,7 @@ static void sampler_opts(const struct rec_opts *o, struct prs_sampler_opts *so)
 	so->stack_bytes = o->stack_bytes;
 	so->source = o->source;
 	so->native_all = o->native_all;
+	cli_py_opts_from_env(&so->py);
 }
 
 /* Says which interpreter was profiled, or why Python frames are missing. */

@@ -581,13 +581,13 @@ static int read_names(struct prs_py *py, struct prs_profile *p, unsigned nact, s
 		if (nm->svecs[pd[i].vaux].res) {
 			/* near the end of a mapping: the smallest head, then exactly what it says */
 			len = rd(py, pd[i].str, pd[i].strhd, (size_t)L->str_ascii_size) ? -EFAULT
-				: prs_py_str_decode(py, pd[i].strhd, (size_t)L->str_ascii_size, name, sizeof(name), &need);
+				: prs_py_str_decode(L, py->str_type, pd[i].strhd, (size_t)L->str_ascii_size, name, sizeof(name), &need);
 		} else {
-			len = prs_py_str_decode(py, pd[i].strhd, STR_READ, name, sizeof(name), &need);
+			len = prs_py_str_decode(L, py->str_type, pd[i].strhd, STR_READ, name, sizeof(name), &need);
 		}
 		if (len == -E2BIG && need <= (size_t)L->str_compact_size + 4 * PRS_MAX_NAME &&
 		    (big = malloc(need)) && rd(py, pd[i].str, big, need) == 0)
-			len = prs_py_str_decode(py, big, need, name, sizeof(name), &need);
+			len = prs_py_str_decode(L, py->str_type, big, need, name, sizeof(name), &need);
 		free(big);
 		if (len < 0)
 			continue;
@@ -714,10 +714,10 @@ int prs_py_read_thread_names(struct prs_py *py, struct prs_profile *p, uint64_t 
 	nm->wanted = false;
 	if (grow(nm, 256, L))
 		return -ENOMEM;
-	if (py->runtime)
-		rc = rd(py, py->runtime + (uint64_t)L->runtime_interp_head, &interp, 8);
-	else if (py->interp_head_var)
-		rc = rd(py, py->interp_head_var, &interp, 8);
+	if (py->walk.runtime)
+		rc = rd(py, py->walk.runtime + (uint64_t)L->runtime_interp_head, &interp, 8);
+	else if (py->walk.interp_head_var)
+		rc = rd(py, py->walk.interp_head_var, &interp, 8);
 	while (rc == 0 && interp && ninterp < MAX_INTERPS) {
 		for (unsigned i = 0; i < ninterp; i++)
 			if (seen[i] == interp)

@@ -1237,7 +1237,7 @@ static void try_python(struct prs_sampler *s, uint64_t now, bool force)
 		return;
 	if (!force && now < s->py_next_try)
 		return;
-	rc = prs_py_open(s->pid, &s->py, &err);
+	rc = prs_py_open(s->pid, &s->opts.py, &s->py, &err);
 	if (rc == 0) {
 		if (!s->pyt)
 			s->pyt = calloc(MAX_PY_THREADS, sizeof(*s->pyt));
@@ -1451,7 +1451,7 @@ int prs_sampler_attach(pid_t pid, const struct prs_sampler_opts *opts, struct pr
 	s->pid = pid;
 	if (opts->source == PRS_SOURCE_VM) {
 		/* Memory reads only: nothing to seize, but the target must be Python. */
-		rc = prs_py_open(pid, &s->py, err);
+		rc = prs_py_open(pid, &s->opts.py, &s->py, err);
 		if (rc == -EPERM || rc == -EACCES) {
 			char why[512];
 

@@ -82,7 +82,7 @@ static void row(const char *label, const char *py, int n)
 	int got, named = 0;
 	pid_t pid = start(py, n);
 
-	if (pid < 0 || !p || prs_py_open(pid, &h, &err)) {
+	if (pid < 0 || !p || prs_py_open(pid, NULL, &h, &err)) {
 		printf("| %-16s | %4d | (could not start or open: %s) |\n", label, n + 1, err.msg);
 		goto out;
 	}

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pyrsprof/python.h"
+#include "pyrsprof/memreader.h"
 
 struct prs_py_layout;
 

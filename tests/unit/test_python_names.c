@@ -355,11 +355,11 @@ static void world_open(unsigned minor)
 	img_put64(W.interp + L->interp_modules, W.modules);
 	cr_assert_eq(prs_py_new_raw(L, &mr, L->version_hex, &py), 0);
 	if (L->runtime_interp_head >= 0) {
-		py->runtime = img_alloc((size_t)L->runtime_interp_head + 64);
-		img_put64(py->runtime + L->runtime_interp_head, W.interp);
+		py->walk.runtime = img_alloc((size_t)L->runtime_interp_head + 64);
+		img_put64(py->walk.runtime + L->runtime_interp_head, W.interp);
 	} else {
-		py->interp_head_var = img_alloc(16);
-		img_put64(py->interp_head_var, W.interp);
+		py->walk.interp_head_var = img_alloc(16);
+		img_put64(py->walk.interp_head_var, W.interp);
 	}
 	py->str_type = t_str;
 	py->dict_type = t_dict;
@@ -796,10 +796,10 @@ Test(python_names, hostile_chain)
 		cr_assert_eq(refresh(1), 3, "3.%u interp cycle", minor);
 		assert_named(7, "interp cycle");
 		/* no interpreter */
-		if (py->runtime)
-			img_put64(py->runtime + L->runtime_interp_head, 0);
+		if (py->walk.runtime)
+			img_put64(py->walk.runtime + L->runtime_interp_head, 0);
 		else
-			img_put64(py->interp_head_var, 0);
+			img_put64(py->walk.interp_head_var, 0);
 		cr_assert_eq(refresh(1), -ENOENT);
 		world_close();
 	}

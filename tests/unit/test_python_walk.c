@@ -98,7 +98,7 @@ static void setup(void)
 	img_put32(tstate + L->tstate_native_thread_id, 4242);
 	img_put64(tstate + L->tstate_cframe, cframe);
 	cr_assert_eq(prs_py_new_raw(L, &mr, 0x030c01f0, &py), 0);
-	py->runtime = runtime;
+	py->walk.runtime = runtime;
 	py->code_type = t_code;
 	py->str_type = t_str;
 	py->bytes_type = t_bytes;
@@ -595,11 +595,12 @@ Test(python_walk, holder_rechecked_only_while_running)
 
 /* ---- str decoding (prs_py_read_str, prs_py_str_decode: code names and thread names) ---- */
 
-/* prs_py_read_str on fresh memory (outside a sample the page cache keeps what it last read) */
+/* prs_py_read_str on the image */
 static int rstr(uint64_t a, char *out, size_t outsz)
 {
-	prs_py_pc_reset(&py->pc);
-	return prs_py_read_str(py, a, out, outsz);
+	struct prs_memreader mr = img_reader();
+
+	return prs_py_read_str(L, t_str, &mr, a, out, outsz);
 }
 
 Test(python_walk, str_decoding_edges)
@@ -632,7 +633,7 @@ Test(python_walk, str_decoding_edges)
 	cr_assert_str_eq(out, "x\xef\xbf\xbd\xef\xbf\xbdy");
 	/* the decoder asks for what the characters take beyond the bytes it was given */
 	memcpy(head, img_at(a), (size_t)L->str_compact_size);
-	cr_assert_eq(prs_py_str_decode(py, head, (size_t)L->str_compact_size, out, sizeof(out), &need), -E2BIG);
+	cr_assert_eq(prs_py_str_decode(L, t_str, head, (size_t)L->str_compact_size, out, sizeof(out), &need), -E2BIG);
 	cr_assert_eq(need, (size_t)L->str_compact_size + 8);
 	/* not a compact str, not a str, not a pointer */
 	img_put32(a + L->str_state, (2u << L->str_kind_shift));

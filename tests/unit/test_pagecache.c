@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The CPython reader's per-sample page cache (src/python/memreader.c) against a mock target (the
+ * The per-sample page cache (src/proc/pagecache.c) against a mock target (the
  * py_image.h image, filled with a pattern): a 1 MiB buffer with one unreadable page, whose reader
  * counts calls, vecs and bytes. The truth:
  * every byte served equals the target's bytes at that moment of the sample; a sample that reads
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "python/python-internal.h"
+#include "pyrsprof/pagecache.h"
 #include "py_image.h"
 
 #include "util/banned.h"
@@ -21,26 +21,25 @@
 #define SIZE (1u << 20)
 #define HOLE (BASE + 7 * 4096ull) /* this page cannot be read */
 
-static struct prs_py_pagecache pc;
+static struct prs_pagecache pc;
 static uint64_t syscalls;
 
 static void setup(void)
 {
+	struct prs_memreader mr;
+
 	img_init(BASE, SIZE);
 	for (size_t i = 0; i < SIZE; i++)
 		img.mem[i] = (uint8_t)(i * 7 + (i >> 12));
 	img.hole[0] = HOLE;
-	memset(&pc, 0, sizeof(pc));
-	pc.mr = img_reader();
-	pc.data = malloc(PRS_PY_NPAGES * (size_t)PRS_PY_PAGE);
-	cr_assert(pc.data);
-	pc.syscalls = &syscalls;
+	mr = img_reader();
 	syscalls = 0;
+	cr_assert_eq(prs_pagecache_init(&pc, &mr, &syscalls), 0);
 }
 
 static void teardown(void)
 {
-	free(pc.data);
+	prs_pagecache_release(&pc);
 	img_release();
 }
 
@@ -52,7 +51,7 @@ static void read_ok(uint64_t addr, size_t len)
 	uint8_t buf[8192];
 
 	cr_assert_leq(len, sizeof(buf));
-	cr_assert_eq(prs_py_pc_read(&pc, addr, buf, len), 0, "read %#llx+%zu", (unsigned long long)addr, len);
+	cr_assert_eq(prs_pagecache_read(&pc, addr, buf, len), 0, "read %#llx+%zu", (unsigned long long)addr, len);
 	cr_assert_eq(memcmp(buf, img_at(addr), len), 0, "bytes at %#llx", (unsigned long long)addr);
 }
 
@@ -64,18 +63,18 @@ static void the_reads(void)
 	read_ok(BASE + 0x3ff0, 32); /* crosses from page 3 into page 4 */
 }
 
-TestSuite(python_pagecache, .init = setup, .fini = teardown);
+TestSuite(pagecache, .init = setup, .fini = teardown);
 
-Test(python_pagecache, next_sample_is_one_readv_of_exact_lines)
+Test(pagecache, next_sample_is_one_readv_of_exact_lines)
 {
-	prs_py_pc_begin(&pc);
+	prs_pagecache_begin(&pc);
 	zero_counts();
 	the_reads();
-	prs_py_pc_end(&pc);
+	prs_pagecache_end(&pc);
 	cr_assert_eq(img.reads, 3, "first sample: one whole-page read per page, on demand");
 	cr_assert_eq(img.readvs, 0);
 	zero_counts();
-	prs_py_pc_begin(&pc);
+	prs_pagecache_begin(&pc);
 	cr_assert_eq(img.readvs, 1);
 	cr_assert_eq(img.reads, 0);
 	/* page 1: lines 0x1000-0x1040 and 0x1f00-0x1f40 in one range; page 3: 0x3fc0-0x4000;
@@ -83,106 +82,106 @@ Test(python_pagecache, next_sample_is_one_readv_of_exact_lines)
 	cr_assert_eq(img.vecs, 3);
 	cr_assert_eq(img.bytes, (0xf40 - 0x000) + 64 + 64, "exact 64-byte lines, %zu bytes", img.bytes);
 	the_reads();
-	prs_py_pc_end(&pc);
+	prs_pagecache_end(&pc);
 	cr_assert_eq(img.reads, 0, "every read was served by the working set");
 	cr_assert_eq(img.readvs, 1);
 }
 
-Test(python_pagecache, bytes_are_of_this_sample)
+Test(pagecache, bytes_are_of_this_sample)
 {
-	prs_py_pc_begin(&pc);
+	prs_pagecache_begin(&pc);
 	the_reads();
-	prs_py_pc_end(&pc);
+	prs_pagecache_end(&pc);
 	/* the target writes between samples: the next one sees the new bytes */
 	memset(img.mem + 0x1010, 0xab, 40);
 	memset(img.mem + 0x3ff0, 0xcd, 32);
-	prs_py_pc_begin(&pc);
+	prs_pagecache_begin(&pc);
 	the_reads();
-	prs_py_pc_end(&pc);
+	prs_pagecache_end(&pc);
 	/* warm (before a stop) reads and keeps nothing: the sample after it still reads fresh */
-	prs_py_pc_warm(&pc);
+	prs_pagecache_warm(&pc);
 	memset(img.mem + 0x1f00, 0xef, 8);
 	zero_counts();
-	prs_py_pc_begin(&pc);
+	prs_pagecache_begin(&pc);
 	the_reads();
-	prs_py_pc_end(&pc);
+	prs_pagecache_end(&pc);
 	cr_assert_eq(img.readvs, 1);
 	cr_assert_eq(img.reads, 0);
 }
 
-Test(python_pagecache, outside_the_lines_reads_the_page)
+Test(pagecache, outside_the_lines_reads_the_page)
 {
-	prs_py_pc_begin(&pc);
+	prs_pagecache_begin(&pc);
 	the_reads();
-	prs_py_pc_end(&pc);
-	prs_py_pc_begin(&pc);
+	prs_pagecache_end(&pc);
+	prs_pagecache_begin(&pc);
 	zero_counts();
 	read_ok(BASE + 0x1f80, 16); /* page 1, past its loaded range (0x000-0xf40) */
 	cr_assert_eq(img.reads, 1, "reads %u", img.reads);
 	cr_assert_eq(img.bytes, 4096);
 	the_reads(); /* page 1 now whole: the rest from memory */
 	cr_assert_eq(img.reads, 1);
-	prs_py_pc_end(&pc);
+	prs_pagecache_end(&pc);
 }
 
-Test(python_pagecache, unreadable_page_fails_once_per_sample)
+Test(pagecache, unreadable_page_fails_once_per_sample)
 {
 	uint8_t b[16];
 
-	prs_py_pc_begin(&pc);
+	prs_pagecache_begin(&pc);
 	zero_counts();
-	cr_assert_eq(prs_py_pc_read(&pc, HOLE + 64, b, 16), -EFAULT);
-	cr_assert_eq(prs_py_pc_read(&pc, HOLE + 128, b, 16), -EFAULT);
+	cr_assert_eq(prs_pagecache_read(&pc, HOLE + 64, b, 16), -EFAULT);
+	cr_assert_eq(prs_pagecache_read(&pc, HOLE + 128, b, 16), -EFAULT);
 	cr_assert_eq(img.reads, 1, "the second read knows the page is bad");
 	/* a read that starts on a good page and ends on the bad one fails too */
-	cr_assert_eq(prs_py_pc_read(&pc, HOLE - 8, b, 16), -EFAULT);
+	cr_assert_eq(prs_pagecache_read(&pc, HOLE - 8, b, 16), -EFAULT);
 	read_ok(BASE + 0x1010, 8);
-	prs_py_pc_end(&pc);
+	prs_pagecache_end(&pc);
 	zero_counts();
-	prs_py_pc_begin(&pc);
+	prs_pagecache_begin(&pc);
 	cr_assert_eq(img.readvs, 1);
-	cr_assert_eq(prs_py_pc_read(&pc, HOLE + 64, b, 16), -EFAULT);
+	cr_assert_eq(prs_pagecache_read(&pc, HOLE + 64, b, 16), -EFAULT);
 	cr_assert_eq(img.reads, 1, "tried again in the next sample");
-	prs_py_pc_end(&pc);
+	prs_pagecache_end(&pc);
 	/* a working set whose page became unreadable: the read fails, it does not serve old bytes */
-	prs_py_pc_begin(&pc);
+	prs_pagecache_begin(&pc);
 	read_ok(BASE + 0x6010, 8); /* page 6 */
-	prs_py_pc_end(&pc);
+	prs_pagecache_end(&pc);
 	img.hole[1] = BASE + 0x6000;
-	prs_py_pc_begin(&pc);
-	cr_assert_eq(prs_py_pc_read(&pc, BASE + 0x6010, b, 8), -EFAULT);
-	prs_py_pc_end(&pc);
+	prs_pagecache_begin(&pc);
+	cr_assert_eq(prs_pagecache_read(&pc, BASE + 0x6010, b, 8), -EFAULT);
+	prs_pagecache_end(&pc);
 	img.hole[1] = 0;
-	prs_py_pc_begin(&pc);
+	prs_pagecache_begin(&pc);
 	read_ok(BASE + 0x6010, 8);
-	prs_py_pc_end(&pc);
+	prs_pagecache_end(&pc);
 }
 
-Test(python_pagecache, process_gone)
+Test(pagecache, process_gone)
 {
 	uint8_t b[8];
 
-	prs_py_pc_begin(&pc);
+	prs_pagecache_begin(&pc);
 	the_reads();
-	prs_py_pc_end(&pc);
+	prs_pagecache_end(&pc);
 	img.gone = true;
-	prs_py_pc_begin(&pc); /* the working set fails: nothing is served from it */
-	cr_assert_eq(prs_py_pc_read(&pc, BASE + 0x1010, b, 8), -ESRCH);
-	prs_py_pc_end(&pc);
+	prs_pagecache_begin(&pc); /* the working set fails: nothing is served from it */
+	cr_assert_eq(prs_pagecache_read(&pc, BASE + 0x1010, b, 8), -ESRCH);
+	prs_pagecache_end(&pc);
 }
 
-Test(python_pagecache, more_pages_than_slots)
+Test(pagecache, more_pages_than_slots)
 {
 	/* 200 pages in one sample (the cache has 128 slots): every read still right */
 	for (int round = 0; round < 3; round++) {
-		prs_py_pc_begin(&pc);
+		prs_pagecache_begin(&pc);
 		for (unsigned p = 0; p < 200; p++) {
 			if (BASE + p * 4096ull == HOLE)
 				continue;
 			read_ok(BASE + p * 4096ull + (p % 60) * 64, 24);
 		}
 		read_ok(BASE + 5 * 4096ull + 100, 24);
-		prs_py_pc_end(&pc);
+		prs_pagecache_end(&pc);
 		img.mem[(round * 4096) + 77] ^= 0xff;
 	}
 }

@@ -1,117 +1,52 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Target memory reads for the CPython reader: a memreader over process_vm_readv (batched, remote
- * ranges that touch merged, partial reads resumed after the failing vec) and the per-sample page
- * cache in front of it. A walk is a chain of dependent reads (runtime, interpreter, GIL, thread
- * state, frames, code objects, strings: 14 pages for a 50-frame 3.12 stack), one syscall each if
- * read as they come. The cache notes which bytes of which pages a sample read and loads exactly
- * those, in one readv, when the next sample starts; the walk then runs from memory, and reads what
- * moved on demand (whole pages; code objects and strings in two more readv). Measured on a
- * 50-frame 3.12 stack, back to back: 10 syscalls and 57 KiB -> 1 syscall and 7.7 KiB per sample,
- * 19 -> 8 us.
+ * The per-sample page cache over a memreader (pyrsprof/pagecache.h). It lives in src/proc with the
+ * memreader because it knows nothing of what it caches: pages, the bytes a sample read of them,
+ * and one readv to load them again at the next sample. The CPython reader is its first user; the
+ * walker itself only sees a memreader (prs_pagecache_reader), so the same walk runs without the
+ * cache where none is needed (a memory image, or the agent reading its own process).
+ * Measured on a 50-frame 3.12 stack, back to back: 10 syscalls and 57 KiB -> 1 syscall and
+ * 7.7 KiB per sample, 19 -> 8 us.
  */
-#include "python/python-internal.h"
+#include "pyrsprof/pagecache.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include "util/banned.h"
 
-#define MAX_IOV 1024
+#define PROBE 8u /* slots looked at from a page's home slot (linear probing) */
 
-static int pid_read(void *ctx, uint64_t addr, void *buf, size_t len)
+int prs_pagecache_init(struct prs_pagecache *pc, const struct prs_memreader *mr, uint64_t *syscalls)
 {
-	pid_t pid = (pid_t)(intptr_t)ctx;
-	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t got;
-
-	if (len == 0)
-		return 0;
-	got = process_vm_readv(pid, &l, 1, &r, 1, 0);
-	if (got == (ssize_t)len)
-		return 0;
-	if (got < 0 && errno == ESRCH)
-		return -ESRCH;
-	if (got < 0 && errno == EPERM)
-		return -EPERM;
-	return -EFAULT;
+	memset(pc, 0, sizeof(*pc));
+	pc->mr = *mr;
+	pc->syscalls = syscalls;
+	pc->data = malloc(PRS_PAGECACHE_SLOTS * (size_t)PRS_PAGECACHE_PAGE);
+	return pc->data ? 0 : -ENOMEM;
 }
 
-/* Reads vecs; a remote range that continues the previous one is merged into one remote iovec
- * (one page-pinning pass in the kernel instead of one per vec). */
-static int pid_readv(void *ctx, struct prs_memvec *v, size_t n)
+void prs_pagecache_release(struct prs_pagecache *pc)
 {
-	pid_t pid = (pid_t)(intptr_t)ctx;
-	struct iovec l[MAX_IOV], r[MAX_IOV];
-	size_t i = 0, done = 0;
-
-	while (i < n) {
-		size_t k, nr = 0, cnt = n - i < MAX_IOV ? n - i : MAX_IOV;
-		ssize_t got;
-
-		for (k = 0; k < cnt; k++) {
-			l[k].iov_base = v[i + k].buf;
-			l[k].iov_len = v[i + k].len;
-			if (nr && (uint64_t)(uintptr_t)r[nr - 1].iov_base + r[nr - 1].iov_len == v[i + k].addr) {
-				r[nr - 1].iov_len += v[i + k].len;
-				continue;
-			}
-			r[nr].iov_base = (void *)(uintptr_t)v[i + k].addr;
-			r[nr].iov_len = v[i + k].len;
-			nr++;
-		}
-		got = process_vm_readv(pid, l, cnt, r, nr, 0);
-		if (got < 0) {
-			if (errno == ESRCH)
-				return -ESRCH;
-			/* the first vec failed: mark it and go on after it */
-			v[i].res = -EFAULT;
-			i++;
-			continue;
-		}
-		/* got bytes were read in order; the vec where it stopped failed (or is partial) */
-		for (k = 0; k < cnt; k++) {
-			if ((size_t)got >= v[i + k].len) {
-				got -= (ssize_t)v[i + k].len;
-				v[i + k].res = 0;
-				done++;
-			} else {
-				break;
-			}
-		}
-		if (k < cnt) {
-			v[i + k].res = -EFAULT;
-			k++;
-		}
-		i += k;
-	}
-	return (int)done;
+	free(pc->data);
+	pc->data = NULL;
 }
 
-void prs_memreader_pid(struct prs_memreader *mr, pid_t pid)
-{
-	mr->read = pid_read;
-	mr->readv = pid_readv;
-	mr->ctx = (void *)(intptr_t)pid;
-}
-
-/* ---- page cache ---- */
 
 static unsigned slot_of(uint64_t page)
 {
 	uint64_t h = (page >> 12) * 0x9e3779b97f4a7c15ull;
 
-	return (unsigned)(h >> 57) % PRS_PY_NPAGES; /* 7 bits */
+	return (unsigned)(h >> 57) % PRS_PAGECACHE_SLOTS; /* 7 bits */
 }
 
 /* The slot holding page, or -1. Slots are only emptied all at once, so a free slot ends a probe. */
-static int find_slot(const struct prs_py_pagecache *pc, uint64_t page)
+static int find_slot(const struct prs_pagecache *pc, uint64_t page)
 {
 	unsigned s = slot_of(page), k;
 
-	for (k = 0; k < PRS_PY_PROBE; k++, s = (s + 1) % PRS_PY_NPAGES) {
+	for (k = 0; k < PROBE; k++, s = (s + 1) % PRS_PAGECACHE_SLOTS) {
 		if (pc->tag[s] == (page | 1))
 			return (int)s;
 		if (!pc->tag[s])
@@ -122,11 +57,11 @@ static int find_slot(const struct prs_py_pagecache *pc, uint64_t page)
 
 /* A slot for page (not cached): the first free one in its probe window, else -1. The slot is
  * marked in use, holding no bytes yet. */
-static int claim_free(struct prs_py_pagecache *pc, uint64_t page)
+static int claim_free(struct prs_pagecache *pc, uint64_t page)
 {
 	unsigned s = slot_of(page), k;
 
-	for (k = 0; k < PRS_PY_PROBE; k++, s = (s + 1) % PRS_PY_NPAGES)
+	for (k = 0; k < PROBE; k++, s = (s + 1) % PRS_PAGECACHE_SLOTS)
 		if (!pc->tag[s]) {
 			pc->tag[s] = page | 1;
 			pc->lo[s] = pc->hi[s] = 0;
@@ -137,47 +72,47 @@ static int claim_free(struct prs_py_pagecache *pc, uint64_t page)
 	return -1;
 }
 
-void prs_py_pc_reset(struct prs_py_pagecache *pc)
+void prs_pagecache_reset(struct prs_pagecache *pc)
 {
 	memset(pc->tag, 0, sizeof(pc->tag));
 	memset(pc->ws_idx, 0, sizeof(pc->ws_idx));
 }
 
 /* Notes that the sample read bytes [a, b) of the page in slot s. */
-static void ws_note(struct prs_py_pagecache *pc, unsigned s, uint64_t page, unsigned a, unsigned b)
+static void ws_note(struct prs_pagecache *pc, unsigned s, uint64_t page, unsigned a, unsigned b)
 {
 	unsigned i = pc->ws_idx[s];
 
 	if (!pc->noting)
 		return;
 	if (i && pc->ws[i - 1].page == page) {
-		struct prs_py_wsent *w = &pc->ws[i - 1];
+		struct prs_pagecache_ws *w = &pc->ws[i - 1];
 
 		if (a < w->lo)
 			w->lo = (uint16_t)a;
 		if (b > w->hi)
 			w->hi = (uint16_t)b;
-	} else if (pc->nws < PRS_PY_NPAGES) {
-		pc->ws[pc->nws] = (struct prs_py_wsent){ page, (uint16_t)a, (uint16_t)b };
+	} else if (pc->nws < PRS_PAGECACHE_SLOTS) {
+		pc->ws[pc->nws] = (struct prs_pagecache_ws){ page, (uint16_t)a, (uint16_t)b };
 		pc->ws_idx[s] = (uint8_t)++pc->nws;
 	}
 }
 
-void prs_py_pc_begin(struct prs_py_pagecache *pc)
+void prs_pagecache_begin(struct prs_pagecache *pc)
 {
-	struct prs_memvec v[PRS_PY_NPAGES];
-	unsigned slots[PRS_PY_NPAGES], lo[PRS_PY_NPAGES], hi[PRS_PY_NPAGES];
+	struct prs_memvec v[PRS_PAGECACHE_SLOTS];
+	unsigned slots[PRS_PAGECACHE_SLOTS], lo[PRS_PAGECACHE_SLOTS], hi[PRS_PAGECACHE_SLOTS];
 	size_t nv = 0, i, j;
 	unsigned n = pc->nws;
 
-	prs_py_pc_reset(pc);
+	prs_pagecache_reset(pc);
 	pc->nws = 0;
 	pc->noting = true;
 	if (!pc->data || !pc->mr.readv || !n)
 		return;
 	/* sorted by page (insertion sort: a few dozen entries), duplicates merged */
 	for (i = 1; i < n; i++) {
-		struct prs_py_wsent w = pc->ws[i];
+		struct prs_pagecache_ws w = pc->ws[i];
 
 		for (j = i; j > 0 && pc->ws[j - 1].page > w.page; j--)
 			pc->ws[j] = pc->ws[j - 1];
@@ -224,9 +159,9 @@ void prs_py_pc_begin(struct prs_py_pagecache *pc)
 	 * read marks it bad (a guess from the last sample must not hide a page) */
 }
 
-void prs_py_pc_warm(struct prs_py_pagecache *pc)
+void prs_pagecache_warm(struct prs_pagecache *pc)
 {
-	struct prs_memvec v[PRS_PY_NPAGES];
+	struct prs_memvec v[PRS_PAGECACHE_SLOTS];
 	size_t nv = 0, i;
 
 	if (!pc->data || !pc->mr.readv)
@@ -248,15 +183,15 @@ void prs_py_pc_warm(struct prs_py_pagecache *pc)
 	if (pc->syscalls)
 		(*pc->syscalls)++;
 	(void)pc->mr.readv(pc->mr.ctx, v, nv);
-	prs_py_pc_reset(pc); /* what the slots held is gone */
+	prs_pagecache_reset(pc); /* what the slots held is gone */
 }
 
-void prs_py_pc_end(struct prs_py_pagecache *pc)
+void prs_pagecache_end(struct prs_pagecache *pc)
 {
 	pc->noting = false;
 }
 
-int prs_py_pc_read(struct prs_py_pagecache *pc, uint64_t addr, void *buf, size_t len)
+int prs_pagecache_read(struct prs_pagecache *pc, uint64_t addr, void *buf, size_t len)
 {
 	uint8_t *dst = buf;
 
@@ -268,8 +203,8 @@ int prs_py_pc_read(struct prs_py_pagecache *pc, uint64_t addr, void *buf, size_t
 		return pc->mr.read(pc->mr.ctx, addr, buf, len);
 	}
 	while (len) {
-		uint64_t page = addr & ~(uint64_t)(PRS_PY_PAGE - 1);
-		size_t off = addr - page, chunk = PRS_PY_PAGE - off;
+		uint64_t page = addr & ~(uint64_t)(PRS_PAGECACHE_PAGE - 1);
+		size_t off = addr - page, chunk = PRS_PAGECACHE_PAGE - off;
 		int s, rc;
 
 		if (chunk > len)
@@ -287,14 +222,14 @@ int prs_py_pc_read(struct prs_py_pagecache *pc, uint64_t addr, void *buf, size_t
 			pc->bad[s] = 0;
 			if (pc->syscalls)
 				(*pc->syscalls)++;
-			rc = pc->mr.read(pc->mr.ctx, page, pc->data[s], PRS_PY_PAGE);
+			rc = pc->mr.read(pc->mr.ctx, page, pc->data[s], PRS_PAGECACHE_PAGE);
 			if (rc == -ESRCH)
 				return rc;
 			if (rc) {
 				pc->bad[s] = 1;
 				return -EFAULT;
 			}
-			pc->hi[s] = PRS_PY_PAGE;
+			pc->hi[s] = PRS_PAGECACHE_PAGE;
 		}
 		ws_note(pc, (unsigned)s, page, (unsigned)off, (unsigned)(off + chunk));
 		memcpy(dst, pc->data[s] + off, chunk);
@@ -305,7 +240,7 @@ int prs_py_pc_read(struct prs_py_pagecache *pc, uint64_t addr, void *buf, size_t
 	return 0;
 }
 
-void prs_py_pc_prefetch(struct prs_py_pagecache *pc, const uint64_t *addrs, size_t n, size_t len)
+void prs_pagecache_prefetch(struct prs_pagecache *pc, const uint64_t *addrs, size_t n, size_t len)
 {
 	struct prs_memvec v[64];
 	unsigned slots[64];
@@ -318,11 +253,11 @@ void prs_py_pc_prefetch(struct prs_py_pagecache *pc, const uint64_t *addrs, size
 
 		if (!addrs[i] || addrs[i] + len < addrs[i])
 			continue;
-		last = (addrs[i] + len - 1) & ~(uint64_t)(PRS_PY_PAGE - 1);
-		for (page = addrs[i] & ~(uint64_t)(PRS_PY_PAGE - 1); page <= last && nv < 64;
-		     page += PRS_PY_PAGE) {
+		last = (addrs[i] + len - 1) & ~(uint64_t)(PRS_PAGECACHE_PAGE - 1);
+		for (page = addrs[i] & ~(uint64_t)(PRS_PAGECACHE_PAGE - 1); page <= last && nv < 64;
+		     page += PRS_PAGECACHE_PAGE) {
 			uint64_t a = addrs[i] > page ? addrs[i] - page : 0;
-			uint64_t b = addrs[i] + len - page < PRS_PY_PAGE ? addrs[i] + len - page : PRS_PY_PAGE;
+			uint64_t b = addrs[i] + len - page < PRS_PAGECACHE_PAGE ? addrs[i] + len - page : PRS_PAGECACHE_PAGE;
 			int s = find_slot(pc, page);
 			bool dup = false;
 
@@ -339,7 +274,7 @@ void prs_py_pc_prefetch(struct prs_py_pagecache *pc, const uint64_t *addrs, size
 			pc->lo[s] = pc->hi[s] = 0;
 			v[nv].addr = page;
 			v[nv].buf = pc->data[s];
-			v[nv].len = PRS_PY_PAGE;
+			v[nv].len = PRS_PAGECACHE_PAGE;
 			v[nv].res = 0;
 			slots[nv++] = (unsigned)s;
 		}
@@ -352,8 +287,33 @@ void prs_py_pc_prefetch(struct prs_py_pagecache *pc, const uint64_t *addrs, size
 		return;
 	for (k = 0; k < nv; k++) {
 		if (v[k].res == 0)
-			pc->hi[slots[k]] = PRS_PY_PAGE;
+			pc->hi[slots[k]] = PRS_PAGECACHE_PAGE;
 		else
 			pc->bad[slots[k]] = 1;
 	}
+}
+
+static int cache_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	return prs_pagecache_read(ctx, addr, buf, len);
+}
+
+static int cache_readv(void *ctx, struct prs_memvec *v, size_t n)
+{
+	int done = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		v[i].res = prs_pagecache_read(ctx, v[i].addr, v[i].buf, v[i].len);
+		if (v[i].res == -ESRCH)
+			return -ESRCH;
+		done += v[i].res == 0;
+	}
+	return done;
+}
+
+void prs_pagecache_reader(struct prs_pagecache *pc, struct prs_memreader *out)
+{
+	out->read = cache_read;
+	out->readv = cache_readv;
+	out->ctx = pc;
 }

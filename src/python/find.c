@@ -38,22 +38,12 @@ struct elfinfo {
 	bool is_elf;
 };
 
-/* PYRSPROF_PY_IGNORE_ANCHORS=1 makes the reader behave as on a fully stripped binary (tests);
- * "1+" keeps PyInterpreterState_Head (the 3.6 decoding path). */
-static bool ignore_anchors(void)
-{
-	const char *e = getenv("PYRSPROF_PY_IGNORE_ANCHORS");
-
-	return e && *e == '1';
-}
-
-static void take_sym(struct elfinfo *ei, const char *name, const GElf_Sym *s)
+static void take_sym(struct elfinfo *ei, const struct prs_py_opts *o, const char *name, const GElf_Sym *s)
 {
 	if (s->st_shndx == SHN_UNDEF || !s->st_value)
 		return;
-	if (ignore_anchors() && (!strcmp(name, "_PyRuntime") || !strcmp(name, "interp_head") ||
-				 (!strcmp(name, "PyInterpreterState_Head") &&
-				  getenv("PYRSPROF_PY_IGNORE_ANCHORS")[1] != '+')))
+	if (o->no_anchor_symbols && (!strcmp(name, "_PyRuntime") || !strcmp(name, "interp_head") ||
+				     (o->no_head_fn && !strcmp(name, "PyInterpreterState_Head"))))
 		return;
 	if (!strcmp(name, "_PyRuntime"))
 		ei->runtime = s->st_value;
@@ -86,7 +76,7 @@ static void take_sym(struct elfinfo *ei, const char *name, const GElf_Sym *s)
 	}
 }
 
-static int read_elf(int fd, struct elfinfo *ei)
+static int read_elf(int fd, const struct prs_py_opts *o, struct elfinfo *ei)
 {
 	Elf *e;
 	Elf_Scn *scn = NULL;
@@ -124,7 +114,7 @@ static int read_elf(int fd, struct elfinfo *ei)
 		if (!gelf_getshdr(scn, &sh))
 			continue;
 		sname = elf_strptr(e, shstrndx, sh.sh_name);
-		if (sname && !strcmp(sname, ".PyRuntime") && !ignore_anchors()) {
+		if (sname && !strcmp(sname, ".PyRuntime") && !o->no_anchor_symbols) {
 			ei->pyruntime_sec = sh.sh_addr;
 			ei->pyruntime_sec_size = sh.sh_size;
 		}
@@ -160,7 +150,7 @@ static int read_elf(int fd, struct elfinfo *ei)
 				break;
 			name = elf_strptr(e, sh.sh_link, s.st_name);
 			if (name && name[0] && (name[0] == '_' || name[0] == 'P' || name[0] == 'i'))
-				take_sym(ei, name, &s);
+				take_sym(ei, o, name, &s);
 		}
 	}
 	elf_end(e);
@@ -186,14 +176,14 @@ static bool bias_of(const struct prs_maps *m, uint64_t inode, uint64_t dev_major
 	return false;
 }
 
-static int read_u64(struct prs_py *py, uint64_t addr, uint64_t *v)
+static int read_u64(const struct prs_memreader *mr, uint64_t addr, uint64_t *v)
 {
-	return py->mr.read(py->mr.ctx, addr, v, sizeof(*v));
+	return mr->read(mr->ctx, addr, v, sizeof(*v));
 }
 
 /* Scans the target's copy of [lo, hi) for Py_GetVersion()'s "M.m.p... (" text with major.minor
  * as given (or any 3.x when want_minor < 0). */
-static bool scan_version(struct prs_py *py, uint64_t lo, uint64_t hi, int want_minor, char *out,
+static bool scan_version(const struct prs_memreader *mr, uint64_t lo, uint64_t hi, int want_minor, char *out,
 			 size_t outsz)
 {
 	static const size_t chunk = 65536;
@@ -209,14 +199,14 @@ static bool scan_version(struct prs_py *py, uint64_t lo, uint64_t hi, int want_m
 	for (a = lo & ~(uint64_t)0xfff; a < hi && !found; a += chunk) {
 		size_t len = hi - a < chunk + 64 ? hi - a : chunk + 64, i;
 
-		if (py->mr.read(py->mr.ctx, a, buf, len) != 0) {
+		if (mr->read(mr->ctx, a, buf, len) != 0) {
 			/* partial: fall back to pages */
 			size_t p;
 
 			for (p = 0; p < len; p += 4096) {
 				size_t pl = len - p < 4096 ? len - p : 4096;
 
-				if (py->mr.read(py->mr.ctx, a + p, buf + p, pl) != 0)
+				if (mr->read(mr->ctx, a + p, buf + p, pl) != 0)
 					memset(buf + p, 0, pl);
 			}
 		}
@@ -245,18 +235,6 @@ static bool scan_version(struct prs_py *py, uint64_t lo, uint64_t hi, int want_m
 	return found;
 }
 
-static void hex_to_version(uint32_t hex, char *out, size_t sz)
-{
-	static const char lv[16] = { [0xa] = 'a', [0xb] = 'b', [0xc] = 'c' };
-	unsigned level = (hex >> 4) & 15;
-
-	if (level == 0xf || !lv[level])
-		snprintf(out, sz, "%u.%u.%u", hex >> 24, (hex >> 16) & 255, (hex >> 8) & 255);
-	else
-		snprintf(out, sz, "%u.%u.%u%c%u", hex >> 24, (hex >> 16) & 255, (hex >> 8) & 255,
-			 lv[level], hex & 15);
-}
-
 const struct prs_py_layout *prs_py_layout_find(unsigned major, unsigned minor)
 {
 	unsigned i;
@@ -267,64 +245,6 @@ const struct prs_py_layout *prs_py_layout_find(unsigned major, unsigned minor)
 			return &prs_py_layouts[i];
 	return NULL;
 }
-
-int prs_py_new_raw(const struct prs_py_layout *L, const struct prs_memreader *mr, uint32_t version_hex,
-		   struct prs_py **out)
-{
-	struct prs_py *py = calloc(1, sizeof(*py));
-
-	if (!py)
-		return -ENOMEM;
-	py->L = *L;
-	py->mr = *mr;
-	py->version_hex = version_hex;
-	hex_to_version(version_hex, py->version, sizeof(py->version));
-	py->layout_source = "table";
-	py->tid_off = -1;
-	{
-		const int32_t f[] = { L->tstate_next, L->tstate_interp, L->tstate_thread_id,
-				      L->tstate_native_thread_id, L->tstate_frame, L->tstate_cframe,
-				      L->tstate_current_frame };
-		size_t k, m = 0;
-
-		for (k = 0; k < sizeof(f) / sizeof(f[0]); k++)
-			if (f[k] >= 0 && (size_t)f[k] + 8 > m)
-				m = (size_t)f[k] + 8;
-		py->tstate_read = m <= 4096 ? m : 4096;
-	}
-	py->pc.mr = *mr;
-	py->pc.syscalls = &py->st.syscalls;
-	py->pc.data = malloc(PRS_PY_NPAGES * (size_t)PRS_PY_PAGE);
-	py->ncodes_cap = 1024;
-	py->codes = calloc(py->ncodes_cap, sizeof(*py->codes));
-	if (!py->pc.data || !py->codes) {
-		prs_py_free(py);
-		return -ENOMEM;
-	}
-	*out = py;
-	return 0;
-}
-
-void prs_py_free(struct prs_py *py)
-{
-	size_t i;
-
-	if (!py)
-		return;
-	if (py->codes)
-		for (i = 0; i < py->ncodes_cap; i++)
-			free(py->codes[i].table);
-	free(py->codes);
-	free(py->pc.data);
-	prs_py_names_free(py);
-	free(py);
-}
-
-const char *prs_py_version(const struct prs_py *py) { return py->version; }
-uint32_t prs_py_version_hex(const struct prs_py *py) { return py->version_hex; }
-const char *prs_py_layout_source(const struct prs_py *py) { return py->layout_source; }
-const char *prs_py_binary(const struct prs_py *py) { return py->binary; }
-const char *prs_py_anchor(const struct prs_py *py) { return py->anchor ? py->anchor : ""; }
 
 /*
  * 3.6 without .symtab: PyInterpreterState_Head() is `mov interp_head(%rip),%rax; ret` with gcc
@@ -408,24 +328,24 @@ static int validate(struct prs_py *py, struct prs_err *err)
 	uint64_t interp = 0, ts = 0, back = 0, type = 0, tpname = 0;
 	char name[8] = { 0 };
 
-	if (py->runtime) {
-		if (read_u64(py, py->runtime + L->runtime_interp_head, &interp))
+	if (py->walk.runtime) {
+		if (read_u64(&py->mr, py->walk.runtime + L->runtime_interp_head, &interp))
 			return prs_err_set(err, -EINVAL, "pid %d: cannot read _PyRuntime at 0x%llx", py->pid,
-					   (unsigned long long)py->runtime);
-	} else if (py->interp_head_var) {
-		if (read_u64(py, py->interp_head_var, &interp))
+					   (unsigned long long)py->walk.runtime);
+	} else if (py->walk.interp_head_var) {
+		if (read_u64(&py->mr, py->walk.interp_head_var, &interp))
 			return prs_err_set(err, -EINVAL, "pid %d: cannot read interp_head", py->pid);
 	}
 	if (!interp)
 		return prs_err_set(err, -EINVAL, "pid %d: python %s has no interpreter yet (starting or finalizing)",
 				   py->pid, py->version);
-	if (read_u64(py, interp + L->interp_tstate_head, &ts) || !ts ||
-	    read_u64(py, ts + L->tstate_interp, &back) || back != interp)
+	if (read_u64(&py->mr, interp + L->interp_tstate_head, &ts) || !ts ||
+	    read_u64(&py->mr, ts + L->tstate_interp, &back) || back != interp)
 		return prs_err_set(err, -EINVAL, "pid %d: python %s: interpreter state at 0x%llx does not validate",
 				   py->pid, py->version, (unsigned long long)interp);
 	/* PyCode_Type must be named "code": catches a wrong object header size (debug builds). */
 	if (py->code_type) {
-		if (read_u64(py, py->code_type + L->tp_name, &tpname) || !tpname ||
+		if (read_u64(&py->mr, py->code_type + L->tp_name, &tpname) || !tpname ||
 		    py->mr.read(py->mr.ctx, tpname, name, 5) || memcmp(name, "code", 5))
 			return prs_err_set(err, -EINVAL, "pid %d: PyCode_Type does not validate (a debug or unusual build?)",
 					   py->pid);
@@ -442,8 +362,10 @@ static bool is_libpython(const char *path)
 	return !strncmp(b, "libpython", 9) && strstr(b, ".so");
 }
 
-int prs_py_open(pid_t pid, struct prs_py **out, struct prs_err *err)
+int prs_py_open(pid_t pid, const struct prs_py_opts *opts, struct prs_py **out, struct prs_err *err)
 {
+	static const struct prs_py_opts defaults;
+	const struct prs_py_opts *o = opts ? opts : &defaults;
 	struct prs_maps maps = PRS_MAPS_INIT;
 	struct prs_memreader mr;
 	struct prs_py *py = NULL;
@@ -500,7 +422,7 @@ int prs_py_open(pid_t pid, struct prs_py **out, struct prs_err *err)
 			fd = open(m->path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		if (fstat(fd, &stt) || stt.st_ino != m->inode || read_elf(fd, &ei)) {
+		if (fstat(fd, &stt) || stt.st_ino != m->inode || read_elf(fd, o, &ei)) {
 			close(fd);
 			continue;
 		}
@@ -510,12 +432,11 @@ int prs_py_open(pid_t pid, struct prs_py **out, struct prs_err *err)
 		runtime = ei.runtime ? ei.runtime : ei.pyruntime_sec;
 		if (!runtime && !ei.interp_head && !ei.tstate_current && !ei.interp_head_fn) {
 			/* no anchor at all: a Python binary only if Py_GetVersion()'s text is in its data */
-			struct prs_py tmp = { .mr = mr };
 			char v2[32];
 
 			if (!ei.data_lo || !(is_libpython(m->path) || ei.py_version || ei.code_type ||
 					     strstr(m->path, "python")) ||
-			    !scan_version(&tmp, ei.data_lo + bias, ei.data_hi + bias, -1, v2, sizeof(v2)))
+			    !scan_version(&mr, ei.data_lo + bias, ei.data_hi + bias, -1, v2, sizeof(v2)))
 				continue; /* not a Python binary (e.g. an exe linked to libpython) */
 		}
 		if (runtime)
@@ -524,7 +445,7 @@ int prs_py_open(pid_t pid, struct prs_py **out, struct prs_err *err)
 		if (ei.py_version) {
 			uint64_t v = 0;
 
-			if (read_u64(&(struct prs_py){ .mr = mr }, ei.py_version + bias, &v) == 0)
+			if (read_u64(&mr, ei.py_version + bias, &v) == 0)
 				vhex = (uint32_t)v;
 		}
 		if (!vhex && runtime) {
@@ -536,16 +457,15 @@ int prs_py_open(pid_t pid, struct prs_py **out, struct prs_err *err)
 		if (vhex) {
 			major = (int)(vhex >> 24);
 			minor = (int)((vhex >> 16) & 255);
-			hex_to_version((uint32_t)vhex, ver, sizeof(ver));
+			prs_py_version_str((uint32_t)vhex, ver, sizeof(ver));
 		} else {
 			unsigned a, b;
-			struct prs_py tmp = { .mr = mr };
 
 			if (sscanf(ei.soname, "libpython%u.%u", &a, &b) == 2) {
 				major = (int)a;
 				minor = (int)b;
 			}
-			if (ei.data_lo && scan_version(&tmp, ei.data_lo + bias, ei.data_hi + bias, minor,
+			if (ei.data_lo && scan_version(&mr, ei.data_lo + bias, ei.data_hi + bias, minor,
 						       ver, sizeof(ver))) {
 				unsigned a2, b2, c2;
 
@@ -573,11 +493,11 @@ int prs_py_open(pid_t pid, struct prs_py **out, struct prs_err *err)
 		if (!vhex)
 			vhex = ((uint32_t)major << 24) | ((uint32_t)minor << 16);
 		row = prs_py_layout_find((unsigned)major, (unsigned)minor);
-		if (major == 3 && minor >= 13 && runtime && !getenv("PYRSPROF_PY_NO_DEBUG_OFFSETS")) {
+		if (major == 3 && minor >= 13 && runtime && !o->no_debug_offsets) {
 			uint8_t dbg[1024];
 			const struct prs_py_layout *base = row ? row : &prs_py_layouts[prs_py_nlayouts - 1];
 
-			if (getenv("PYRSPROF_PY_DEBUG_OFFSETS_ONLY"))
+			if (o->debug_offsets_only)
 				base = &prs_py_layouts[prs_py_nlayouts - 1]; /* the newest row, for what dbg lacks */
 			if (mr.read(mr.ctx, runtime, dbg, sizeof(dbg)) == 0 && !memcmp(dbg, "xdebugpy", 8) &&
 			    dbg[16] == 1) {
@@ -589,7 +509,7 @@ int prs_py_open(pid_t pid, struct prs_py **out, struct prs_err *err)
 			    prs_py_layout_from_debug_offsets(dbg, sizeof(dbg), base, &L) == 0) {
 				row = &L;
 				src = "debug-offsets";
-			} else if (!row || getenv("PYRSPROF_PY_DEBUG_OFFSETS_ONLY")) {
+			} else if (!row || o->debug_offsets_only) {
 				prs_maps_release(&maps);
 				return prs_err_set(err, -ENOTSUP, "pid %d: python %s: _Py_DebugOffsets missing or of an unknown layout",
 						   pid, ver);
@@ -608,14 +528,14 @@ int prs_py_open(pid_t pid, struct prs_py **out, struct prs_err *err)
 		py->layout_source = src;
 		snprintf(py->version, sizeof(py->version), "%s", ver);
 		snprintf(py->binary, sizeof(py->binary), "%s", m->path);
-		py->runtime = (py->L.runtime_interp_head >= 0) ? runtime : 0;
-		py->anchor = !py->runtime ? "" : ei.runtime ? "_PyRuntime symbol" : ".PyRuntime section";
+		py->walk.runtime = (py->L.runtime_interp_head >= 0) ? runtime : 0;
+		py->anchor = !py->walk.runtime ? "" : ei.runtime ? "_PyRuntime symbol" : ".PyRuntime section";
 		if (ei.interp_head) {
-			py->interp_head_var = ei.interp_head + bias;
+			py->walk.interp_head_var = ei.interp_head + bias;
 			py->anchor = "interp_head symbol";
 		}
 		if (ei.tstate_current)
-			py->tstate_current_var = ei.tstate_current + bias;
+			py->walk.tstate_current_var = ei.tstate_current + bias;
 		if (ei.code_type)
 			py->code_type = ei.code_type + bias;
 		if (ei.str_type)
@@ -645,15 +565,15 @@ int prs_py_open(pid_t pid, struct prs_py **out, struct prs_err *err)
 					py->interp_hi[py->ninterp++] = maps.v[k].end;
 				}
 		}
-		if (!py->runtime && !py->interp_head_var && minor == 6 && ei.interp_head_fn) {
-			py->interp_head_var = decode_head_fn(py, ei.interp_head_fn + bias);
+		if (!py->walk.runtime && !py->walk.interp_head_var && minor == 6 && ei.interp_head_fn) {
+			py->walk.interp_head_var = decode_head_fn(py, ei.interp_head_fn + bias);
 			py->anchor = "PyInterpreterState_Head code";
 		}
-		if (!py->runtime && !py->interp_head_var && minor >= 7) {
-			py->runtime = scan_runtime(py, ei.data_lo + bias, ei.data_hi + bias);
+		if (!py->walk.runtime && !py->walk.interp_head_var && minor >= 7) {
+			py->walk.runtime = scan_runtime(py, ei.data_lo + bias, ei.data_hi + bias);
 			py->anchor = "scan of .data/.bss";
 		}
-		if (!py->runtime && !py->interp_head_var) {
+		if (!py->walk.runtime && !py->walk.interp_head_var) {
 			prs_maps_release(&maps);
 			prs_py_free(py);
 			return prs_err_set(err, -ENOTSUP, "pid %d: python %s: no _PyRuntime/interp_head symbol and no interpreter state found in its data",

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A per-sample page cache in front of a memreader, for a sampler that reads much the same memory
+ * at every tick through chains of dependent reads (the CPython walk: runtime, interpreter, thread
+ * state, frames, code objects, strings: 14 pages for a 50-frame 3.12 stack, one syscall each if
+ * read as they come). The cache notes which bytes of which pages a sample read (its working set)
+ * and, when the next sample begins, loads exactly those 64-byte lines in one readv; the walk then
+ * runs from memory and reads only what moved (whole pages on demand, or batches of pages with
+ * prefetch). Every byte served was read during the current sample: the cache holds nothing from
+ * one sample to the next but the list of what to load.
+ *
+ * Slots are found by linear probing from the page's hash; a slot holds bytes [lo, hi) of its page
+ * (the whole page when read on demand, a part when loaded ahead). Not thread-safe; not for use in a
+ * signal handler (the agent reads its own memory directly).
+ */
+#ifndef PYRSPROF_PAGECACHE_H
+#define PYRSPROF_PAGECACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pyrsprof/memreader.h"
+
+#define PRS_PAGECACHE_PAGE 4096u
+#define PRS_PAGECACHE_SLOTS 128u /* 512 KiB; a sample of 1024 frames of <=3.10 touches fewer pages */
+
+/* Bytes [lo, hi) of a page that a sample read. */
+struct prs_pagecache_ws {
+	uint64_t page;
+	uint16_t lo, hi;
+};
+
+struct prs_pagecache {
+	uint64_t tag[PRS_PAGECACHE_SLOTS];   /* page address | 1 when the slot is in use, 0 free */
+	uint16_t lo[PRS_PAGECACHE_SLOTS], hi[PRS_PAGECACHE_SLOTS]; /* bytes of the page the slot holds */
+	int8_t bad[PRS_PAGECACHE_SLOTS];     /* the page could not be read in this sample */
+	uint8_t ws_idx[PRS_PAGECACHE_SLOTS]; /* 1 + index in ws of the slot's page, 0 = not noted yet */
+	uint8_t (*data)[PRS_PAGECACHE_PAGE]; /* PRS_PAGECACHE_SLOTS pages, allocated once */
+	struct prs_memreader mr;             /* the reader behind the cache */
+	uint64_t *syscalls;                  /* counter bumped at each call of mr (may be NULL) */
+	struct prs_pagecache_ws ws[PRS_PAGECACHE_SLOTS]; /* what this sample read so far (may hold duplicates) */
+	unsigned nws;
+	bool noting;                         /* between begin and end: reads are added to ws */
+};
+
+/*
+ * Sets up pc over mr (copied) and allocates its pages. syscalls: a counter the cache bumps at
+ * each call it makes to mr (NULL: none). Returns 0 or -ENOMEM. Release with prs_pagecache_release.
+ */
+int prs_pagecache_init(struct prs_pagecache *pc, const struct prs_memreader *mr, uint64_t *syscalls);
+/* Frees the pages. pc may be zeroed or already released. */
+void prs_pagecache_release(struct prs_pagecache *pc);
+
+/* Starts a sample: empties the cache, then loads the previous sample's working set in one readv. */
+void prs_pagecache_begin(struct prs_pagecache *pc);
+/* Ends it: later reads (outside samples) are not part of the next sample's working set. */
+void prs_pagecache_end(struct prs_pagecache *pc);
+/* Reads the working set in one readv into the slots' buffers and keeps nothing: pays for the
+ * kernel's and the target's cold caches before a sample that must be quick. */
+void prs_pagecache_warm(struct prs_pagecache *pc);
+/* Empties the cache (data read after this are fresh); the working set is kept. */
+void prs_pagecache_reset(struct prs_pagecache *pc);
+/* Reads len bytes at addr through the cache; 0, -EFAULT, -ESRCH. */
+int prs_pagecache_read(struct prs_pagecache *pc, uint64_t addr, void *buf, size_t len);
+/* Loads, in one readv, the pages holding [addrs[i], addrs[i]+len) that are not cached yet (at most
+ * 64 pages; the rest are left to plain reads). */
+void prs_pagecache_prefetch(struct prs_pagecache *pc, const uint64_t *addrs, size_t n, size_t len);
+
+/* A memreader whose reads go through pc (ctx = pc): for code that only knows the interface. */
+void prs_pagecache_reader(struct prs_pagecache *pc, struct prs_memreader *out);
+
+#endif
