@@ -3,7 +3,8 @@
  * Naming raw Python frames: code object address + instruction offset -> (qualname or name, file,
  * line) -> a frame id of the profile. Code objects are decoded once and cached by address, and
  * every hit is checked against the object read in this sample, so a freed and reused address
- * never mislabels a frame (notes/cpython.md §8.1): 3.12+ by co_version (one read of the head), else
+ * never mislabels a frame (pymalloc hands a freed code object's block out again at once: lambdas,
+ * exec, short-lived functions): 3.12+ by co_version (one read of the head), else
  * by the head's pointers and numbers plus the identity of its strings and line table. The heads
  * of a stack's code objects are prefetched in one readv, and the strings of those that need them
  * in a second one. Each entry remembers its last offset's frame id, so a frame that did not move

@@ -4,8 +4,10 @@
  * (PyFrameObject up to 3.10, _PyInterpreterFrame from 3.11), each frame reduced to its code
  * object's address, its instruction offset and its flags. The target may be running: every value
  * is range-checked, walks are bounded by PRS_MAX_PY_FRAMES and cut on a revisited frame or thread
- * state (a popped frame's slot can be reused while a running thread is read). Facts per version:
- * notes/cpython.md §2.
+ * state (a popped frame's slot can be reused while a running thread is read). Up to 3.10 each
+ * frame is a PyFrameObject run by its own eval-loop call; from 3.11 frames are
+ * _PyInterpreterFrames (in the thread's data stack, or in a generator object), several per
+ * eval-loop call, marked by is_entry (3.11) or by a shim frame below them (3.12+).
  */
 #include "python/walk.h"
 

@@ -7,7 +7,7 @@
  * non-code object, an unmapped pointer, a stack deeper than PRS_MAX_PY_FRAMES, a code object
  * replaced at the same address (validation on hit), non-ASCII names, and the native/Python merge.
  * Also parses a _Py_DebugOffsets image holding the values measured live on 3.13.0
- * (notes/cpython.md §7.1) and checks it against the row generated from the 3.13 headers.
+ * and checks it against the row generated from the 3.13 headers.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -362,7 +362,7 @@ Test(python_walk, merge)
 
 Test(python_debug_offsets, measured_3_13_image)
 {
-	/* positions and values from notes/cpython.md §7.1 (read live from a 3.13.0 process) */
+	/* positions and values read live from a 3.13.0 process */
 	static const struct { unsigned pos; uint64_t val; } w[] = {
 		{ 8, 0x030d00f0 }, { 16, 0 }, { 24, 283320 }, { 32, 608 }, { 40, 632 },
 		{ 56, 7272 }, { 64, 7264 }, { 72, 7344 }, { 112, 16 }, { 120, 7752 }, { 128, 0 },
