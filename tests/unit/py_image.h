@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A synthetic target for the CPython reader's unit tests (test_python_*.c): one buffer standing
+ * A synthetic target for the unit tests of the CPython reader (test_python_*.c, py_world.h) and of
+ * the page cache (test_pagecache.c): one buffer standing
  * for the bytes [base, base + size) of a process, a bump allocator and writers over it, str
  * objects built by a layout row, and a struct prs_memreader that serves it (-EFAULT outside it or
  * on an unreadable page, -ESRCH once the process is "gone") and counts what it is asked. There is

@@ -69,17 +69,28 @@ static void fresh(unsigned minor)
 	cr_assert(prof);
 }
 
-static const char *fname(uint32_t fid) { return prof->strings[prof->frames[fid].name]; }
-static const char *ffile(uint32_t fid) { return prof->strings[prof->frames[fid].file]; }
-static uint32_t fline(uint32_t fid) { return prof->frames[fid].line; }
+/* Checks frame i of thread 0: its name, and its file (NULL: not checked) and line (< 0: not). */
+static void expect(unsigned i, const char *name, const char *file, int line)
+{
+	const struct prs_frame *f;
 
-static int sample(void)
+	cr_assert_lt(i, th[0].nframes, "3.%u: frame %u of %u", W.minor, i, th[0].nframes);
+	f = &prof->frames[th[0].frames[i]];
+	cr_assert_str_eq(prof->strings[f->name], name, "3.%u: frame %u", W.minor, i);
+	if (file)
+		cr_assert_str_eq(prof->strings[f->file], file, "3.%u: frame %u", W.minor, i);
+	if (line >= 0)
+		cr_assert_eq(f->line, (uint32_t)line, "3.%u: frame %u on line %u, not %d", W.minor, i, f->line, line);
+}
+
+/* One sample into th; it must find `threads` threads. */
+static void sample_of(int threads)
 {
 	struct prs_err err;
 	int n = -1;
 
 	cr_assert_eq(prs_py_sample(py, prof, th, 4, &n, &err), 0, "3.%u: %s", W.minor, err.msg);
-	return n;
+	cr_assert_eq(n, threads, "3.%u: %d threads", W.minor, n);
 }
 
 static struct prs_py_stats stats(void)
@@ -117,20 +128,14 @@ Test(python_name, every_version_names_files_lines)
 	for (unsigned minor = 6; minor <= 13; minor++) {
 		fresh(minor);
 		three_frames();
-		cr_assert_eq(sample(), 1);
+		sample_of(1);
 		cr_assert_eq(th[0].tid, 4242, "3.%u", minor);
 		cr_assert(th[0].holds_gil);
 		cr_assert_eq(th[0].nframes, 3, "3.%u", minor);
-		cr_assert_str_eq(fname(th[0].frames[0]), "inner");
-		cr_assert_str_eq(ffile(th[0].frames[0]), "/app/y.py");
-		cr_assert_eq(fline(th[0].frames[0]), (uint32_t)world_line(&W, 30, 12), "3.%u: line %u", minor,
-			     fline(th[0].frames[0]));
+		expect(0, "inner", "/app/y.py", world_line(&W, 30, 12));
 		/* the qualname where there is one (3.11+), the name before */
-		cr_assert_str_eq(fname(th[0].frames[1]), minor >= 11 ? "Klass.mid" : "mid", "3.%u", minor);
-		cr_assert_eq(fline(th[0].frames[1]), (uint32_t)world_line(&W, 20, 9), "3.%u", minor);
-		cr_assert_str_eq(fname(th[0].frames[2]), "outer");
-		cr_assert_str_eq(ffile(th[0].frames[2]), "/app/x.py");
-		cr_assert_eq(fline(th[0].frames[2]), (uint32_t)world_line(&W, 10, 3), "3.%u", minor);
+		expect(1, minor >= 11 ? "Klass.mid" : "mid", "/app/x.py", world_line(&W, 20, 9));
+		expect(2, "outer", "/app/x.py", world_line(&W, 10, 3));
 		cr_assert_eq(th[0].fflags[0], minor <= 10 ? PRS_PYF_GROUP_END : 0, "3.%u", minor);
 		cr_assert_eq(th[0].fflags[1], PRS_PYF_GROUP_END);
 		cr_assert_eq(th[0].fflags[2], PRS_PYF_GROUP_END);
@@ -149,7 +154,7 @@ Test(python_name, walk_then_name_is_the_sample)
 		cr_assert(t2);
 		fresh(minor);
 		three_frames();
-		cr_assert_eq(sample(), 1);
+		sample_of(1);
 		cr_assert_eq(prs_py_walk(py, raw, 4, &n, &err), 0);
 		cr_assert_eq(n, 1);
 		cr_assert_eq(raw[0].nframes, 3);
@@ -193,16 +198,15 @@ Test(python_name, raw_stack_from_elsewhere)
 		prs_py_end(py);
 		cr_assert_eq(th[0].tid, 7);
 		cr_assert_eq(th[0].nframes, 2, "3.%u", minor);
-		cr_assert_str_eq(fname(th[0].frames[0]), "f_000028");
-		cr_assert_eq(fline(th[0].frames[0]), (uint32_t)world_line(&W, 1, 9));
-		cr_assert_eq(fline(th[0].frames[1]), (uint32_t)world_line(&W, 1, 2));
+		expect(0, "f_000028", "f.py", world_line(&W, 1, 9));
+		expect(1, "f_000028", "f.py", world_line(&W, 1, 2));
 		/* the code object and its name die and are rebuilt at the same addresses */
 		memcpy(img_at(name + W.L->str_ascii_size), "f_000029", 8);
 		if (W.L->code_version >= 0)
 			img_put32(c + W.L->code_version, 502);
 		cr_assert_eq(prs_py_name(py, prof, &raw[0], &th[0]), 0);
 		prs_py_end(py);
-		cr_assert_str_eq(fname(th[0].frames[0]), "f_000029", "3.%u", minor);
+		expect(0, "f_000029", NULL, -1);
 		cr_assert_eq(stats().code_misses, 1);
 		cr_assert_eq(stats().code_stale, 1, "3.%u", minor);
 		/* unchanged: a hit */
@@ -234,21 +238,21 @@ Test(python_name, frames_being_set_up_are_hidden)
 		f2 = world_frame(&W, c2, 3, f1, 0, true);
 		ts = world_thread(&W, world_interp(&W), 1);
 		world_top(&W, ts, f2);
-		sample();
+		sample_of(1);
 		cr_assert_eq(th[0].nframes, 1, "3.%u", minor);
-		cr_assert_str_eq(fname(th[0].frames[0]), "caller");
+		expect(0, "caller", NULL, -1);
 		cr_assert_eq(th[0].fflags[0], PRS_PYF_GROUP_END);
 		/* at its first traceable instruction it shows */
 		world_frame_instr(&W, f2, c2, 8);
-		sample();
+		sample_of(1);
 		cr_assert_eq(th[0].nframes, 2);
-		cr_assert_str_eq(fname(th[0].frames[0]), "callee");
+		expect(0, "callee", NULL, -1);
 		/* a generator's frame is never being set up */
 		world_frame_instr(&W, f2, c2, 2);
 		img_put8(f2 + W.L->frame_owner, (uint8_t)W.L->owner_generator);
-		sample();
+		sample_of(1);
 		cr_assert_eq(th[0].nframes, 2, "3.%u", minor);
-		cr_assert_eq(fline(th[0].frames[0]), (uint32_t)world_line(&W, 50, 1));
+		expect(0, "callee", NULL, world_line(&W, 50, 1));
 	}
 }
 
@@ -265,17 +269,17 @@ Test(python_name, recursion_is_one_entry)
 			prev = world_frame(&W, c, i % 16, prev, 0, true);
 		ts = world_thread(&W, world_interp(&W), 1);
 		world_top(&W, ts, prev);
-		sample();
+		sample_of(1);
 		a = stats();
 		cr_assert_eq(th[0].nframes, 200);
 		cr_assert_eq(a.code_misses, 1);
 		cr_assert_eq(a.code_hits, 199);
-		sample();
+		sample_of(1);
 		b = stats();
 		cr_assert_eq(b.code_misses, 1);
 		cr_assert_eq(b.code_hits - a.code_hits, 200);
-		cr_assert_eq(fline(th[0].frames[0]), (uint32_t)world_line(&W, 1, 199 % 16));
-		cr_assert_eq(fline(th[0].frames[199]), (uint32_t)world_line(&W, 1, 0));
+		expect(0, "rec", "r.py", world_line(&W, 1, 199 % 16));
+		expect(199, "rec", "r.py", world_line(&W, 1, 0));
 	}
 }
 
@@ -295,7 +299,7 @@ Test(python_name, tid_offset_is_calibrated)
 		img_put32(pt + (uint64_t)offs[k], (uint32_t)getpid());
 		py->pid = getpid();
 		py->walk.tid_off = -1;
-		sample();
+		sample_of(1);
 		cr_assert_eq(py->walk.tid_off, offs[k]);
 		cr_assert_eq(th[0].tid, getpid());
 	}
