@@ -24,7 +24,6 @@
 #include <sys/types.h>
 
 #include "pyrsprof/err.h"
-#include "pyrsprof/memreader.h"
 #include "pyrsprof/profile.h"
 #include "pyrsprof/pystack.h"
 #include "pyrsprof/types.h"
