@@ -25,10 +25,14 @@
 
 #define PRS_BUILD_ID_MAX 64
 
-/* A file mapped into the target, as /proc/PID/maps showed it. */
+/*
+ * A file mapped into a process of the target, as /proc/PID/maps showed it. Mappings are
+ * process-qualified: the same file mapped in two processes is two mappings (pid tells them apart).
+ */
 struct prs_mapping {
 	uint64_t start, end, offset; /* target addresses and the file offset of start */
 	uint32_t path;               /* string id */
+	int32_t pid;                 /* the process it is mapped in; 0 = unknown (one process) */
 	uint8_t build_id_len;
 	uint8_t build_id[PRS_BUILD_ID_MAX];
 };
@@ -60,6 +64,10 @@ struct prs_stack {
 	uint32_t depth;  /* number of frames; 0 for the root */
 };
 
+/*
+ * pid 0 means "unknown": a recording of one process (the profile's meta "pid", when it has one,
+ * names it), or folded input. The views resolve it so (include/pyrsprof/view.h).
+ */
 struct prs_sample {
 	uint64_t time_ns; /* since the start of the recording */
 	int32_t tid;
@@ -68,13 +76,30 @@ struct prs_sample {
 	uint32_t stack;   /* stack id */
 	uint32_t weight;  /* how many samples this stands for (1 for recorded samples, counts for folded input) */
 	uint8_t flags;    /* PRS_SAMPLE_* */
+	int32_t pid;      /* the process of the thread; 0 = unknown */
 };
 
-#define PRS_SAMPLE_GIL 1u /* the thread held the Python GIL at this sample */
+#define PRS_SAMPLE_GIL 1u      /* the thread held the Python GIL at this sample */
+#define PRS_SAMPLE_GIL_WAIT 2u /* the thread was waiting for the Python GIL (off-CPU: see prs_profile_offcpu_label) */
 
+/* A thread's name from this point of the recording on (a later entry of the same pid and tid renames it). */
 struct prs_thread {
 	int32_t tid;
 	uint32_t name; /* string id */
+	int32_t pid;   /* 0 = unknown */
+};
+
+/*
+ * A process of the recorded tree, running `command` from time_ns on. A process that execs gets a
+ * second entry (same pid, the new command, the time of the exec): its samples before that time are
+ * shown under the old command, those after under the new one, as two processes of one pid
+ * (`sh -c ./run.sh [1234]`, then `python pool.py [1234]`). The entry in effect for a sample of pid
+ * at time t is the last of pid's entries with time_ns <= t (the first one for a sample before all).
+ */
+struct prs_process {
+	int32_t pid, ppid;  /* ppid 0 = unknown (the root of the tree, or an attached process) */
+	uint32_t command;   /* string id: the command line as /proc/PID/cmdline shows it, args joined by spaces */
+	uint64_t time_ns;   /* from when it runs this command, on the samples' clock (0: from the start) */
 };
 
 /* A range of frame ids in prs_profile.expand_ids: the inline chain of a raw frame, outermost first. */
@@ -117,6 +142,8 @@ struct prs_profile {
 	size_t nsamples;
 	struct prs_thread *threads;
 	uint32_t nthreads;
+	struct prs_process *processes; /* in the order they were added */
+	uint32_t nprocesses;
 	struct prs_meta *meta;
 	uint32_t nmeta;
 	/* expansions[frame id] (nframes entries, or NULL if nothing is symbolized): count 0 = none */
@@ -148,9 +175,21 @@ uint32_t prs_profile_raw_frame(struct prs_profile *p, uint32_t mapping, uint64_t
 uint32_t prs_profile_named_frame(struct prs_profile *p, enum prs_kind kind, uint32_t name,
 				 uint32_t file, uint32_t line);
 uint32_t prs_profile_stack(struct prs_profile *p, uint32_t parent, uint32_t frame);
-/* Appends (no interning). Returns 0, -EINVAL (stack or string id out of range) or -ENOMEM. */
+/* Appends (no interning). Returns 0, -EINVAL (stack or string id out of range, pid < 0) or -ENOMEM. */
 int prs_profile_sample(struct prs_profile *p, const struct prs_sample *s);
+/* A thread's name, in process pid (0: unknown); prs_profile_thread is prs_profile_thread_pid with pid 0. */
 int prs_profile_thread(struct prs_profile *p, int32_t tid, uint32_t name);
+int prs_profile_thread_pid(struct prs_profile *p, int32_t pid, int32_t tid, uint32_t name);
+/*
+ * Adds process pid (child of ppid, 0 if unknown) running command (a string id) from time_ns on,
+ * or updates it: when pid's latest entry already says the same ppid and command this does
+ * nothing; otherwise a new entry is appended (after an exec: the new command and the time of the
+ * exec; see struct prs_process). Call it when a process is first seen (time_ns 0 for those there
+ * from the start; a forked child runs its parent's command until it execs) and after each exec.
+ * Returns 0, -EINVAL (pid <= 0, ppid < 0, command out of range) or -ENOMEM.
+ */
+int prs_profile_process(struct prs_profile *p, int32_t pid, int32_t ppid, uint32_t command,
+			uint64_t time_ns);
 int prs_profile_meta(struct prs_profile *p, const char *key, const char *value);
 /* Returns the value of the first meta entry with this key, or NULL. Borrowed. */
 const char *prs_profile_meta_get(const struct prs_profile *p, const char *key);
@@ -166,6 +205,12 @@ int prs_profile_acct(struct prs_profile *p, uint8_t type, const void *data, size
  * -EINVAL (an id out of range or a raw frame among ids) or -ENOMEM. Setting it again replaces it.
  */
 int prs_profile_expand(struct prs_profile *p, uint32_t frame, const uint32_t *ids, uint32_t n);
+
+/*
+ * The frames that frame `frame` stands for: its inline expansion (outermost first) when it is a
+ * symbolized raw frame, else the frame itself (*frame). Sets *n (>= 1). Borrowed from p (or frame).
+ */
+const uint32_t *prs_profile_expansion(const struct prs_profile *p, const uint32_t *frame, uint32_t *n);
 
 /*
  * Writes the frames of stack `stack`, root first, into out (capacity max), replacing each
@@ -187,8 +232,10 @@ const char *prs_profile_frame_label(const struct prs_profile *p, uint32_t frame,
  * into buf and its kind into *kind and returns 1; returns 0 (buf untouched) for a running sample.
  * Labels: "[<syscall name>]" (e.g. "[clock_nanosleep]", "[read]"), "[syscall N]" for an unknown
  * number, "[disk wait]" for D state without a syscall, "[blocked]" (blocked, no syscall known),
- * "[stopped]", "[off-cpu]" (unknown state). Kind: prs_syscall_kind() of the syscall (OFF_IO for
- * D state), else OFF_OTHER. The flame graph and the folded export use the same leaf.
+ * "[stopped]", "[waiting for a cpu]", "[off-cpu]" (unknown state). Kind: prs_syscall_kind() of the
+ * syscall (OFF_IO for D state), else OFF_OTHER. A sample flagged PRS_SAMPLE_GIL_WAIT (a futex
+ * wait on the GIL) is "[waiting for the GIL]" of kind OFF_GIL whatever its state, unless running.
+ * Every view uses this leaf (include/pyrsprof/view.h).
  */
 int prs_profile_offcpu_label(const struct prs_sample *s, char *buf, size_t size, enum prs_kind *kind);
 /*

@@ -64,6 +64,7 @@ void prs_profile_free(struct prs_profile *p)
 	free(p->stacks);
 	free(p->samples);
 	free(p->threads);
+	free(p->processes);
 	free(p->meta);
 	free(p->expansions);
 	free(p->expand_ids);
@@ -138,7 +139,8 @@ uint32_t prs_profile_string(struct prs_profile *p, const char *s, size_t len)
 
 static uint32_t mapping_hash(const struct prs_mapping *m)
 {
-	uint64_t h = prs_hash64(m->start ^ prs_hash64(m->end ^ prs_hash64(m->offset + m->path)));
+	uint64_t h = prs_hash64(m->start ^ prs_hash64(m->end ^ prs_hash64(m->offset + m->path +
+								      ((uint64_t)(uint32_t)m->pid << 32))));
 
 	return (uint32_t)(h ^ prs_hash_bytes(m->build_id, m->build_id_len));
 }
@@ -148,7 +150,7 @@ static bool mapping_eq(const void *ctx, uint32_t id, const void *key)
 	const struct prs_mapping *a = &((const struct prs_profile *)ctx)->mappings[id], *b = key;
 
 	return a->start == b->start && a->end == b->end && a->offset == b->offset &&
-	       a->path == b->path && a->build_id_len == b->build_id_len &&
+	       a->path == b->path && a->pid == b->pid && a->build_id_len == b->build_id_len &&
 	       memcmp(a->build_id, b->build_id, a->build_id_len) == 0;
 }
 
@@ -158,7 +160,8 @@ uint32_t prs_profile_mapping_append(struct prs_profile *p, const struct prs_mapp
 	struct prs_mapping c;
 	uint32_t id = p->nmappings, h;
 
-	if (id == UINT32_MAX - 1 || m->path >= p->nstrings || m->build_id_len > PRS_BUILD_ID_MAX)
+	if (id == UINT32_MAX - 1 || m->path >= p->nstrings || m->build_id_len > PRS_BUILD_ID_MAX ||
+	    m->pid < 0)
 		return UINT32_MAX;
 	if (GROW(p->mappings, ix->cap_mappings, (size_t)id + 1))
 		return UINT32_MAX;
@@ -168,6 +171,7 @@ uint32_t prs_profile_mapping_append(struct prs_profile *p, const struct prs_mapp
 	c.end = m->end;
 	c.offset = m->offset;
 	c.path = m->path;
+	c.pid = m->pid;
 	c.build_id_len = m->build_id_len;
 	memcpy(c.build_id, m->build_id, m->build_id_len);
 	h = mapping_hash(&c);
@@ -183,7 +187,7 @@ uint32_t prs_profile_mapping(struct prs_profile *p, const struct prs_mapping *m)
 {
 	uint32_t id;
 
-	if (m->build_id_len > PRS_BUILD_ID_MAX || m->path >= p->nstrings)
+	if (m->build_id_len > PRS_BUILD_ID_MAX || m->path >= p->nstrings || m->pid < 0)
 		return UINT32_MAX;
 	id = prs_idset_find(&p->index->mappings, mapping_hash(m), mapping_eq, p, m);
 	return id != PRS_MAP_NONE ? id : prs_profile_mapping_append(p, m);
@@ -335,7 +339,7 @@ uint32_t prs_profile_stack(struct prs_profile *p, uint32_t parent, uint32_t fram
 
 int prs_profile_sample(struct prs_profile *p, const struct prs_sample *s)
 {
-	if (s->stack >= p->nstacks)
+	if (s->stack >= p->nstacks || s->pid < 0)
 		return -EINVAL;
 	if (p->nsamples >= p->index->cap_samples &&
 	    GROW(p->samples, p->index->cap_samples, p->nsamples + 1))
@@ -344,16 +348,50 @@ int prs_profile_sample(struct prs_profile *p, const struct prs_sample *s)
 	return 0;
 }
 
-int prs_profile_thread(struct prs_profile *p, int32_t tid, uint32_t name)
+int prs_profile_thread_pid(struct prs_profile *p, int32_t pid, int32_t tid, uint32_t name)
 {
-	if (name >= p->nstrings || p->nthreads == UINT32_MAX - 1)
+	if (name >= p->nstrings || pid < 0 || p->nthreads == UINT32_MAX - 1)
 		return -EINVAL;
 	if (GROW(p->threads, p->index->cap_threads, (size_t)p->nthreads + 1))
 		return -ENOMEM;
 	p->threads[p->nthreads].tid = tid;
 	p->threads[p->nthreads].name = name;
+	p->threads[p->nthreads].pid = pid;
 	p->nthreads++;
 	return 0;
+}
+
+int prs_profile_thread(struct prs_profile *p, int32_t tid, uint32_t name)
+{
+	return prs_profile_thread_pid(p, 0, tid, name);
+}
+
+int prs_profile_process_append(struct prs_profile *p, const struct prs_process *pr)
+{
+	if (pr->pid <= 0 || pr->ppid < 0 || pr->command >= p->nstrings ||
+	    p->nprocesses == UINT32_MAX - 1)
+		return -EINVAL;
+	if (GROW(p->processes, p->index->cap_processes, (size_t)p->nprocesses + 1))
+		return -ENOMEM;
+	p->processes[p->nprocesses++] = *pr;
+	return 0;
+}
+
+int prs_profile_process(struct prs_profile *p, int32_t pid, int32_t ppid, uint32_t command,
+			uint64_t time_ns)
+{
+	uint32_t i;
+
+	/* the latest entry of pid: nothing to add when it says the same (processes are few) */
+	for (i = p->nprocesses; i-- > 0;)
+		if (p->processes[i].pid == pid) {
+			if (p->processes[i].ppid == ppid && p->processes[i].command == command)
+				return 0;
+			break;
+		}
+	return prs_profile_process_append(p, &(struct prs_process){ .pid = pid, .ppid = ppid,
+								    .command = command,
+								    .time_ns = time_ns });
 }
 
 int prs_profile_meta_ids(struct prs_profile *p, uint32_t key, uint32_t value)
@@ -441,33 +479,41 @@ int prs_profile_expand(struct prs_profile *p, uint32_t frame, const uint32_t *id
 
 /* ---- reading the model ---- */
 
+const uint32_t *prs_profile_expansion(const struct prs_profile *p, const uint32_t *frame, uint32_t *n)
+{
+	/* counts are bounded against expand_ids so that a profile built by hand cannot send a reader
+	 * out of the array */
+	if (p->expansions && *frame < p->nframes) {
+		const struct prs_expansion *e = &p->expansions[*frame];
+
+		if (e->count && e->first <= p->nexpand_ids && e->count <= p->nexpand_ids - e->first) {
+			*n = e->count;
+			return p->expand_ids + e->first;
+		}
+	}
+	*n = 1;
+	return frame;
+}
+
 size_t prs_profile_stack_frames(const struct prs_profile *p, uint32_t stack, uint32_t *out, size_t max)
 {
 	size_t total = 0, pos;
-	uint32_t s;
+	uint32_t s, n;
 
 	if (stack >= p->nstacks)
 		return 0;
 	for (s = stack; s != 0; s = p->stacks[s].parent) {
-		uint32_t f = p->stacks[s].frame;
-
-		total += p->expansions && p->expansions[f].count ? p->expansions[f].count : 1;
+		prs_profile_expansion(p, &p->stacks[s].frame, &n);
+		total += n;
 	}
 	/* fill from the leaf end; positions beyond max (the leaf side) are dropped */
 	pos = total;
 	for (s = stack; s != 0; s = p->stacks[s].parent) {
-		uint32_t f = p->stacks[s].frame;
+		const uint32_t *ids = prs_profile_expansion(p, &p->stacks[s].frame, &n);
 
-		if (p->expansions && p->expansions[f].count) {
-			const struct prs_expansion *e = &p->expansions[f];
-			uint32_t k;
-
-			for (k = e->count; k-- > 0;)
-				if (--pos < max)
-					out[pos] = p->expand_ids[e->first + k];
-		} else if (--pos < max) {
-			out[pos] = f;
-		}
+		while (n-- > 0)
+			if (--pos < max)
+				out[pos] = ids[n];
 	}
 	return total < max ? total : max;
 }
@@ -510,6 +556,12 @@ int prs_profile_offcpu_label(const struct prs_sample *s, char *buf, size_t size,
 
 	if (s->state == PRS_STATE_RUNNING)
 		return 0;
+	if (s->flags & PRS_SAMPLE_GIL_WAIT) {
+		/* the sampler saw a futex wait on the GIL's address: the reason, not just the syscall */
+		snprintf(buf, size, "[waiting for the GIL]");
+		*kind = PRS_KIND_OFF_GIL;
+		return 1;
+	}
 	*kind = PRS_KIND_OFF_OTHER;
 	if (s->state == PRS_STATE_BLOCKED || s->state == PRS_STATE_DISK) {
 		if (s->syscall >= 0) {

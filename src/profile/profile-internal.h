@@ -15,7 +15,7 @@ struct prs_profile_index {
 	struct prs_map64 stacks;   /* (parent << 32 | frame) -> stack id */
 	struct prs_map64 raw_pcs;  /* hot-path cache: addr ^ activation << 63 -> a raw frame id (verified) */
 	size_t cap_strings, cap_mappings, cap_frames, cap_stacks, cap_samples, cap_threads,
-		cap_meta, cap_expand_ids, cap_expansions, cap_acct;
+		cap_processes, cap_meta, cap_expand_ids, cap_expansions, cap_acct;
 	/* frame ids in the order prs_profile_expand was called: what the writer emits as EXPAND */
 	uint32_t *expand_log;
 	size_t nexpand_log, cap_expand_log;
@@ -34,6 +34,8 @@ uint32_t prs_profile_string_append(struct prs_profile *p, const char *s, size_t 
 uint32_t prs_profile_frame_append(struct prs_profile *p, const struct prs_frame *f);
 uint32_t prs_profile_mapping_append(struct prs_profile *p, const struct prs_mapping *m);
 uint32_t prs_profile_stack_append(struct prs_profile *p, uint32_t parent, uint32_t frame);
+/* Appends a process entry as given (the reader: no merging with the latest). 0, -EINVAL or -ENOMEM. */
+int prs_profile_process_append(struct prs_profile *p, const struct prs_process *pr);
 /* Appends a meta entry by string ids. 0 or -EINVAL / -ENOMEM. */
 int prs_profile_meta_ids(struct prs_profile *p, uint32_t key, uint32_t value);
 
@@ -55,7 +57,25 @@ enum prs_pyrs_record {
 	PRS_REC_META = 7,
 	PRS_REC_EXPAND = 8,
 	PRS_REC_END = 9,
+	PRS_REC_PROCESS = 10,
+	/* 11..19: the accounting records (PRS_ACCT_REC_FIRST..LAST) */
 };
+
+/*
+ * The pid that a SAMPLE record without a pid field stands for: that of its tid's latest THREAD
+ * record before it in the file (0 when none, or when that record had no pid). The writer and the
+ * reader each keep one: the writer leaves the field out exactly when the reader will infer it.
+ */
+struct prs_pyrs_pids {
+	struct prs_map64 of_tid; /* (uint32)tid -> pid; empty until a THREAD record carries a pid */
+};
+
+void prs_pyrs_pids_init(struct prs_pyrs_pids *t);
+void prs_pyrs_pids_release(struct prs_pyrs_pids *t);
+/* A THREAD record of tid with pid (0 for none) was written / read. 0 or -ENOMEM. */
+int prs_pyrs_pids_thread(struct prs_pyrs_pids *t, int32_t tid, int32_t pid);
+/* The pid implied for a SAMPLE record of tid without one. */
+int32_t prs_pyrs_pids_implied(const struct prs_pyrs_pids *t, int32_t tid);
 
 #define PRS_FRAME_F_RAW 1u
 #define PRS_FRAME_F_ACTIVATION 2u

@@ -32,6 +32,7 @@ struct reader {
 	uint64_t records, stream_off; /* records parsed; offset of pending[0] in the stream */
 	uint64_t last_time_ns;
 	uint64_t nexpand;
+	struct prs_pyrs_pids pids; /* the pid of a sample that does not carry one */
 	bool ended;
 	struct prs_err *err;
 };
@@ -54,6 +55,19 @@ static uint64_t get(struct cur *c)
 	}
 	c->off += used;
 	return v;
+}
+
+/* An appended pid field (sleb; absent in older files: 0), checked to be a pid. */
+static int32_t get_pid(struct cur *c)
+{
+	int64_t v;
+
+	if (c->off >= c->len)
+		return 0;
+	v = prs_zigzag_decode(get(c));
+	if (v < 0 || v > INT32_MAX)
+		c->bad = true;
+	return c->bad ? 0 : (int32_t)v;
 }
 
 static int corrupt(struct reader *rd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -102,6 +116,10 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 		m.path = (uint32_t)path;
 		m.build_id_len = (uint8_t)blen;
 		memcpy(m.build_id, data + c.off, blen);
+		c.off += blen;
+		m.pid = get_pid(&c);
+		if (c.bad)
+			return corrupt(rd, "bad mapping pid");
 		if (prs_profile_mapping_append(p, &m) == UINT32_MAX)
 			goto nomem;
 		return 0;
@@ -167,14 +185,18 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 		s.stack = (uint32_t)stack;
 		s.weight = (uint32_t)weight;
 		s.flags = 0;
+		/* Appended fields (see docs/pyrs-format.md), absent in older files: flags, then the
+		 * pid where it is not that of the tid's THREAD record */
 		if (c.off < c.len) {
-			/* Appended field (see docs/pyrs-format.md): absent in older files. */
 			uint64_t flags = get(&c);
 
 			if (c.bad || flags > UINT8_MAX)
 				return corrupt(rd, "bad sample flags");
 			s.flags = (uint8_t)flags;
 		}
+		s.pid = c.off < c.len ? get_pid(&c) : prs_pyrs_pids_implied(&rd->pids, s.tid);
+		if (c.bad)
+			return corrupt(rd, "bad sample pid");
 		if (prs_profile_sample(p, &s))
 			goto nomem;
 		rd->last_time_ns = s.time_ns;
@@ -183,12 +205,31 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 	case PRS_REC_THREAD: {
 		int64_t tid = prs_zigzag_decode(get(&c));
 		uint64_t name = get(&c);
+		int32_t pid = get_pid(&c);
 
 		if (c.bad || tid < INT32_MIN || tid > INT32_MAX)
 			return corrupt(rd, "bad thread record");
 		if (name >= p->nstrings)
 			return corrupt(rd, "thread name is string %" PRIu64 " of %" PRIu64, name, (uint64_t)p->nstrings);
-		if (prs_profile_thread(p, (int32_t)tid, (uint32_t)name))
+		if (prs_profile_thread_pid(p, pid, (int32_t)tid, (uint32_t)name) ||
+		    prs_pyrs_pids_thread(&rd->pids, (int32_t)tid, pid))
+			goto nomem;
+		return 0;
+	}
+	case PRS_REC_PROCESS: {
+		struct prs_process pr;
+		int64_t pid = prs_zigzag_decode(get(&c)), ppid = prs_zigzag_decode(get(&c));
+		uint64_t command = get(&c), t = get(&c);
+
+		if (c.bad || pid <= 0 || pid > INT32_MAX || ppid < 0 || ppid > INT32_MAX ||
+		    t > INT64_MAX)
+			return corrupt(rd, "bad process record");
+		if (command >= p->nstrings)
+			return corrupt(rd, "process command is string %" PRIu64 " of %" PRIu64, command,
+				       (uint64_t)p->nstrings);
+		pr = (struct prs_process){ .pid = (int32_t)pid, .ppid = (int32_t)ppid,
+					   .command = (uint32_t)command, .time_ns = t };
+		if (prs_profile_process_append(p, &pr))
 			goto nomem;
 		return 0;
 	}
@@ -230,21 +271,25 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 		return 0;
 	}
 	case PRS_REC_END: {
-		uint64_t v[9];
+		uint64_t v[10];
 		int i;
 
 		for (i = 0; i < 8; i++)
 			v[i] = get(&c);
-		/* appended field: the count of accounting records (written when not 0) */
+		/* appended fields (older files end without them): the count of accounting records, then
+		 * that of PROCESS records */
 		v[8] = c.off < c.len ? get(&c) : 0;
+		v[9] = c.off < c.len ? get(&c) : 0;
 		if (c.bad)
 			return corrupt(rd, "bad end record");
 		if (v[0] != p->nstrings || v[1] != p->nmappings || v[2] != p->nframes ||
 		    v[3] != p->nstacks || v[4] != p->nsamples || v[5] != p->nthreads ||
-		    v[6] != p->nmeta || v[7] != rd->nexpand || v[8] != p->nacct)
+		    v[6] != p->nmeta || v[7] != rd->nexpand || v[8] != p->nacct || v[9] != p->nprocesses)
 			return corrupt(rd, "the end record counts %" PRIu64 " samples, the file holds %" PRIu64
-				       "; %" PRIu64 " accounting records, the file holds %" PRIu64,
-				       v[4], (uint64_t)p->nsamples, v[8], (uint64_t)p->nacct);
+				       "; %" PRIu64 " accounting records, the file holds %" PRIu64
+				       "; %" PRIu64 " processes, the file holds %" PRIu64,
+				       v[4], (uint64_t)p->nsamples, v[8], (uint64_t)p->nacct, v[9],
+				       (uint64_t)p->nprocesses);
 		rd->ended = true;
 		return 0;
 	}
@@ -398,6 +443,7 @@ static int reader_init(struct reader *rd, const char *name, struct prs_err *err)
 	rd->name = name;
 	rd->err = err;
 	prs_buf_init(&rd->pending);
+	prs_pyrs_pids_init(&rd->pids);
 	rd->p = prs_profile_new();
 	rd->dctx = ZSTD_createDCtx();
 	rd->zout_cap = ZSTD_DStreamOutSize();
@@ -416,6 +462,7 @@ static void reader_release(struct reader *rd)
 	ZSTD_freeDCtx(rd->dctx);
 	free(rd->zout);
 	prs_buf_release(&rd->pending);
+	prs_pyrs_pids_release(&rd->pids);
 }
 
 int prs_pyrs_read_mem(const void *data, size_t len, struct prs_profile **out, char *warning,

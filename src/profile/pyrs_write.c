@@ -31,9 +31,10 @@ struct prs_recorder {
 	size_t zout_cap;
 	int failed; /* sticky negative errno after a write error */
 	/* what has been written so far: index of the first entry not yet written */
-	uint32_t w_strings, w_mappings, w_frames, w_stacks, w_threads, w_meta, w_acct;
+	uint32_t w_strings, w_mappings, w_frames, w_stacks, w_threads, w_processes, w_meta, w_acct;
 	size_t w_samples, w_expand;
 	uint64_t last_time_ns;
+	struct prs_pyrs_pids pids; /* what a reader infers for a sample without a pid field */
 };
 
 static int write_all(struct prs_recorder *r, const void *data, size_t len)
@@ -117,6 +118,7 @@ static int encode_new(struct prs_recorder *r, struct prs_err *err)
 		if ((rc = put(r, m->start)) || (rc = put(r, m->end)) || (rc = put(r, m->offset)) ||
 		    (rc = put(r, m->path)) || (rc = put(r, m->build_id_len)) ||
 		    (rc = prs_buf_append(&r->payload, m->build_id, m->build_id_len)) ||
+		    (m->pid && (rc = prs_buf_put_sleb(&r->payload, m->pid))) ||
 		    (rc = end_record(r, PRS_REC_MAPPING)) || (rc = chunk(r, err)))
 			goto out;
 	}
@@ -140,8 +142,19 @@ static int encode_new(struct prs_recorder *r, struct prs_err *err)
 	for (; r->w_threads < p->nthreads; r->w_threads++) {
 		const struct prs_thread *t = &p->threads[r->w_threads];
 
-		if ((rc = prs_buf_put_sleb(&r->payload, t->tid)) || (rc = put(r, t->name)) ||
+		/* noted first: if the record then fails, the next flush writes it again as noted */
+		if ((rc = prs_pyrs_pids_thread(&r->pids, t->tid, t->pid)) ||
+		    (rc = prs_buf_put_sleb(&r->payload, t->tid)) || (rc = put(r, t->name)) ||
+		    (t->pid && (rc = prs_buf_put_sleb(&r->payload, t->pid))) ||
 		    (rc = end_record(r, PRS_REC_THREAD)))
+			goto out;
+	}
+	for (; r->w_processes < p->nprocesses; r->w_processes++) {
+		const struct prs_process *pr = &p->processes[r->w_processes];
+
+		if ((rc = prs_buf_put_sleb(&r->payload, pr->pid)) ||
+		    (rc = prs_buf_put_sleb(&r->payload, pr->ppid)) || (rc = put(r, pr->command)) ||
+		    (rc = put(r, pr->time_ns)) || (rc = end_record(r, PRS_REC_PROCESS)))
 			goto out;
 	}
 	for (; r->w_meta < p->nmeta; r->w_meta++) {
@@ -152,12 +165,15 @@ static int encode_new(struct prs_recorder *r, struct prs_err *err)
 	}
 	for (; r->w_samples < p->nsamples; r->w_samples++) {
 		const struct prs_sample *s = &p->samples[r->w_samples];
+		/* the pid only where the reader would not infer it from the tid's THREAD record */
+		bool pid = s->pid != prs_pyrs_pids_implied(&r->pids, s->tid);
 
 		if ((rc = prs_buf_put_sleb(&r->payload, s->tid)) ||
 		    (rc = prs_buf_put_sleb(&r->payload, (int64_t)(s->time_ns - r->last_time_ns))) ||
 		    (rc = put(r, s->state)) || (rc = put(r, (uint64_t)((int64_t)s->syscall + 1))) ||
 		    (rc = put(r, s->stack)) || (rc = put(r, s->weight)) ||
-		    (s->flags && (rc = put(r, s->flags))) ||
+		    ((s->flags || pid) && (rc = put(r, s->flags))) ||
+		    (pid && (rc = prs_buf_put_sleb(&r->payload, s->pid))) ||
 		    (rc = end_record(r, PRS_REC_SAMPLE)) || (rc = chunk(r, err)))
 			goto out;
 		r->last_time_ns = s->time_ns;
@@ -204,6 +220,7 @@ int prs_recorder_open(const char *path, struct prs_recorder **out, struct prs_er
 	r->fd = -1;
 	prs_buf_init(&r->rec);
 	prs_buf_init(&r->payload);
+	prs_pyrs_pids_init(&r->pids);
 	r->path = strdup(path);
 	r->p = prs_profile_new();
 	r->cctx = ZSTD_createCCtx();
@@ -274,7 +291,11 @@ int prs_recorder_close(struct prs_recorder *r, struct prs_profile **profile, str
 			    (rc = put(r, p->nframes)) || (rc = put(r, p->nstacks)) ||
 			    (rc = put(r, p->nsamples)) || (rc = put(r, p->nthreads)) ||
 			    (rc = put(r, p->nmeta)) || (rc = put(r, p->index->nexpand_log)) ||
-			    (p->nacct && (rc = put(r, p->nacct))) || (rc = end_record(r, PRS_REC_END)))
+			    /* appended counts: accounting records (when not 0, or when the
+			     * process count follows), then PROCESS records (when not 0) */
+			    ((p->nacct || p->nprocesses) && (rc = put(r, p->nacct))) ||
+			    (p->nprocesses && (rc = put(r, p->nprocesses))) ||
+			    (rc = end_record(r, PRS_REC_END)))
 				prs_err_set(err, rc, "%s: out of memory", r->path);
 			else
 				rc = compress_out(r, ZSTD_e_end, err);
@@ -293,6 +314,7 @@ int prs_recorder_close(struct prs_recorder *r, struct prs_profile **profile, str
 	ZSTD_freeCCtx(r->cctx);
 	prs_buf_release(&r->rec);
 	prs_buf_release(&r->payload);
+	prs_pyrs_pids_release(&r->pids);
 	free(r->zout);
 	free(r->path);
 	free(r);

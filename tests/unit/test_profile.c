@@ -65,8 +65,17 @@ static void check_invariants(const struct prs_profile *p)
 	}
 	for (k = 0; k < p->nsamples; k++)
 		cr_assert_lt(p->samples[k].stack, p->nstacks);
-	for (i = 0; i < p->nthreads; i++)
+	for (i = 0; i < p->nthreads; i++) {
 		cr_assert_lt(p->threads[i].name, p->nstrings);
+		cr_assert_geq(p->threads[i].pid, 0);
+	}
+	for (k = 0; k < p->nsamples; k++)
+		cr_assert_geq(p->samples[k].pid, 0);
+	for (i = 0; i < p->nprocesses; i++) {
+		cr_assert_gt(p->processes[i].pid, 0);
+		cr_assert_geq(p->processes[i].ppid, 0);
+		cr_assert_lt(p->processes[i].command, p->nstrings);
+	}
 	for (i = 0; i < p->nmeta; i++) {
 		cr_assert_lt(p->meta[i].key, p->nstrings);
 		cr_assert_lt(p->meta[i].value, p->nstrings);
@@ -88,7 +97,7 @@ static void assert_same_profile(const struct prs_profile *a, const struct prs_pr
 		const struct prs_mapping *x = &a->mappings[i], *y = &b->mappings[i];
 
 		cr_assert(x->start == y->start && x->end == y->end && x->offset == y->offset &&
-			  x->path == y->path && x->build_id_len == y->build_id_len);
+			  x->path == y->path && x->pid == y->pid && x->build_id_len == y->build_id_len);
 		cr_assert_eq(memcmp(x->build_id, y->build_id, x->build_id_len), 0);
 	}
 	cr_assert_eq(a->nframes, b->nframes);
@@ -108,12 +117,19 @@ static void assert_same_profile(const struct prs_profile *a, const struct prs_pr
 		const struct prs_sample *x = &a->samples[k], *y = &b->samples[k];
 
 		cr_assert(x->time_ns == y->time_ns && x->tid == y->tid && x->state == y->state &&
-			  x->syscall == y->syscall && x->stack == y->stack && x->weight == y->weight,
-			  "sample %zu", k);
+			  x->syscall == y->syscall && x->stack == y->stack && x->weight == y->weight &&
+			  x->flags == y->flags && x->pid == y->pid, "sample %zu", k);
 	}
 	cr_assert_eq(a->nthreads, b->nthreads);
 	for (i = 0; i < a->nthreads; i++)
-		cr_assert(a->threads[i].tid == b->threads[i].tid && a->threads[i].name == b->threads[i].name);
+		cr_assert(a->threads[i].tid == b->threads[i].tid && a->threads[i].name == b->threads[i].name &&
+			  a->threads[i].pid == b->threads[i].pid);
+	cr_assert_eq(a->nprocesses, b->nprocesses);
+	for (i = 0; i < a->nprocesses; i++)
+		cr_assert(a->processes[i].pid == b->processes[i].pid &&
+			  a->processes[i].ppid == b->processes[i].ppid &&
+			  a->processes[i].command == b->processes[i].command &&
+			  a->processes[i].time_ns == b->processes[i].time_ns, "process %u", i);
 	cr_assert_eq(a->nmeta, b->nmeta);
 	for (i = 0; i < a->nmeta; i++)
 		cr_assert(a->meta[i].key == b->meta[i].key && a->meta[i].value == b->meta[i].value);
@@ -556,7 +572,10 @@ Test(pyrs, empty_and_foreign_files, .init = make_tmpdir, .fini = rm_tmpdir)
 /* ---- hand-made files: the truth is what the test wrote ---- */
 
 /* record types as docs/pyrs-format.md numbers them (deliberately not the implementation's enum) */
-enum { PRS_REC_STRING = 1, PRS_REC_FRAME = 3, PRS_REC_STACK = 4, PRS_REC_SAMPLE = 5, PRS_REC_END = 9 };
+enum {
+	PRS_REC_STRING = 1, PRS_REC_MAPPING = 2, PRS_REC_FRAME = 3, PRS_REC_STACK = 4, PRS_REC_SAMPLE = 5,
+	PRS_REC_THREAD = 6, PRS_REC_END = 9, PRS_REC_PROCESS = 10,
+};
 
 static void rec(struct prs_buf *b, uint8_t type, const uint64_t *fields, size_t n, const char *bytes)
 {
@@ -587,6 +606,129 @@ static int read_records(const struct prs_buf *recs, struct prs_profile **r, char
 	rc = prs_pyrs_read_mem(file, n + 16, r, warn, wsize, err);
 	free(file);
 	return rc;
+}
+
+/*
+ * A process tree: three processes (one of them exec'd), threads and mappings of each, a tid
+ * reused by another process within one flush, a sample whose pid is unknown. Everything comes
+ * back; and a sample costs no byte for its pid where its THREAD record gives it.
+ */
+static struct prs_profile *record_tree(const char *path, bool pids)
+{
+	struct prs_recorder *r;
+	struct prs_profile *p, *out;
+	struct prs_mapping m = { .start = 0x400000, .end = 0x500000 };
+	struct prs_err err;
+	uint32_t st, i, sh = 0, py = 0;
+
+	cr_assert_eq(prs_recorder_open(path, &r, &err), 0, "%s", err.msg);
+	p = prs_recorder_profile(r);
+	m.path = S(p, "/usr/bin/python3");
+	m.pid = pids ? 10 : 0;
+	prs_profile_mapping(p, &m);
+	m.pid = pids ? 11 : 0;
+	cr_assert_eq(prs_profile_mapping(p, &m), pids ? 1 : 0); /* process-qualified */
+	st = prs_profile_stack(p, 0, prs_profile_raw_frame(p, 0, 0x400100, true));
+	if (pids) {
+		sh = S(p, "sh -c python3 pool.py");
+		py = S(p, "python3 pool.py");
+		cr_assert_eq(prs_profile_process(p, 10, 0, sh, 0), 0);
+		cr_assert_eq(prs_profile_process(p, 10, 0, py, 5000), 0); /* exec */
+		cr_assert_eq(prs_profile_process(p, 10, 0, py, 6000), 0); /* the same: nothing new */
+		cr_assert_eq(prs_profile_process(p, 11, 10, py, 7000), 0); /* fork */
+		cr_assert_eq(prs_profile_process(p, 12, 10, py, 7000), 0);
+		cr_assert_eq(p->nprocesses, 4);
+		cr_assert_eq(prs_profile_process(p, 0, 0, py, 0), -EINVAL);
+	}
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(prs_profile_thread_pid(p, pids ? 10 + (int32_t)i : 0, 10 + (int32_t)i,
+						    S(p, i ? "worker" : "MainThread")), 0);
+	for (i = 0; i < 30; i++)
+		cr_assert_eq(prs_profile_sample(p, &(struct prs_sample){ .time_ns = 1000 * i,
+			.tid = 10 + (int32_t)(i % 3), .pid = pids ? 10 + (int32_t)(i % 3) : 0,
+			.syscall = -1, .stack = st, .weight = 1, .flags = i % 5 ? 0 : PRS_SAMPLE_GIL }), 0);
+	/* tid 12 ends; process 11 gets a thread with tid 12 before the next flush: its samples must
+	 * say their pid (the reader's inference from THREAD records only knows the last one) */
+	cr_assert_eq(prs_profile_sample(p, &(struct prs_sample){ .time_ns = 40000, .tid = 12,
+		.pid = pids ? 11 : 0, .syscall = -1, .stack = st, .weight = 1 }), 0);
+	cr_assert_eq(prs_profile_sample(p, &(struct prs_sample){ .time_ns = 41000, .tid = 13,
+		.pid = 0, .syscall = -1, .stack = st, .weight = 1, .flags = PRS_SAMPLE_GIL_WAIT,
+		.state = PRS_STATE_BLOCKED }), 0);
+	cr_assert_eq(prs_recorder_flush(r, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_profile_thread_pid(p, pids ? 11 : 0, 12, S(p, "reused")), 0);
+	cr_assert_eq(prs_profile_sample(p, &(struct prs_sample){ .time_ns = 42000, .tid = 12,
+		.pid = pids ? 11 : 0, .syscall = -1, .stack = st, .weight = 1 }), 0);
+	/* a sample of unknown pid from a thread whose record has one */
+	cr_assert_eq(prs_profile_sample(p, &(struct prs_sample){ .time_ns = 43000, .tid = 10,
+		.pid = 0, .syscall = -1, .stack = st, .weight = 1 }), 0);
+	cr_assert_eq(prs_recorder_close(r, &out, &err), 0, "%s", err.msg);
+	return out;
+}
+
+/* The payload lengths of the SAMPLE records of a .pyrs file, in order (at most max). */
+static size_t sample_payloads(const char *path, size_t *lens, size_t max)
+{
+	static uint8_t out[1 << 16];
+	ZSTD_DCtx *d = ZSTD_createDCtx();
+	ZSTD_outBuffer ob = { out, sizeof(out), 0 };
+	ZSTD_inBuffer in;
+	size_t len, off = 0, n = 0;
+	char *file = read_all(path, &len);
+
+	in = (ZSTD_inBuffer){ file + 16, len - 16, 0 };
+	while (in.pos < in.size)
+		cr_assert(!ZSTD_isError(ZSTD_decompressStream(d, &ob, &in)));
+	while (off < ob.pos) {
+		uint64_t plen;
+		size_t used;
+
+		cr_assert_eq(prs_uleb128_decode(out + off + 1, ob.pos - off - 1, &plen, &used), 0);
+		if (out[off] == PRS_REC_SAMPLE && n < max)
+			lens[n++] = (size_t)plen;
+		off += 1 + used + (size_t)plen;
+	}
+	ZSTD_freeDCtx(d);
+	free(file);
+	return n;
+}
+
+Test(pyrs, processes_round_trip, .init = make_tmpdir, .fini = rm_tmpdir)
+{
+	char path[128], path0[128], warn[256];
+	size_t with[64], without[64], n, k;
+	struct prs_profile *w, *r, *w0;
+	struct prs_err err;
+
+	snprintf(path, sizeof(path), "%s/tree.pyrs", tmpdir);
+	snprintf(path0, sizeof(path0), "%s/one.pyrs", tmpdir);
+	w = record_tree(path, true);
+	w0 = record_tree(path0, false);
+	cr_assert_eq(prs_pyrs_read(path, &r, warn, sizeof(warn), &err), 0, "%s", err.msg);
+	check_invariants(r);
+	assert_same_profile(w, r);
+	cr_assert_eq(r->nprocesses, 4);
+	cr_assert_str_eq(r->strings[r->processes[1].command], "python3 pool.py");
+	cr_assert_eq(r->processes[1].time_ns, 5000);
+	cr_assert_eq(r->processes[2].ppid, 10);
+	cr_assert_eq(r->mappings[1].pid, 11);
+	cr_assert_eq(r->samples[30].pid, 11);
+	cr_assert_eq(r->samples[31].pid, 0);
+	cr_assert_eq(r->samples[31].flags, PRS_SAMPLE_GIL_WAIT);
+	cr_assert_eq(r->samples[33].pid, 0);
+	/* sample records: the same bytes as without pids, but for the two whose pid the reader
+	 * could not infer (tid 12 of process 11 before its THREAD record; pid 0 of thread 10) */
+	n = sample_payloads(path, with, 64);
+	cr_assert_eq(n, 34);
+	cr_assert_eq(sample_payloads(path0, without, 64), n);
+	for (k = 0; k < n; k++) {
+		if (k == 30 || k == 33)
+			cr_assert_gt(with[k], without[k], "sample %zu", k);
+		else
+			cr_assert_eq(with[k], without[k], "sample %zu", k);
+	}
+	prs_profile_free(w);
+	prs_profile_free(w0);
+	prs_profile_free(r);
 }
 
 Test(pyrs, unknown_records_skipped)
@@ -634,6 +776,12 @@ Test(pyrs, hostile_records)
 	static const uint64_t stack_parent[] = { 7, 0 };
 	static const uint64_t sample_stack[] = { 0, 0, 0, 0, 9, 1 };
 	static const uint64_t end_lies[] = { 1, 0, 0, 1, 5, 0, 0, 0 };
+	static const uint64_t end_processes[] = { 1, 0, 0, 1, 0, 0, 0, 0, 0, 3 };
+	static const uint64_t sample_neg_pid[] = { 0, 0, 0, 0, 0, 1, 0, 9 /* zigzag(-5) */ };
+	static const uint64_t mapping_neg_pid[] = { 0x1000, 0x2000, 0, 0, 0, 1 /* zigzag(-1) */ };
+	static const uint64_t thread_big_pid[] = { 2, 0, 1ULL << 32 };
+	static const uint64_t process_pid0[] = { 0, 0, 0, 0 };
+	static const uint64_t process_cmd[] = { 2, 0, 5, 0 };
 	static const struct { uint8_t type; const uint64_t *f; size_t n; const char *msg; } cases[] = {
 		{ PRS_REC_FRAME, frame_fwd_string, 7, "frame name or file is string 5 of 1" },
 		{ PRS_REC_FRAME, frame_bad_map, 7, "frame refers to mapping 2 of 0" },
@@ -641,6 +789,12 @@ Test(pyrs, hostile_records)
 		{ PRS_REC_STACK, stack_parent, 2, "stack parent 7 of 1" },
 		{ PRS_REC_SAMPLE, sample_stack, 6, "sample stack 9 of 1" },
 		{ PRS_REC_END, end_lies, 8, "the end record counts 5 samples, the file holds 0" },
+		{ PRS_REC_END, end_processes, 10, "3 processes, the file holds 0" },
+		{ PRS_REC_SAMPLE, sample_neg_pid, 8, "bad sample pid" },
+		{ PRS_REC_MAPPING, mapping_neg_pid, 6, "bad mapping pid" },
+		{ PRS_REC_THREAD, thread_big_pid, 3, "bad thread record" },
+		{ PRS_REC_PROCESS, process_pid0, 4, "bad process record" },
+		{ PRS_REC_PROCESS, process_cmd, 4, "process command is string 5 of 1" },
 		{ PRS_REC_FRAME, stack_fwd, 2, "bad frame record" },
 		{ 0, NULL, 0, "record type 0" },
 	};
@@ -726,6 +880,7 @@ Test(pyrs, randomized_round_trip, .init = make_tmpdir, .fini = rm_tmpdir)
 				struct prs_mapping m = { .start = (uint64_t)rand_r(&seed) << 12 };
 
 				m.end = m.start + 4096;
+				m.pid = rand_r(&seed) % 3 ? 0 : rand_r(&seed);
 				m.path = (uint32_t)rand_r(&seed) % p->nstrings;
 				m.build_id_len = (uint8_t)(rand_r(&seed) % (PRS_BUILD_ID_MAX + 1));
 				memset(m.build_id, rand_r(&seed), m.build_id_len);
@@ -756,13 +911,26 @@ Test(pyrs, randomized_round_trip, .init = make_tmpdir, .fini = rm_tmpdir)
 					.state = (uint8_t)(rand_r(&seed) % 5),
 					.syscall = (int16_t)(rand_r(&seed) % 500 - 1),
 					.stack = (uint32_t)rand_r(&seed) % p->nstacks, .weight = (uint32_t)rand_r(&seed),
+					.flags = (uint8_t)(rand_r(&seed) % 4), .pid = rand_r(&seed) % 4,
 				};
+
+				/* a few tids, so that pids are inferred from their THREAD records */
+				if (rand_r(&seed) % 2)
+					s.tid = 100 + rand_r(&seed) % 4;
 
 				cr_assert_eq(prs_profile_sample(p, &s), 0);
 				break;
 			}
 			case 7:
-				if (rand_r(&seed) & 1)
+				if (rand_r(&seed) % 4 == 0)
+					prs_profile_thread_pid(p, rand_r(&seed) % 4, 100 + rand_r(&seed) % 4,
+							       (uint32_t)rand_r(&seed) % p->nstrings);
+				else if (rand_r(&seed) % 3 == 0)
+					cr_assert_eq(prs_profile_process(p, 1 + rand_r(&seed) % 4,
+									 rand_r(&seed) % 4,
+									 (uint32_t)rand_r(&seed) % p->nstrings,
+									 (uint64_t)rand_r(&seed)), 0);
+				else if (rand_r(&seed) & 1)
 					prs_profile_thread(p, rand_r(&seed), (uint32_t)rand_r(&seed) % p->nstrings);
 				else
 					prs_profile_meta(p, "k", p->strings[(uint32_t)rand_r(&seed) % p->nstrings]);
@@ -1011,6 +1179,12 @@ Test(pyrs, frozen_v1_fixture)
 	cr_assert_eq(p->samples[30].time_ns, 10000005ULL);
 	cr_assert_eq(p->samples[59].syscall, 230);
 	cr_assert_eq(p->nthreads, 2);
+	/* written before processes existed: every pid unknown, no PROCESS entries */
+	cr_assert_eq(p->nprocesses, 0);
+	cr_assert_eq(p->mappings[0].pid, 0);
+	for (size_t k = 0; k < p->nsamples; k++)
+		cr_assert_eq(p->samples[k].pid, 0);
+	cr_assert(p->threads[0].pid == 0 && p->threads[1].pid == 0);
 	check_invariants(p);
 	f = open_memstream(&text, &len);
 	cr_assert_eq(prs_export_folded(p, PRS_VIEW_WALL, PRS_FOLDED_PER_THREAD | PRS_FOLDED_LINES, f, &err), 0);
