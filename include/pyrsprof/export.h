@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Exports of a profile to other profilers' viewers: speedscope JSON (https://www.speedscope.app,
- * file format of the speedscope npm package's file-format-schema.json) and pprof (gzip'd
- * profile.proto of github.com/google/pprof, read by `go tool pprof`). The folded-stacks export is
- * prs_export_folded() in profile.h. All three agree on what a view holds (PRS_VIEW_CPU: running
- * samples; PRS_VIEW_WALL: every sample, off-CPU ones with prs_profile_offcpu_label()'s leaf), on
- * frame names (prs_profile_frame_label(), inline expansions applied) and on totals (sample
- * weights), so `go tool pprof -top` and speedscope show the numbers of the folded export.
+ * Exports of a profile to other profilers' viewers: folded stacks (flamegraph.pl, inferno),
+ * speedscope JSON (https://www.speedscope.app, file format of the speedscope npm package's
+ * file-format-schema.json) and pprof (gzip'd profile.proto of github.com/google/pprof, read by
+ * `go tool pprof`). All three read the profile through a view (include/pyrsprof/view.h), so they
+ * agree on what a view holds (PRS_VIEW_CPU: running samples; PRS_VIEW_WALL: every sample, off-CPU
+ * ones with their leaf), on frame names (inline expansions applied), on which process and thread
+ * each sample came from, and on totals (sample weights): `go tool pprof -top` and speedscope show
+ * the numbers of the folded export.
  *
  * Names, files and thread names come from the target: they may hold any bytes but NUL. Both
  * formats need UTF-8, so invalid sequences are replaced by U+FFFD (prs_utf8_clean()).
@@ -22,6 +23,19 @@
 #include "pyrsprof/err.h"
 #include "pyrsprof/profile.h"
 #include "pyrsprof/util.h"
+#include "pyrsprof/view.h"
+
+/*
+ * Writes folded stacks: one line per distinct stack text, sorted bytewise (LC_ALL=C sort), counts
+ * (sample weights) summed, root first, e.g. "main;work;hot 12": the frames of the view o
+ * (per_thread: a root "thread <tid> (<name>)"; per_process: a root "<command> [<pid>]" when the
+ * profile holds more than one process; lines: "name (file:line)"; wall: the off-CPU leaf).
+ * Kernel frames get flamegraph.pl's "_[k]" suffix. So that every line parses back, ';', '\n' and
+ * '\r' in names are written as '_' and a frame with an empty text as "[unknown]". Samples with
+ * weight 0 still produce their line. Returns 0, -ENOMEM, or -EIO (write error).
+ */
+int prs_export_folded(const struct prs_profile *p, const struct prs_view_opts *o, FILE *out,
+		      struct prs_err *err);
 
 /*
  * Writes p as one speedscope JSON document to out (out is flushed, not closed):

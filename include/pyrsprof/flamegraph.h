@@ -23,6 +23,7 @@
 #include "pyrsprof/err.h"
 #include "pyrsprof/profile.h"
 #include "pyrsprof/types.h"
+#include "pyrsprof/view.h"
 
 /* One frame of a stack given to prs_fg_add. Strings are borrowed for the call (copied inside). */
 struct prs_fg_frame {
@@ -60,21 +61,22 @@ uint64_t prs_fg_total(const struct prs_fg *fg);
 uint64_t prs_fg_total_before(const struct prs_fg *fg);
 
 /*
- * Adds the samples of profile p in view `view` (CPU: running samples only; wall: every sample,
- * off-CPU ones with a leaf "[<syscall>]" colored by its reason). With per_thread, each stack is
- * put under a root frame "thread <tid>" or "thread <tid> (<name>)". Weights are honoured (folded
- * input: one sample per line with the line's count). Calls may be repeated to merge profiles.
- * Returns 0, or a negative errno with err set.
+ * Adds the samples of profile p as the view o shows them (include/pyrsprof/view.h): CPU, running
+ * samples only; wall, every sample, off-CPU ones with a leaf "[<syscall>]" colored by its reason;
+ * per_process, a root per process ("python pool.py [1234]", kind PROCESS) when the profile holds
+ * more than one, or per command with merge_processes; per_thread, a root "thread <tid> (<name>)"
+ * (under the process's). Weights are honoured (folded input: one sample per line with the line's
+ * count). Calls may be repeated to merge profiles. Returns 0, or a negative errno with err set.
  */
-int prs_fg_from_profile(struct prs_fg *fg, const struct prs_profile *p, enum prs_view view,
-			bool per_thread, struct prs_err *err);
+int prs_fg_from_profile(struct prs_fg *fg, const struct prs_profile *p,
+			const struct prs_view_opts *o, struct prs_err *err);
 
 /*
  * Differential: adds `before`'s samples as the before counts and `after`'s as the after counts
  * (widths follow `after`; colors the change in share of total). Returns 0 or -errno with err set.
  */
 int prs_fg_diff_from_profiles(struct prs_fg *fg, const struct prs_profile *before,
-			      const struct prs_profile *after, enum prs_view view, bool per_thread,
+			      const struct prs_profile *after, const struct prs_view_opts *o,
 			      struct prs_err *err);
 
 /*

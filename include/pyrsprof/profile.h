@@ -295,21 +295,8 @@ enum prs_view {
 };
 
 /* True if sample s belongs to view: the CPU view keeps running samples only (not blocked, not
- * waiting for a CPU), the wall view keeps all. Every view-taking function decides it here. */
+ * waiting for a CPU), the wall view keeps all. Every view (include/pyrsprof/view.h) decides it here. */
 bool prs_sample_in_view(const struct prs_sample *s, enum prs_view view);
 
-#define PRS_FOLDED_LINES 1u      /* frame text "name (file:line)" where known ("name (file)" without a line) */
-#define PRS_FOLDED_PER_THREAD 2u /* a root frame "thread <tid>" or "thread <tid> (<name>)" */
-
-/*
- * Writes folded stacks: one line per distinct stack text, sorted bytewise (LC_ALL=C sort), counts
- * (sample weights) summed, root first, e.g. "main;work;hot 12". PRS_VIEW_CPU keeps samples in
- * state RUNNING; PRS_VIEW_WALL keeps all and appends prs_profile_offcpu_label()'s leaf to the
- * others. Kernel frames get flamegraph.pl's "_[k]" suffix. So that every line parses back, ';',
- * '\n' and '\r' in names are written as '_' and a frame with an empty text as "[unknown]".
- * Samples with weight 0 still produce their line. Returns 0, -ENOMEM, or -EIO (write error).
- */
-int prs_export_folded(const struct prs_profile *p, enum prs_view view, unsigned flags, FILE *out,
-		      struct prs_err *err);
 
 #endif

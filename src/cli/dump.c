@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* `pyrsprof dump PID`: every thread's stack now, with its state, like `py-spy dump`. */
+/*
+ * `pyrsprof dump PID`: every thread's stack now, with its state, like `py-spy dump`; per process
+ * when the profile holds several. The stacks are those of the wall view of the one-tick profile
+ * (include/pyrsprof/view.h), printed innermost first, with the state in words instead of the
+ * off-CPU leaf.
+ */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -15,6 +20,7 @@
 #include "pyrsprof/symbol.h"
 #include "pyrsprof/task.h"
 #include "pyrsprof/util.h"
+#include "pyrsprof/view.h"
 #include "util/banned.h"
 
 /* What the Python reader said about a thread at the moment of the dump. */
@@ -30,17 +36,6 @@ static const struct pyinfo *find_py(const struct pyinfo *v, int n, int32_t tid)
 		if (v[i].tid == tid)
 			return &v[i];
 	return NULL;
-}
-
-static const char *thread_name(const struct prs_profile *p, int32_t tid)
-{
-	const char *name = NULL;
-
-	/* The last entry for a tid is its newest name. */
-	for (uint32_t i = 0; i < p->nthreads; i++)
-		if (p->threads[i].tid == tid)
-			name = p->strings[p->threads[i].name];
-	return name;
 }
 
 /*
@@ -63,6 +58,10 @@ static void print_state(const struct prs_sample *s)
 {
 	const char *sc = s->syscall >= 0 ? prs_syscall_name(s->syscall) : NULL;
 
+	if (s->state != PRS_STATE_RUNNING && (s->flags & PRS_SAMPLE_GIL_WAIT)) {
+		printf("waiting for the GIL");
+		return;
+	}
 	switch (s->state) {
 	case PRS_STATE_RUNNING:
 		printf("running");
@@ -86,22 +85,111 @@ static void print_state(const struct prs_sample *s)
 	}
 }
 
-static void print_frame(const struct prs_profile *p, uint32_t id)
+static void print_frame(const struct prs_profile_view *v, uint32_t id)
 {
-	const struct prs_frame *f = &p->frames[id];
+	struct prs_view_frame f;
 	char label[PRS_MAX_NAME + 64];
 
-	prs_profile_frame_label(p, id, label, sizeof(label));
+	prs_view_frame(v, id, &f, label, sizeof(label));
 	printf("    ");
-	put_text(label);
-	if (!f->raw && f->file) {
+	put_text(prs_view_frame_label(v, id, label, sizeof(label)));
+	if (f.file[0]) {
 		printf(" (");
-		put_text(p->strings[f->file]);
-		if (f->line)
-			printf(":%u", f->line);
+		put_text(f.file);
+		if (f.line)
+			printf(":%u", f.line);
 		putchar(')');
 	}
 	putchar('\n');
+}
+
+/* Prints sample i's thread: its name, state and stack (innermost first). */
+static void print_thread(struct prs_profile_view *v, const struct prs_profile *p, size_t i,
+			 const struct pyinfo *py, int npy)
+{
+	const struct prs_sample *smp = &p->samples[i];
+	const struct pyinfo *pi = find_py(py, npy, smp->tid);
+	uint32_t vs = prs_view_sample_stack(v, i);
+	const struct prs_view_stack *st = prs_view_stacks(v, &(size_t){ 0 }) + vs;
+	const char *name = prs_view_thread_name(v, prs_view_pid(v, smp), smp->tid, NULL);
+	const uint32_t *ids;
+	size_t n = prs_view_frames(v, vs, &ids, NULL);
+
+	/* the state is printed in words: no off-CPU leaf, no "[empty stack]" */
+	if (st->leaf != PRS_VIEW_NONE || st->empty)
+		n--;
+	printf("\nThread %d", smp->tid);
+	if (pi && pi->name)
+		name = p->strings[pi->name];
+	if (name && name[0]) {
+		printf(" \"");
+		put_text(name);
+		putchar('"');
+	}
+	printf(" (");
+	print_state(smp);
+	if (pi && pi->holds_gil)
+		printf(", holds the GIL");
+	printf(")\n");
+	if (n == 0)
+		printf("    (no stack)\n");
+	while (n-- > 0)
+		print_frame(v, ids[n]);
+}
+
+/* "Process PID: COMMAND": the command the profile names, else /proc's. */
+static void print_process(struct prs_profile_view *v, pid_t pid)
+{
+	const char *cmd = prs_view_command(v, pid, UINT64_MAX);
+	char command[1024];
+
+	if (!cmd && prs_proc_cmdline(pid, command, sizeof(command)) == 0)
+		cmd = command;
+	printf("Process %d: ", (int)pid);
+	put_text(cmd ? cmd : "");
+	putchar('\n');
+}
+
+/*
+ * Prints the dumped process pid and its threads (with samples of unknown pid: a sampler that
+ * does not name processes), then every other process of the profile in the order they appear
+ * (the children, when they were followed), each with its threads.
+ */
+static int print_dump(const struct prs_profile *p, pid_t pid, const char *pyver,
+		      const struct pyinfo *py, int npy)
+{
+	struct prs_profile_view *v = NULL;
+	struct prs_err err = { 0 };
+	struct prs_map64 seen;
+	uint32_t dummy;
+	size_t i, k;
+
+	if (prs_view_new(p, &(struct prs_view_opts){ .view = PRS_VIEW_WALL }, &v, &err) != 0) {
+		cli_err(&err, "dump");
+		return -1;
+	}
+	prs_map64_init(&seen);
+	print_process(v, pid);
+	if (pyver[0])
+		printf("%s\n", pyver);
+	for (i = 0; i < p->nsamples; i++) {
+		int32_t other = prs_view_pid(v, &p->samples[i]);
+
+		if (other == pid || other == 0) {
+			print_thread(v, p, i, py, npy);
+			continue;
+		}
+		if (prs_map64_intern(&seen, (uint32_t)other, 0, &dummy) != 1)
+			continue; /* printed already (or out of memory: not printed twice) */
+		putchar('\n');
+		print_process(v, other);
+		for (k = i; k < p->nsamples; k++)
+			if (prs_view_pid(v, &p->samples[k]) == other)
+				print_thread(v, p, k, py, npy);
+	}
+	prs_map64_release(&seen);
+	prs_view_free(v);
+	return 0;
 }
 
 /* Returns -1 to go on, else an exit code. */
@@ -143,8 +231,6 @@ int cmd_dump(int argc, char **argv)
 	struct prs_sampler *s = NULL;
 	struct prs_err err = { 0 };
 	struct prs_profile *p;
-	uint32_t *ids;
-	char command[1024];
 	sigset_t set, old;
 	struct pyinfo *py = NULL;
 	char pyver[256];
@@ -166,11 +252,8 @@ int cmd_dump(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	p = prs_profile_new();
-	ids = malloc(PRS_MAX_STACK_FRAMES * sizeof(*ids));
-	if (!p || !ids) {
+	if (!p) {
 		cli_msg("out of memory");
-		prs_profile_free(p);
-		free(ids);
 		return EXIT_FAIL;
 	}
 	so.rate_hz = 1000;
@@ -186,7 +269,6 @@ int cmd_dump(int argc, char **argv)
 		cli_err(&err, "dump");
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		prs_profile_free(p);
-		free(ids);
 		return EXIT_FAIL;
 	}
 	prs_sampler_run(s, &err);
@@ -207,40 +289,8 @@ int cmd_dump(int argc, char **argv)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	cli_symbolize(p, &sym, false, NULL);
 
-	if (prs_proc_cmdline(pid, command, sizeof(command)) != 0)
-		command[0] = '\0';
-	printf("Process %d: ", (int)pid);
-	put_text(command);
-	putchar('\n');
-	if (is_py || pyver[0])
-		printf("%s\n", pyver);
-	for (size_t i = 0; i < p->nsamples; i++) {
-		const struct prs_sample *smp = &p->samples[i];
-		const char *name = thread_name(p, smp->tid);
-		size_t n = prs_profile_stack_frames(p, smp->stack, ids, PRS_MAX_STACK_FRAMES);
-
-		const struct pyinfo *pi = find_py(py, npy, smp->tid);
-
-		printf("\nThread %d", smp->tid);
-		if (pi && pi->name)
-			name = p->strings[pi->name];
-		if (name && name[0]) {
-			printf(" \"");
-			put_text(name);
-			putchar('"');
-		}
-		printf(" (");
-		print_state(smp);
-		if (pi && pi->holds_gil)
-			printf(", holds the GIL");
-		printf(")\n");
-		if (n == 0)
-			printf("    (no stack)\n");
-		while (n-- > 0)
-			print_frame(p, ids[n]);
-	}
+	rc = print_dump(p, pid, pyver, py, npy);
 	prs_profile_free(p);
-	free(ids);
 	free(py);
-	return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+	return rc == 0 && fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
 }

@@ -29,6 +29,7 @@ struct rec_opts {
 	size_t stack_bytes;
 	bool print_stats;
 	bool native_all;
+	bool merge_processes; /* for the graphs only */
 	enum prs_source source;
 	struct cli_symopts sym;
 	struct cli_phase_opts phase; /* --target, --dim, --no-classify */
@@ -45,6 +46,7 @@ static const char run_usage[] =
 	"      --mode MODE      ptrace (default: native + Python frames) or vm (Python frames\n"
 	"                       only, read without stopping the program: lowest overhead)\n"
 	"      --native-all     keep the interpreter's own native frames in Python stacks\n"
+	"      --merge-processes  graphs with a root per command, not per process\n"
 	CLI_DEBUG_DIR_HELP
 	"      --target EXPR    the Phase-0 target, e.g. 'wall<2s' (phase1.md says if it is met)\n"
 	"      --dim N=T[..MAX] an input dimension, typical value and max (repeatable)\n"
@@ -64,6 +66,7 @@ static const char attach_usage[] =
 	"      --mode MODE      ptrace (default: native + Python frames) or vm (Python frames\n"
 	"                       only, read without stopping the program: lowest overhead)\n"
 	"      --native-all     keep the interpreter's own native frames in Python stacks\n"
+	"      --merge-processes  graphs with a root per command, not per process\n"
 	CLI_DEBUG_DIR_HELP
 	"      --target EXPR    the Phase-0 target, e.g. 'wall<2s' (phase1.md says if it is met)\n"
 	"      --dim N=T[..MAX] an input dimension, typical value and max (repeatable)\n"
@@ -84,6 +87,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 		{ "target", required_argument, NULL, CLI_OPT_TARGET },
 		{ "dim", required_argument, NULL, CLI_OPT_DIM },
 		{ "no-classify", no_argument, NULL, CLI_OPT_NO_CLASSIFY },
+		{ "merge-processes", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -96,6 +100,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 	o->stack_bytes = 64 * 1024;
 	o->print_stats = false;
 	o->native_all = false;
+	o->merge_processes = false;
 	o->source = PRS_SOURCE_PTRACE;
 	o->sym.ndirs = 0;
 	memset(&o->phase, 0, sizeof(o->phase));
@@ -139,6 +144,9 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 		case 'G':
 			if (!cli_add_debug_dir(&o->sym, optarg))
 				return EXIT_USAGE;
+			break;
+		case 'P':
+			o->merge_processes = true;
 			break;
 		case 'h':
 			fputs(run ? run_usage : attach_usage, stdout);
@@ -285,7 +293,7 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 		prs_profile_free(done);
 		return EXIT_FAIL;
 	}
-	if (cli_render_recording(done, dir) != 0)
+	if (cli_render_recording(done, dir, o->merge_processes) != 0)
 		rc = EXIT_FAIL;
 	if (write_stats(dir, &st, o->rate_hz, &sym) != 0)
 		rc = EXIT_FAIL;

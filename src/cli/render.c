@@ -25,16 +25,16 @@ int cli_render_svg(const struct prs_profile *p, const char *path, const struct c
 		cli_msg("out of memory");
 		return -1;
 	}
-	rc = prs_fg_from_profile(fg, p, o->view, o->per_thread, &err);
+	rc = prs_fg_from_profile(fg, p, &o->view, &err);
 	if (rc) {
 		cli_err(&err, "flame graph");
 		prs_fg_free(fg);
 		return -1;
 	}
 	if (!fo.title)
-		fo.title = o->view == PRS_VIEW_CPU ? "On-CPU flame graph" : "Wall-clock flame graph";
+		fo.title = o->view.view == PRS_VIEW_CPU ? "On-CPU flame graph" : "Wall-clock flame graph";
 	if (!fo.subtitle)
-		fo.subtitle = prs_fg_describe_profile(p, o->view, subtitle, sizeof(subtitle));
+		fo.subtitle = prs_fg_describe_profile(p, o->view.view, subtitle, sizeof(subtitle));
 	f = cli_atomic_open(&a, path);
 	if (!f) {
 		prs_fg_free(fg);
@@ -50,7 +50,7 @@ int cli_render_svg(const struct prs_profile *p, const char *path, const struct c
 	return cli_atomic_close(&a, true) == 0 ? 0 : -1;
 }
 
-int cli_render_recording(const struct prs_profile *p, const char *dir)
+int cli_render_recording(const struct prs_profile *p, const char *dir, bool merge_processes)
 {
 	static const struct {
 		const char *file;
@@ -64,7 +64,9 @@ int cli_render_recording(const struct prs_profile *p, const char *dir)
 
 		memset(&o, 0, sizeof(o));
 		prs_fg_opts_init(&o.fg);
-		o.view = graphs[i].view;
+		o.view.view = graphs[i].view;
+		o.view.per_process = true;
+		o.view.merge_processes = merge_processes;
 		snprintf(path, sizeof(path), "%s/%s", dir, graphs[i].file);
 		if (cli_render_svg(p, path, &o) != 0)
 			rc = -1;

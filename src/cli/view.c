@@ -65,6 +65,7 @@ int cmd_report(int argc, char **argv)
 		{ "debug-dir", required_argument, NULL, 'G' },
 		{ "target", required_argument, NULL, CLI_OPT_TARGET },
 		{ "dim", required_argument, NULL, CLI_OPT_DIM },
+		{ "merge-processes", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -73,7 +74,7 @@ int cmd_report(int argc, char **argv)
 	struct cli_phase_opts po;
 	struct prs_profile *p;
 	char dirbuf[4096];
-	bool created;
+	bool created, merge = false;
 	int c, rc;
 
 	memset(&po, 0, sizeof(po));
@@ -85,12 +86,16 @@ int cmd_report(int argc, char **argv)
 		else if (c == 'G') {
 			if (!cli_add_debug_dir(&sym, optarg))
 				return EXIT_USAGE;
+		} else if (c == 'P') {
+			merge = true;
 		} else if (c == 'h') {
 			puts("usage: pyrsprof report FILE [-o DIR] [--debug-dir DIR] [--target EXPR]\n"
-			     "       [--dim N=T[..MAX]]...\n"
+			     "       [--dim N=T[..MAX]]... [--merge-processes]\n"
 			     "  Re-renders cpu.svg and wall.svg of a profile (default DIR: the file's folder)\n"
 			     "  and writes the Phase-1 and Phase-4 reports again from what it holds (a\n"
-			     "  target or dimensions given here replace the recorded ones).\n"
+			     "  target or dimensions given here replace the recorded ones). A profile of\n"
+			     "  several processes has a root per process (\"python pool.py [1234]\"), or per\n"
+			     "  command with --merge-processes.\n"
 			     CLI_DEBUG_DIR_HELP
 			     "                       Given debug folders, native frames are named again.");
 			return EXIT_OK;
@@ -115,7 +120,7 @@ int cmd_report(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	symbolize_if_needed(p, &sym);
-	rc = cli_render_recording(p, outdir);
+	rc = cli_render_recording(p, outdir, merge);
 	if (cli_write_reports(p, outdir, true, &po) != 0)
 		rc = -1;
 	prs_profile_free(p);
@@ -134,6 +139,7 @@ int cmd_flamegraph(int argc, char **argv)
 		{ "min-width", required_argument, NULL, 'm' },
 		{ "icicle", no_argument, NULL, 'i' },
 		{ "per-thread", no_argument, NULL, 't' },
+		{ "merge-processes", no_argument, NULL, 'P' },
 		{ "title", required_argument, NULL, 'T' },
 		{ "subtitle", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
@@ -146,7 +152,8 @@ int cmd_flamegraph(int argc, char **argv)
 
 	memset(&o, 0, sizeof(o));
 	prs_fg_opts_init(&o.fg);
-	o.view = PRS_VIEW_CPU;
+	o.view.view = PRS_VIEW_CPU;
+	o.view.per_process = true;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
@@ -155,7 +162,7 @@ int cmd_flamegraph(int argc, char **argv)
 			out = optarg;
 			break;
 		case 'v':
-			if (!parse_view(optarg, &o.view))
+			if (!parse_view(optarg, &o.view.view))
 				return EXIT_USAGE;
 			break;
 		case 'w':
@@ -172,7 +179,10 @@ int cmd_flamegraph(int argc, char **argv)
 			o.fg.icicle = true;
 			break;
 		case 't':
-			o.per_thread = true;
+			o.view.per_thread = true;
+			break;
+		case 'P':
+			o.view.merge_processes = true;
 			break;
 		case 'T':
 			o.fg.title = optarg;
@@ -182,8 +192,11 @@ int cmd_flamegraph(int argc, char **argv)
 			break;
 		case 'h':
 			puts("usage: pyrsprof flamegraph IN -o OUT.svg [--view cpu|wall] [--width PX]\n"
-			     "       [--min-width PX] [--icicle] [--per-thread] [--title T] [--subtitle S]\n"
-			     "  IN is a .pyrs profile or folded stacks ('main;work;hot 12' per line).");
+			     "       [--min-width PX] [--icicle] [--per-thread] [--merge-processes]\n"
+			     "       [--title T] [--subtitle S]\n"
+			     "  IN is a .pyrs profile or folded stacks ('main;work;hot 12' per line). A profile\n"
+			     "  of several processes has a root per process, or per command with\n"
+			     "  --merge-processes.");
 			return EXIT_OK;
 		default:
 			return bad_option(argv, "flamegraph");
@@ -214,12 +227,12 @@ int cmd_export(int argc, char **argv)
 		{ "view", required_argument, NULL, 'v' },
 		{ "lines", no_argument, NULL, 'l' },
 		{ "per-thread", no_argument, NULL, 't' },
+		{ "merge-processes", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *out = NULL, *format = NULL;
-	enum prs_view view = PRS_VIEW_CPU;
-	unsigned flags = 0;
+	struct prs_view_opts vo = { .view = PRS_VIEW_CPU, .per_process = true };
 	struct prs_profile *p;
 	struct prs_err err = { 0 };
 	struct cli_atomic a;
@@ -237,21 +250,26 @@ int cmd_export(int argc, char **argv)
 			format = optarg;
 			break;
 		case 'v':
-			if (!parse_view(optarg, &view))
+			if (!parse_view(optarg, &vo.view))
 				return EXIT_USAGE;
 			break;
 		case 'l':
-			flags |= PRS_FOLDED_LINES;
+			vo.lines = true;
 			break;
 		case 't':
-			flags |= PRS_FOLDED_PER_THREAD;
+			vo.per_thread = true;
+			break;
+		case 'P':
+			vo.merge_processes = true;
 			break;
 		case 'h':
 			puts("usage: pyrsprof export FILE --format folded|speedscope|pprof [--view cpu|wall]\n"
-			     "       [--lines] [--per-thread] [-o OUT]\n"
+			     "       [--lines] [--per-thread] [--merge-processes] [-o OUT]\n"
 			     "  folded: stacks as flamegraph.pl and inferno read them (--lines adds file:line,\n"
-			     "  --per-thread a root frame per thread); speedscope: JSON for speedscope.app, a\n"
-			     "  profile per thread; pprof: gzip'd profile.proto for `go tool pprof` (needs -o).");
+			     "  --per-thread a root frame per thread; a root frame per process when the profile\n"
+			     "  holds several, one per command with --merge-processes); speedscope: JSON for\n"
+			     "  speedscope.app, a profile per process and thread; pprof: gzip'd profile.proto\n"
+			     "  for `go tool pprof`, labelled with pid and thread (needs -o).");
 			return EXIT_OK;
 		default:
 			return bad_option(argv, "export");
@@ -284,11 +302,11 @@ int cmd_export(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	if (strcmp(format, "speedscope") == 0)
-		rc = prs_export_speedscope(p, view, f, &err);
+		rc = prs_export_speedscope(p, vo.view, f, &err);
 	else if (strcmp(format, "pprof") == 0)
-		rc = prs_export_pprof(p, view, f, &err);
+		rc = prs_export_pprof(p, vo.view, f, &err);
 	else
-		rc = prs_export_folded(p, view, flags, f, &err);
+		rc = prs_export_folded(p, &vo, f, &err);
 	prs_profile_free(p);
 	if (rc)
 		cli_err(&err, "export");
@@ -366,7 +384,11 @@ int cmd_diff(int argc, char **argv)
 		goto out;
 	}
 	fg = prs_fg_new();
-	if (!fg || prs_fg_diff_from_profiles(fg, before, after, view, false, &err) != 0) {
+	/* processes of two runs have other pids: their roots are matched by command */
+	if (!fg || prs_fg_diff_from_profiles(fg, before, after,
+					     &(struct prs_view_opts){ .view = view, .per_process = true,
+								      .merge_processes = true },
+					     &err) != 0) {
 		cli_err(&err, "diff flame graph");
 		goto out;
 	}

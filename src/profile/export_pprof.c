@@ -25,8 +25,6 @@
 
 #include "util/banned.h"
 
-#define MAX_DEPTH (64u * 1024) /* locations of one sample, as the folded export's frames */
-#define MAX_LEAVES 1024
 #define MAX_ENTRIES ((size_t)INT32_MAX)
 
 struct pp_func {
@@ -44,14 +42,9 @@ struct pp_loc {
 	size_t first, nlines; /* in lines */
 };
 
-struct pp_agg {
-	int32_t tid;
-	uint32_t stack, leaf; /* leaf: index in leaves + 1, 0 = none */
-	uint64_t weight;
-};
-
 struct pp {
 	const struct prs_profile *p;
+	struct prs_profile_view *v;
 	char **strs;
 	size_t nstrs, cap_strs;
 	struct prs_strmap smap;
@@ -63,11 +56,7 @@ struct pp {
 	size_t nlocs, cap_locs;
 	struct pp_line *lines;
 	size_t nlines, cap_lines;
-	uint32_t *frame_loc; /* frame id -> location id (0: none yet) */
-	char leaves[MAX_LEAVES][48];
-	uint64_t leaf_loc[MAX_LEAVES];
-	uint32_t nleaves;
-	uint64_t empty_loc;
+	uint32_t *frame_loc; /* view frame id -> location id (0: none yet) */
 	uint32_t main_map; /* mapping index listed first (id 1) */
 	uint64_t *ids; /* every sample's location ids, back to back */
 	size_t nids, cap_ids;
@@ -180,50 +169,45 @@ static uint64_t mapping_id(const struct pp *c, uint32_t i)
 	return (uint64_t)i + (i < c->main_map ? 2 : 1);
 }
 
-/* The location of frame id: built once. 0 on ENOMEM. */
+/* The location of view frame id: built once. 0 on ENOMEM. */
 static uint64_t frame_loc(struct pp *c, uint32_t id)
 {
 	const struct prs_profile *p = c->p;
-	const struct prs_frame *f = &p->frames[id];
 	char label[PRS_MAX_NAME + 64];
 	uint64_t loc;
 
 	if (c->frame_loc[id])
 		return c->frame_loc[id];
-	if (f->raw) {
-		const struct prs_expansion *e = p->expansions ? &p->expansions[id] : NULL;
+	if (id < p->nframes && p->frames[id].raw) {
+		const struct prs_frame *f = &p->frames[id];
 		uint64_t mapping = f->mapping < p->nmappings ? mapping_id(c, f->mapping) : 0;
+		uint32_t n, k;
+		const uint32_t *ids = prs_profile_expansion(p, &id, &n);
 
 		loc = pp_loc_begin(c, mapping, f->addr);
 		if (!loc)
 			return 0;
-		if (e && e->count && e->first <= p->nexpand_ids && e->count <= p->nexpand_ids - e->first) {
-			uint32_t k;
+		/* the expansion is outermost first; pprof wants the innermost line first */
+		for (k = n; ids != &id && k-- > 0;) {
+			const struct prs_frame *g = &p->frames[ids[k]];
 
-			/* the expansion is outermost first; pprof wants the innermost line first */
-			for (k = e->count; k-- > 0;) {
-				uint32_t fid = p->expand_ids[e->first + k];
-				const struct prs_frame *g;
-
-				if (fid >= p->nframes)
-					continue;
-				g = &p->frames[fid];
-				prs_profile_frame_label(p, fid, label, sizeof(label));
-				if (pp_line(c, pp_func(c, label, g->raw || g->file >= p->nstrings ? 0 : g->file),
-					    g->line))
-					return 0;
-			}
+			prs_profile_frame_label(p, ids[k], label, sizeof(label));
+			if (pp_line(c, pp_func(c, label, g->file < p->nstrings ? g->file : 0), g->line))
+				return 0;
 		}
 		if (c->nlines == c->locs[loc - 1].first) {
-			/* unsymbolized (or an empty chain): name it as the other exports do */
+			/* unsymbolized: name it as the other exports do */
 			prs_profile_frame_label(p, id, label, sizeof(label));
 			if (pp_line(c, pp_func(c, label, 0), 0))
 				return 0;
 		}
 		pp_loc_end(c);
 	} else {
-		prs_profile_frame_label(p, id, label, sizeof(label));
-		loc = pp_named_loc(c, label, f->file < p->nstrings ? f->file : 0, f->line);
+		struct prs_view_frame vf;
+
+		prs_view_frame(c->v, id, &vf, label, sizeof(label));
+		prs_view_frame_label(c->v, id, label, sizeof(label));
+		loc = pp_named_loc(c, label, vf.frame ? vf.frame->file : 0, vf.line);
 		if (!loc)
 			return 0;
 	}
@@ -233,68 +217,24 @@ static uint64_t frame_loc(struct pp *c, uint32_t id)
 	return loc;
 }
 
-static int agg_cmp(const void *a, const void *b)
+/* Appends the location ids of view stack i, leaf first, at c->ids[*first], *n of them. 0 or -ENOMEM. */
+static int sample_locs(struct pp *c, size_t i, size_t *first, size_t *n)
 {
-	const struct pp_agg *x = a, *y = b;
-
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->stack != y->stack)
-		return x->stack < y->stack ? -1 : 1;
-	return x->leaf < y->leaf ? -1 : x->leaf > y->leaf;
-}
-
-/* Appends the location ids of (stack, leaf), leaf first, at c->ids[*first], *n of them. 0 or -ENOMEM. */
-static int sample_locs(struct pp *c, uint32_t stack, uint32_t leaf, size_t *first, size_t *n)
-{
-	const struct prs_profile *p = c->p;
-	uint32_t s = stack < p->nstacks ? stack : 0, depth = 0;
+	const uint32_t *ids;
+	size_t k = prs_view_frames(c->v, i, &ids, NULL);
 
 	*first = c->nids;
-	if (leaf) {
-		if (prs_array_grow((void **)&c->ids, &c->cap_ids, c->nids + 1, sizeof(*c->ids)))
-			return -ENOMEM;
-		c->ids[c->nids++] = c->leaf_loc[leaf - 1];
-	}
-	/* parents are smaller than their stack (profile.h), so this ends; the depth bound is for
-	 * a profile built by hand */
-	while (s != 0 && s < p->nstacks && depth++ < MAX_DEPTH) {
-		uint32_t fid = p->stacks[s].frame;
-		uint64_t loc;
+	if (prs_array_grow((void **)&c->ids, &c->cap_ids, c->nids + k, sizeof(*c->ids)))
+		return -ENOMEM;
+	while (k-- > 0) {
+		uint64_t loc = frame_loc(c, ids[k]);
 
-		if (fid < p->nframes) {
-			if (!(loc = frame_loc(c, fid)))
-				return -ENOMEM;
-			if (prs_array_grow((void **)&c->ids, &c->cap_ids, c->nids + 1, sizeof(*c->ids)))
-				return -ENOMEM;
-			c->ids[c->nids++] = loc;
-		}
-		if (p->stacks[s].parent >= s)
-			break;
-		s = p->stacks[s].parent;
-	}
-	if (c->nids == *first) {
-		if (!c->empty_loc && !(c->empty_loc = pp_named_loc(c, "[empty stack]", 0, 0)))
+		if (!loc)
 			return -ENOMEM;
-		if (prs_array_grow((void **)&c->ids, &c->cap_ids, c->nids + 1, sizeof(*c->ids)))
-			return -ENOMEM;
-		c->ids[c->nids++] = c->empty_loc;
+		c->ids[c->nids++] = loc;
 	}
 	*n = c->nids - *first;
 	return 0;
-}
-
-static const char *thread_name(const struct prs_profile *p, int32_t tid, size_t *len)
-{
-	uint32_t i;
-
-	for (i = p->nthreads; i-- > 0;)
-		if (p->threads[i].tid == tid && p->threads[i].name &&
-		    p->threads[i].name < p->nstrings) {
-			*len = p->string_lens[p->threads[i].name];
-			return p->strings[p->threads[i].name];
-		}
-	return NULL;
 }
 
 /* ---- gzip output: a ProtobufCBuffer that deflates into a FILE ---- */
@@ -443,6 +383,7 @@ static void pp_release(struct pp *c)
 	free(c->lines);
 	free(c->frame_loc);
 	free(c->ids);
+	prs_view_free(c->v);
 }
 
 /* The generated structs of the whole profile, pointing into c's arrays. */
@@ -489,11 +430,11 @@ int prs_export_pprof(const struct prs_profile *p, enum prs_view view, FILE *out,
 	struct pp *c = calloc(1, sizeof(*c));
 	struct pp_msgs *m = calloc(1, sizeof(*m));
 	struct gz_out *g = NULL;
-	struct pp_agg *aggs = NULL;
+	const struct prs_view_stack *vs;
 	size_t *agg_first = NULL, *agg_n = NULL;
 	uint64_t period = prs_profile_period_ns(p);
-	size_t naggs = 0, nsamp = 0, i, j, nlabels = 0;
-	int64_t s_thread = 0, s_tname = 0;
+	size_t nsamp = 0, i, nlabels = 0;
+	int64_t s_thread = 0, s_tname = 0, s_pid = 0;
 	const char *command = prs_profile_meta_get(p, "command");
 	unsigned nvt = period ? 3 : 1;
 	int rc = 0;
@@ -510,52 +451,27 @@ int prs_export_pprof(const struct prs_profile *p, enum prs_view view, FILE *out,
 	if (pp_cstr(c, "") != 0)
 		goto nomem;
 	c->main_map = main_mapping(p);
-	c->frame_loc = calloc(p->nframes ? p->nframes : 1, sizeof(*c->frame_loc));
-	aggs = malloc((p->nsamples ? p->nsamples : 1) * sizeof(*aggs));
-	if (!c->frame_loc || !aggs)
-		goto nomem;
 
-	/* samples of the view, aggregated per (tid, stack, leaf) */
-	for (i = 0; i < p->nsamples; i++) {
-		const struct prs_sample *s = &p->samples[i];
-		char label[48];
-		enum prs_kind kind;
-		uint32_t leaf = 0;
-
-		if (!prs_sample_in_view(s, view))
-			continue;
-		if (view == PRS_VIEW_WALL && prs_profile_offcpu_label(s, label, sizeof(label), &kind)) {
-			for (j = 0; j < c->nleaves && strcmp(c->leaves[j], label); j++)
-				;
-			if (j == c->nleaves && c->nleaves < MAX_LEAVES) {
-				memcpy(c->leaves[j], label, sizeof(label));
-				if (!(c->leaf_loc[j] = pp_named_loc(c, label, 0, 0)))
-					goto nomem;
-				c->nleaves++;
-			}
-			leaf = (uint32_t)(j < c->nleaves ? j : c->nleaves - 1) + 1;
-		}
-		aggs[naggs].tid = s->tid;
-		aggs[naggs].stack = s->stack < p->nstacks ? s->stack : 0;
-		aggs[naggs].leaf = leaf;
-		aggs[naggs++].weight = s->weight;
-	}
-	if (naggs)
-		qsort(aggs, naggs, sizeof(*aggs), agg_cmp);
-	for (i = 0; i < naggs; i = j) {
-		uint64_t w = 0;
-
-		for (j = i; j < naggs && agg_cmp(&aggs[i], &aggs[j]) == 0; j++)
-			w += aggs[j].weight;
-		aggs[nsamp] = aggs[i];
-		aggs[nsamp++].weight = w;
-	}
+	/* the view's stacks: samples per (process, thread, stack, leaf) */
+	if ((rc = prs_view_new(p, &(struct prs_view_opts){ .view = view, .by_thread = true,
+							  .raw_frames = true }, &c->v, err)))
+		goto out;
+	vs = prs_view_stacks(c->v, &nsamp);
+	c->frame_loc = calloc(prs_view_nframes(c->v), sizeof(*c->frame_loc));
 	agg_first = malloc((nsamp ? nsamp : 1) * sizeof(*agg_first));
 	agg_n = malloc((nsamp ? nsamp : 1) * sizeof(*agg_n));
-	if (!agg_first || !agg_n)
+	if (!c->frame_loc || !agg_first || !agg_n)
 		goto nomem;
+	/* the off-CPU leaves first, in the order the samples showed them: their locations have the
+	 * first ids, as they always had */
+	for (i = p->nframes; i < prs_view_nframes(c->v); i++) {
+		enum prs_kind k = prs_view_frame_kind(c->v, (uint32_t)i);
+
+		if (k >= PRS_KIND_OFF_IO && k <= PRS_KIND_OFF_OTHER && !frame_loc(c, (uint32_t)i))
+			goto nomem;
+	}
 	for (i = 0; i < nsamp; i++)
-		if (sample_locs(c, aggs[i].stack, aggs[i].leaf, &agg_first[i], &agg_n[i]))
+		if (sample_locs(c, i, &agg_first[i], &agg_n[i]))
 			goto nomem;
 
 	/* the generated structs */
@@ -581,8 +497,12 @@ int prs_export_pprof(const struct prs_profile *p, enum prs_view view, FILE *out,
 	s_thread = pp_cstr(c, "thread");
 	s_tname = pp_cstr(c, "thread_name");
 	m->comment = command ? pp_cstr(c, command) : 0;
+	/* a pid label where the profile knows processes (folded input does not) */
+	for (i = 0; i < nsamp && !s_pid; i++)
+		if (vs[i].pid)
+			s_pid = pp_cstr(c, "pid");
 	if (m->vt[0].type < 0 || m->vt[0].unit < 0 || m->vt[1].type < 0 || m->vt[1].unit < 0 ||
-	    m->vt[2].type < 0 || s_thread < 0 || s_tname < 0 || m->comment < 0)
+	    m->vt[2].type < 0 || s_thread < 0 || s_tname < 0 || m->comment < 0 || s_pid < 0)
 		goto nomem;
 	m->prof.n_sample_type = nvt;
 	m->prof.sample_type = m->vtp;
@@ -662,16 +582,16 @@ int prs_export_pprof(const struct prs_profile *p, enum prs_view view, FILE *out,
 	m->samples = calloc(nsamp ? nsamp : 1, sizeof(*m->samples));
 	m->samplep = calloc(nsamp ? nsamp : 1, sizeof(*m->samplep));
 	m->values = calloc(nsamp ? 3 * nsamp : 1, sizeof(*m->values));
-	m->labels = calloc(nsamp ? 2 * nsamp : 1, sizeof(*m->labels));
-	m->labelp = calloc(nsamp ? 2 * nsamp : 1, sizeof(*m->labelp));
+	m->labels = calloc(nsamp ? 3 * nsamp : 1, sizeof(*m->labels));
+	m->labelp = calloc(nsamp ? 3 * nsamp : 1, sizeof(*m->labelp));
 	if (!m->samples || !m->samplep || !m->values || !m->labels || !m->labelp)
 		goto nomem;
 	for (i = 0; i < nsamp; i++) {
 		Perftools__Profiles__Sample *s = &m->samples[i];
 		int64_t *v = m->values + 3 * i;
 		size_t tnlen = 0, l0 = nlabels;
-		const char *tn = thread_name(p, aggs[i].tid, &tnlen);
-		uint64_t w = aggs[i].weight;
+		const char *tn = prs_view_thread_name(c->v, vs[i].pid, vs[i].tid, &tnlen);
+		uint64_t w = vs[i].weight;
 
 		perftools__profiles__sample__init(s);
 		s->n_location_id = agg_n[i];
@@ -682,15 +602,22 @@ int prs_export_pprof(const struct prs_profile *p, enum prs_view view, FILE *out,
 			int64_t vns = ns >= 9.2e18 ? INT64_MAX : (int64_t)w * (int64_t)period;
 
 			v[1] = vns;
-			v[2] = aggs[i].leaf ? 0 : vns;
+			v[2] = vs[i].leaf != PRS_VIEW_NONE ? 0 : vns;
 		}
 		s->n_value = nvt;
 		s->value = v;
 		/* folded input has no threads (tid 0, no name): no labels then */
-		if (aggs[i].tid != 0 || tn) {
+		if (vs[i].pid) {
+			perftools__profiles__label__init(&m->labels[nlabels]);
+			m->labels[nlabels].key = s_pid;
+			m->labels[nlabels].num = vs[i].pid;
+			m->labelp[nlabels] = &m->labels[nlabels];
+			nlabels++;
+		}
+		if (vs[i].tid != 0 || tn) {
 			perftools__profiles__label__init(&m->labels[nlabels]);
 			m->labels[nlabels].key = s_thread;
-			m->labels[nlabels].num = aggs[i].tid;
+			m->labels[nlabels].num = vs[i].tid;
 			m->labelp[nlabels] = &m->labels[nlabels];
 			nlabels++;
 		}
@@ -738,7 +665,6 @@ nomem:
 	rc = prs_err_set(err, -ENOMEM, "pprof export: out of memory");
 out:
 	free(g);
-	free(aggs);
 	free(agg_first);
 	free(agg_n);
 	msgs_free(m);

@@ -6,8 +6,8 @@
  * the target are arbitrary bytes) and the sampling period from the profile's metadata.
  *
  * Stacks repeat a lot (a hot loop is one stack sampled thousands of times), so the JSON array of
- * a (stack, off-CPU leaf) pair is built once and referenced from every sample that has it:
- * jansson serializes a shared value at each place it appears.
+ * a stack of the view (a stack and its off-CPU leaf) is built once and referenced from every
+ * sample that has it: jansson serializes a shared value at each place it appears.
  */
 #include "pyrsprof/export.h"
 
@@ -20,8 +20,6 @@
 
 #include "util/banned.h"
 
-#define MAX_FRAMES (64u * 1024) /* frames of one stack, as the folded export */
-#define MAX_LEAVES 1024         /* distinct off-CPU labels */
 
 /* ---- shared helpers ---- */
 
@@ -102,19 +100,14 @@ uint64_t prs_profile_period_ns(const struct prs_profile *p)
 
 struct ss_ctx {
 	const struct prs_profile *p;
+	struct prs_profile_view *v;
 	json_t *frames;       /* shared.frames */
-	uint32_t *frame_idx;  /* frame id -> index in frames + 1 (0: not yet) */
-	uint32_t leaf_idx[MAX_LEAVES];
-	char leaves[MAX_LEAVES][48];
-	uint32_t nleaves;
-	uint32_t *fbuf;       /* MAX_FRAMES */
+	uint32_t *frame_idx;  /* view frame id -> index in frames + 1 (0: not yet) */
 	struct prs_buf scratch, key;
 	struct prs_strmap frame_map; /* "name\0file\0line" -> index: equal frames share an entry */
 	char **keys;                 /* owned keys of frame_map */
 	size_t nkeys, cap_keys;
-	struct prs_map64 stack_cache; /* (stack << 11 | leaf) -> index in arrays */
-	json_t **arrays;
-	size_t narrays, cap_arrays;
+	json_t **arrays;             /* per view stack: its JSON array, once built */
 };
 
 /* A JSON number: an integer when v is one (weights in ns or counts always are), else a real. */
@@ -184,77 +177,44 @@ fail:
 
 static uint32_t frame_index(struct ss_ctx *c, uint32_t id)
 {
-	const struct prs_frame *f = &c->p->frames[id];
+	struct prs_view_frame f;
 	char label[PRS_MAX_NAME + 64];
 	uint32_t idx;
 
 	if (c->frame_idx[id])
 		return c->frame_idx[id] - 1;
-	prs_profile_frame_label(c->p, id, label, sizeof(label));
+	prs_view_frame(c->v, id, &f, label, sizeof(label));
+	prs_view_frame_label(c->v, id, label, sizeof(label));
 	if (!label[0])
 		snprintf(label, sizeof(label), "[unknown]");
-	idx = add_frame(c, label, f->raw || f->file >= c->p->nstrings ? 0 : f->file, f->line);
+	idx = add_frame(c, label, f.frame && !f.frame->raw && f.frame->file < c->p->nstrings
+			? f.frame->file : 0, f.line);
 	if (idx != UINT32_MAX)
 		c->frame_idx[id] = idx + 1;
 	return idx;
 }
 
-/* Index (1-based) of the off-CPU leaf of s in the wall view, 0 for none, UINT32_MAX on ENOMEM. */
-static uint32_t leaf_of(struct ss_ctx *c, const struct prs_sample *s, enum prs_view view)
+/* The JSON stack of view stack i, shared between samples. Borrowed; NULL on ENOMEM. */
+static json_t *stack_json(struct ss_ctx *c, uint32_t i)
 {
-	char label[48];
-	enum prs_kind kind;
-	uint32_t j;
-
-	if (view != PRS_VIEW_WALL || !prs_profile_offcpu_label(s, label, sizeof(label), &kind))
-		return 0;
-	for (j = 0; j < c->nleaves && strcmp(c->leaves[j], label); j++)
-		;
-	if (j == c->nleaves) {
-		uint32_t idx;
-
-		if (c->nleaves == MAX_LEAVES)
-			return c->nleaves; /* cannot happen with real labels: reuse the last */
-		idx = add_frame(c, label, 0, 0);
-		if (idx == UINT32_MAX)
-			return UINT32_MAX;
-		memcpy(c->leaves[j], label, sizeof(label));
-		c->leaf_idx[j] = idx;
-		c->nleaves++;
-	}
-	return j + 1;
-}
-
-/* The JSON stack of (stack, leaf), shared between samples. Borrowed; NULL on ENOMEM. */
-static json_t *stack_json(struct ss_ctx *c, uint32_t stack, uint32_t leaf)
-{
-	uint64_t key = (uint64_t)stack << 11 | leaf;
-	uint32_t slot;
+	const struct prs_view_stack *st;
+	const uint32_t *ids;
+	size_t n, k, nst;
 	json_t *a;
-	size_t n, k;
-	int r;
 
-	if ((r = prs_map64_intern(&c->stack_cache, key, (uint32_t)c->narrays, &slot)) < 0)
-		return NULL;
-	if (r == 0)
-		return c->arrays[slot];
-	if (prs_array_grow((void **)&c->arrays, &c->cap_arrays, c->narrays + 1, sizeof(*c->arrays)))
-		return NULL;
+	if (c->arrays[i])
+		return c->arrays[i];
 	/* stored before filling, so an ENOMEM below leaves nothing dangling */
-	if (!(a = json_array()))
+	if (!(a = c->arrays[i] = json_array()))
 		return NULL;
-	c->arrays[c->narrays++] = a;
-	n = prs_profile_stack_frames(c->p, stack, c->fbuf, MAX_FRAMES);
+	/* the leaf's entry of the frame table comes before the stack's (as it did when each sample's
+	 * leaf was looked up first): the table's order does not depend on how stacks are cached */
+	st = prs_view_stacks(c->v, &nst) + i;
+	if (st->leaf != PRS_VIEW_NONE && frame_index(c, st->leaf) == UINT32_MAX)
+		return NULL;
+	n = prs_view_frames(c->v, i, &ids, NULL);
 	for (k = 0; k < n; k++) {
-		uint32_t idx = frame_index(c, c->fbuf[k]);
-
-		if (idx == UINT32_MAX || json_array_append_new(a, json_integer(idx)))
-			return NULL;
-	}
-	if (leaf && json_array_append_new(a, json_integer(c->leaf_idx[leaf - 1])))
-		return NULL;
-	if (n == 0 && !leaf) {
-		uint32_t idx = add_frame(c, "[empty stack]", 0, 0);
+		uint32_t idx = frame_index(c, ids[k]);
 
 		if (idx == UINT32_MAX || json_array_append_new(a, json_integer(idx)))
 			return NULL;
@@ -263,8 +223,9 @@ static json_t *stack_json(struct ss_ctx *c, uint32_t stack, uint32_t leaf)
 }
 
 struct ss_sample {
-	int32_t tid;
+	int32_t pid, tid;
 	uint32_t index; /* in p->samples */
+	uint32_t vstack;
 	uint64_t time_ns;
 };
 
@@ -272,6 +233,8 @@ static int ss_cmp(const void *a, const void *b)
 {
 	const struct ss_sample *x = a, *y = b;
 
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
 	if (x->time_ns != y->time_ns)
@@ -279,31 +242,40 @@ static int ss_cmp(const void *a, const void *b)
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* The newest name of tid, or NULL. */
-static const char *thread_name(const struct prs_profile *p, int32_t tid, size_t *len)
+/*
+ * The name of the profile of (pid, tid): "thread <tid> (<name>)" ("thread <tid>", or "all
+ * samples" for input without threads), after "<command> [<pid>]: " when the profile holds more
+ * than one process.
+ */
+static void profile_title(struct ss_ctx *c, const struct ss_sample *s, char *title, size_t size)
 {
-	uint32_t i;
+	size_t off = 0, tnlen = 0;
+	const char *tn = prs_view_thread_name(c->v, s->pid, s->tid, &tnlen);
 
-	for (i = p->nthreads; i-- > 0;)
-		if (p->threads[i].tid == tid && p->threads[i].name &&
-		    p->threads[i].name < p->nstrings) {
-			*len = p->string_lens[p->threads[i].name];
-			return p->strings[p->threads[i].name];
-		}
-	return NULL;
+	if (prs_view_processes(c->v) > 1) {
+		prs_view_process_label(c->v, s->pid, s->time_ns, title, size - PRS_MAX_NAME / 2);
+		off = strlen(title);
+		off += (size_t)snprintf(title + off, size - off, ": ");
+	}
+	if (tn)
+		snprintf(title + off, size - off, "thread %" PRId32 " (%.*s)", s->tid,
+			 (int)(tnlen > PRS_MAX_NAME ? PRS_MAX_NAME : tnlen), tn);
+	else if (s->tid == 0)
+		snprintf(title + off, size - off, "all samples");
+	else
+		snprintf(title + off, size - off, "thread %" PRId32, s->tid);
 }
 
-/* Builds one sampled profile from samples ss[0..n) (one tid, time order). NULL on ENOMEM. */
+/* Builds one sampled profile from samples ss[0..n) (one thread, time order). NULL on ENOMEM. */
 static json_t *thread_profile(struct ss_ctx *c, const struct ss_sample *ss, size_t n,
-			      enum prs_view view, uint64_t period, double *total)
+			      uint64_t period, double *total)
 {
 	const struct prs_profile *p = c->p;
 	json_t *prof = json_object(), *samples = json_array(), *weights = json_array(), *v;
-	char title[PRS_MAX_NAME + 48];
-	const char *tn;
+	char title[2 * PRS_MAX_NAME + 96];
 	json_t *prev = NULL;
 	double unit = (double)(period ? period : 1), w = 0, sum = 0;
-	size_t i, tnlen = 0;
+	size_t i;
 
 	/* the arrays belong to prof from here on (set_new steals them, also on failure) */
 	if (!prof || json_object_set_new(prof, "samples", samples) ||
@@ -311,22 +283,11 @@ static json_t *thread_profile(struct ss_ctx *c, const struct ss_sample *ss, size
 		json_decref(prof);
 		return NULL;
 	}
-	tn = thread_name(p, ss[0].tid, &tnlen);
-	if (tn)
-		snprintf(title, sizeof(title), "thread %" PRId32 " (%.*s)", ss[0].tid,
-			 (int)(tnlen > PRS_MAX_NAME ? PRS_MAX_NAME : tnlen), tn);
-	else if (ss[0].tid == 0)
-		snprintf(title, sizeof(title), "all samples");
-	else
-		snprintf(title, sizeof(title), "thread %" PRId32, ss[0].tid);
+	profile_title(c, &ss[0], title, sizeof(title));
 	for (i = 0; i < n; i++) {
 		const struct prs_sample *s = &p->samples[ss[i].index];
-		uint32_t leaf = leaf_of(c, s, view);
-		json_t *a;
+		json_t *a = stack_json(c, ss[i].vstack);
 
-		if (leaf == UINT32_MAX)
-			goto fail;
-		a = stack_json(c, s->stack < p->nstacks ? s->stack : 0, leaf);
 		if (!a)
 			goto fail;
 		if (a != prev && prev) {
@@ -364,7 +325,7 @@ int prs_export_speedscope(const struct prs_profile *p, enum prs_view view, FILE 
 	const char *command = prs_profile_meta_get(p, "command");
 	uint64_t period = prs_profile_period_ns(p);
 	double best = -1;
-	size_t n = 0, i, j, active = 0;
+	size_t n = 0, i, j, active = 0, nst = 0;
 	int rc = 0;
 
 	/* root owns profiles, shared and shared.frames from the start: one json_decref frees all */
@@ -384,18 +345,23 @@ int prs_export_speedscope(const struct prs_profile *p, enum prs_view view, FILE 
 	prs_buf_init(&c->scratch);
 	prs_buf_init(&c->key);
 	prs_strmap_init(&c->frame_map);
-	prs_map64_init(&c->stack_cache);
-	c->frame_idx = calloc(p->nframes ? p->nframes : 1, sizeof(*c->frame_idx));
-	c->fbuf = malloc(MAX_FRAMES * sizeof(*c->fbuf));
+	if ((rc = prs_view_new(p, &(struct prs_view_opts){ .view = view }, &c->v, err)))
+		goto out;
+	prs_view_stacks(c->v, &nst);
+	c->frame_idx = calloc(prs_view_nframes(c->v), sizeof(*c->frame_idx));
+	c->arrays = calloc(nst ? nst : 1, sizeof(*c->arrays));
 	ss = malloc((p->nsamples ? p->nsamples : 1) * sizeof(*ss));
-	if (!c->frame_idx || !c->fbuf || !ss)
+	if (!c->frame_idx || !c->arrays || !ss)
 		goto nomem;
+	/* the view's samples, per process and thread in time order: each thread's timeline */
 	for (i = 0; i < p->nsamples; i++) {
-		if (!prs_sample_in_view(&p->samples[i], view))
+		uint32_t vs = prs_view_sample_stack(c->v, i);
+
+		if (vs == PRS_VIEW_NONE)
 			continue;
-		ss[n].tid = p->samples[i].tid;
-		ss[n].time_ns = p->samples[i].time_ns;
-		ss[n++].index = (uint32_t)i;
+		ss[n] = (struct ss_sample){ prs_view_pid(c->v, &p->samples[i]), p->samples[i].tid,
+					    (uint32_t)i, vs, p->samples[i].time_ns };
+		n++;
 	}
 	if (n)
 		qsort(ss, n, sizeof(*ss), ss_cmp);
@@ -403,9 +369,9 @@ int prs_export_speedscope(const struct prs_profile *p, enum prs_view view, FILE 
 		json_t *prof;
 		double total = 0;
 
-		for (j = i; j < n && ss[j].tid == ss[i].tid; j++)
+		for (j = i; j < n && ss[j].tid == ss[i].tid && ss[j].pid == ss[i].pid; j++)
 			;
-		prof = thread_profile(c, ss + i, j - i, view, period, &total);
+		prof = thread_profile(c, ss + i, j - i, period, &total);
 		if (!prof || json_array_append_new(profiles, prof))
 			goto nomem;
 		if (total > best) {
@@ -429,18 +395,17 @@ int prs_export_speedscope(const struct prs_profile *p, enum prs_view view, FILE 
 nomem:
 	rc = prs_err_set(err, -ENOMEM, "speedscope export: out of memory");
 out:
-	for (i = 0; i < c->narrays; i++)
+	for (i = 0; c->arrays && i < nst; i++)
 		json_decref(c->arrays[i]);
 	free(c->arrays);
 	free(c->frame_idx);
-	free(c->fbuf);
 	prs_buf_release(&c->scratch);
 	prs_buf_release(&c->key);
 	prs_strmap_release(&c->frame_map);
 	for (i = 0; i < c->nkeys; i++)
 		free(c->keys[i]);
 	free(c->keys);
-	prs_map64_release(&c->stack_cache);
+	prs_view_free(c->v);
 	free(c);
 	json_decref(root);
 	free(ss);

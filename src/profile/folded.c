@@ -11,6 +11,7 @@
  * are kept as part of the name. Reading is strict: a malformed line is an error naming the line.
  */
 #include "profile/profile-internal.h"
+#include "pyrsprof/export.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -317,30 +318,10 @@ out:
 
 /* ---- export ---- */
 
-struct agg {
-	int32_t tid;
-	uint32_t stack;
-	uint32_t leaf; /* index in the leaf label table + 1, or 0 */
-	uint64_t count;
-};
-
 struct line {
 	char *text;
 	uint64_t count;
 };
-
-static int agg_cmp(const void *a, const void *b)
-{
-	const struct agg *x = a, *y = b;
-
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->stack != y->stack)
-		return x->stack < y->stack ? -1 : 1;
-	if (x->leaf != y->leaf)
-		return x->leaf < y->leaf ? -1 : 1;
-	return 0;
-}
 
 static int line_cmp(const void *a, const void *b)
 {
@@ -366,127 +347,45 @@ static int put_frame(struct prs_buf *b, const char *text, bool first)
 	return 0;
 }
 
-static const char *thread_name(const struct prs_profile *p, int32_t tid)
+/* The text of view stack i: its frames, root first, each made safe; kernel frames get "_[k]". */
+static int stack_text(struct prs_profile_view *v, size_t i, struct prs_buf *b)
 {
-	uint32_t i;
-
-	/* the last name recorded for the thread wins (threads rename themselves) */
-	for (i = p->nthreads; i-- > 0;)
-		if (p->threads[i].tid == tid && p->threads[i].name)
-			return p->strings[p->threads[i].name];
-	return NULL;
-}
-
-static int frame_text(const struct prs_profile *p, uint32_t id, unsigned flags, struct prs_buf *b,
-		      bool first)
-{
-	const struct prs_frame *f = &p->frames[id];
 	char label[PRS_MAX_NAME + 64];
-	int rc;
-
-	prs_profile_frame_label(p, id, label, sizeof(label));
-	if ((flags & PRS_FOLDED_LINES) && !f->raw && f->file) {
-		size_t n = strlen(label);
-
-		if (f->line)
-			snprintf(label + n, sizeof(label) - n, " (%s:%" PRIu32 ")", p->strings[f->file],
-				 f->line);
-		else
-			snprintf(label + n, sizeof(label) - n, " (%s)", p->strings[f->file]);
-	}
-	rc = put_frame(b, label, first);
-	if (!rc && f->kind == PRS_KIND_KERNEL)
-		rc = prs_buf_append(b, "_[k]", 4);
-	return rc;
-}
-
-int prs_export_folded(const struct prs_profile *p, enum prs_view view, unsigned flags, FILE *out,
-		      struct prs_err *err)
-{
-	/* off-CPU leaves: labels are few (one per syscall/state), kept in a small table */
-	enum { MAX_LEAVES = 1024 };
-	char (*leaves)[48] = NULL;
-	uint32_t nleaves = 0;
-	struct agg *aggs = NULL;
-	struct line *lines = NULL;
-	size_t naggs = 0, nlines = 0, i, j;
-	uint32_t *frames = NULL;
-	const char *tn = NULL;
-	struct prs_buf b;
+	const uint32_t *ids;
+	size_t n = prs_view_frames(v, i, &ids, NULL), k;
 	int rc = 0;
 
-	prs_buf_init(&b);
-	aggs = malloc((p->nsamples ? p->nsamples : 1) * sizeof(*aggs));
-	frames = malloc(MAX_FRAMES * sizeof(*frames));
-	leaves = calloc(MAX_LEAVES, sizeof(*leaves));
-	if (!aggs || !frames || !leaves )
-		goto nomem;
-	for (i = 0; i < p->nsamples; i++) {
-		const struct prs_sample *s = &p->samples[i];
-		struct agg *a = &aggs[naggs];
-		char label[48];
-		enum prs_kind kind;
-
-		if (!prs_sample_in_view(s, view))
-			continue;
-		a->tid = flags & PRS_FOLDED_PER_THREAD ? s->tid : 0;
-		a->stack = s->stack < p->nstacks ? s->stack : 0;
-		a->count = s->weight;
-		a->leaf = 0;
-		if (view == PRS_VIEW_WALL && prs_profile_offcpu_label(s, label, sizeof(label), &kind)) {
-			for (j = 0; j < nleaves && strcmp(leaves[j], label); j++)
-				;
-			if (j == nleaves && nleaves < MAX_LEAVES) {
-				memcpy(leaves[nleaves], label, sizeof(label));
-				nleaves++;
-			}
-			a->leaf = (uint32_t)(j < nleaves ? j : nleaves - 1) + 1;
-		}
-		naggs++;
+	prs_buf_reset(b);
+	for (k = 0; k < n && !rc; k++) {
+		rc = put_frame(b, prs_view_frame_label(v, ids[k], label, sizeof(label)), k == 0);
+		if (!rc && prs_view_frame_kind(v, ids[k]) == PRS_KIND_KERNEL)
+			rc = prs_buf_append(b, "_[k]", 4);
 	}
-	if (naggs)
-		qsort(aggs, naggs, sizeof(*aggs), agg_cmp);
-	lines = malloc((naggs ? naggs : 1) * sizeof(*lines));
+	return rc ? rc : prs_buf_putc(b, '\0');
+}
+
+int prs_export_folded(const struct prs_profile *p, const struct prs_view_opts *o, FILE *out,
+		      struct prs_err *err)
+{
+	struct prs_profile_view *v = NULL;
+	const struct prs_view_stack *st;
+	struct line *lines = NULL;
+	size_t nlines = 0, nst, i, j;
+	struct prs_buf b;
+	int rc;
+
+	prs_buf_init(&b);
+	if ((rc = prs_view_new(p, o, &v, err)))
+		return rc;
+	st = prs_view_stacks(v, &nst);
+	lines = malloc((nst ? nst : 1) * sizeof(*lines));
 	if (!lines)
 		goto nomem;
-	for (i = 0; i < naggs; i = j) {
-		uint64_t count = 0;
-		size_t nf, k;
-		bool first = true;
-
-		for (j = i; j < naggs && agg_cmp(&aggs[i], &aggs[j]) == 0; j++)
-			count += aggs[j].count;
-		prs_buf_reset(&b);
-		if (flags & PRS_FOLDED_PER_THREAD) {
-			char root[PRS_MAX_NAME + 32];
-
-			/* aggs are sorted by tid: look each thread's name up once */
-			if (i == 0 || aggs[i].tid != aggs[i - 1].tid)
-				tn = thread_name(p, aggs[i].tid);
-
-			if (tn)
-				snprintf(root, sizeof(root), "thread %" PRId32 " (%s)", aggs[i].tid, tn);
-			else
-				snprintf(root, sizeof(root), "thread %" PRId32, aggs[i].tid);
-			if ((rc = put_frame(&b, root, true)))
-				goto nomem;
-			first = false;
-		}
-		nf = prs_profile_stack_frames(p, aggs[i].stack, frames, MAX_FRAMES);
-		for (k = 0; k < nf; k++, first = false)
-			if ((rc = frame_text(p, frames[k], flags, &b, first)))
-				goto nomem;
-		if (aggs[i].leaf) {
-			if ((rc = put_frame(&b, leaves[aggs[i].leaf - 1], first)))
-				goto nomem;
-			first = false;
-		}
-		if (first && (rc = put_frame(&b, "[empty stack]", true)))
-			goto nomem;
-		if ((rc = prs_buf_putc(&b, '\0')))
+	for (i = 0; i < nst; i++) {
+		if (stack_text(v, i, &b))
 			goto nomem;
 		lines[nlines].text = (char *)prs_buf_detach(&b, NULL);
-		lines[nlines++].count = count;
+		lines[nlines++].count = st[i].weight;
 	}
 	if (nlines)
 		qsort(lines, nlines, sizeof(*lines), line_cmp);
@@ -510,9 +409,7 @@ out:
 	for (i = 0; i < nlines; i++)
 		free(lines[i].text);
 	free(lines);
-	free(aggs);
-	free(frames);
-	free(leaves);
+	prs_view_free(v);
 	prs_buf_release(&b);
 	return rc;
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Hot spots of one view of a profile, by function or by line: self (the sample's innermost
- * frame) and total (anywhere on its stack, once per sample however deep the recursion). Samples
- * are grouped by (stack, off-CPU leaf) first so each distinct stack is walked once; a stamp per
- * hot spot counts it once per group. Inline expansions apply (an inlined callee is a function of
- * its own, at its own lines). Names are cleaned to UTF-8 and cut to fit the row.
+ * frame) and total (anywhere on its stack, once per sample however deep the recursion). The
+ * samples are read through a view (include/pyrsprof/view.h), whose stacks are the samples summed
+ * per (stack, off-CPU leaf), so each distinct stack is walked once; a stamp per hot spot counts
+ * it once per view stack. Inline expansions apply (an inlined callee is a function of its own,
+ * at its own lines). Names are cleaned to UTF-8 and cut to fit the row.
  */
 #include "pyrsprof/report.h"
 
@@ -16,10 +17,9 @@
 
 #include "pyrsprof/export.h"
 #include "pyrsprof/util.h"
+#include "pyrsprof/view.h"
 
 #include "util/banned.h"
-
-#define MAX_FRAMES (64u * 1024)
 
 struct spot {
 	char *key; /* name NUL file NUL line (owned) */
@@ -29,13 +29,13 @@ struct spot {
 };
 
 struct hctx {
-	const struct prs_profile *p;
+	struct prs_profile_view *v;
 	bool lines, by_name;
 	struct spot *spots;
 	size_t n, cap;
 	struct prs_strmap map;
 	struct prs_buf key, scratch;
-	uint32_t *fbuf, *frame_spot; /* frame id -> spot index + 1 */
+	uint32_t *frame_spot; /* view frame id -> spot index + 1 */
 	uint64_t serial;
 };
 
@@ -101,18 +101,17 @@ static size_t spot_of(struct hctx *c, enum prs_kind kind, const char *label, con
 
 static size_t frame_spot(struct hctx *c, uint32_t fid)
 {
-	const struct prs_profile *p = c->p;
-	const struct prs_frame *f = &p->frames[fid];
+	struct prs_view_frame f;
 	char label[PRS_MAX_NAME + 64];
-	uint32_t file = !f->raw && f->file < p->nstrings ? f->file : 0;
 	size_t s;
 
 	if (c->frame_spot[fid])
 		return c->frame_spot[fid] - 1;
-	prs_profile_frame_label(p, fid, label, sizeof(label));
+	prs_view_frame(c->v, fid, &f, label, sizeof(label));
+	prs_view_frame_label(c->v, fid, label, sizeof(label));
 	if (!label[0])
 		snprintf(label, sizeof(label), "[unknown]");
-	s = spot_of(c, (enum prs_kind)f->kind, label, p->strings[file], p->string_lens[file], f->line);
+	s = spot_of(c, f.kind, label, f.file, f.file_len, f.line);
 	if (s != SIZE_MAX)
 		c->frame_spot[fid] = (uint32_t)s + 1;
 	return s;
@@ -127,47 +126,24 @@ static void add_total(struct hctx *c, size_t s, double w)
 	}
 }
 
-/* Adds weight w of one group (stack, leaf label) to the spots. */
-static int count_group(struct hctx *c, uint32_t stack, const char *leaf, enum prs_kind leaf_kind,
-		       double w)
+/* Adds the weight w of view stack i to the spots of its frames (its leaf is the last). */
+static int count_stack(struct hctx *c, size_t i, double w)
 {
-	size_t n = prs_profile_stack_frames(c->p, stack, c->fbuf, MAX_FRAMES), self = SIZE_MAX;
+	const uint32_t *ids;
+	size_t n = prs_view_frames(c->v, i, &ids, NULL), self = SIZE_MAX;
 
 	c->serial++;
 	for (size_t k = 0; k < n; k++) {
-		size_t s = frame_spot(c, c->fbuf[k]);
+		size_t s = frame_spot(c, ids[k]);
 
 		if (s == SIZE_MAX)
 			return -ENOMEM;
 		add_total(c, s, w);
 		self = s;
 	}
-	if (leaf || self == SIZE_MAX) {
-		size_t s = spot_of(c, leaf ? leaf_kind : PRS_KIND_UNKNOWN, leaf ? leaf : "[empty stack]",
-				   "", 0, 0);
-
-		if (s == SIZE_MAX)
-			return -ENOMEM;
-		add_total(c, s, w);
-		self = s;
-	}
-	c->spots[self].h.self += w;
+	if (self != SIZE_MAX)
+		c->spots[self].h.self += w;
 	return 0;
-}
-
-struct group {
-	uint32_t stack;
-	uint32_t leaf; /* index into the leaf labels + 1; 0 = none */
-	double w;
-};
-
-static int group_cmp(const void *a, const void *b)
-{
-	const struct group *x = a, *y = b;
-
-	if (x->stack != y->stack)
-		return x->stack < y->stack ? -1 : 1;
-	return x->leaf < y->leaf ? -1 : x->leaf > y->leaf;
 }
 
 static int row_cmp(const void *a, const void *b)
@@ -186,61 +162,32 @@ static int row_cmp(const void *a, const void *b)
 	return x->line < y->line ? -1 : x->line > y->line;
 }
 
-#define MAX_LEAVES 1024
-
 int prs_hotspots(const struct prs_profile *p, enum prs_view view, unsigned flags,
 		 struct prs_hotspot **rows, size_t *n, double *total, struct prs_err *err)
 {
+	const struct prs_view_stack *st;
 	struct hctx c;
-	struct group *g = malloc((p->nsamples ? p->nsamples : 1) * sizeof(*g));
-	char (*leaves)[48] = calloc(MAX_LEAVES, sizeof(*leaves));
-	enum prs_kind leaf_kind[MAX_LEAVES];
-	size_t ng = 0, nleaves = 0, i, j;
-	int rc = 0;
+	size_t nst, i;
+	int rc;
 
 	*rows = NULL;
 	*n = 0;
 	*total = 0;
 	memset(&c, 0, sizeof(c));
-	c.p = p;
 	c.lines = flags & PRS_HOT_LINES;
 	c.by_name = flags & PRS_HOT_BY_NAME;
 	prs_strmap_init(&c.map);
 	prs_buf_init(&c.key);
 	prs_buf_init(&c.scratch);
-	c.fbuf = malloc(MAX_FRAMES * sizeof(*c.fbuf));
-	c.frame_spot = calloc(p->nframes ? p->nframes : 1, sizeof(*c.frame_spot));
-	if (!g || !leaves || !c.fbuf || !c.frame_spot)
+	if ((rc = prs_view_new(p, &(struct prs_view_opts){ .view = view }, &c.v, err)))
+		goto out;
+	st = prs_view_stacks(c.v, &nst);
+	c.frame_spot = calloc(prs_view_nframes(c.v), sizeof(*c.frame_spot));
+	if (!c.frame_spot)
 		goto nomem;
-	for (i = 0; i < p->nsamples; i++) {
-		const struct prs_sample *s = &p->samples[i];
-		char label[48];
-		enum prs_kind kind;
-		uint32_t leaf = 0;
-
-		if (!prs_sample_in_view(s, view))
-			continue;
-		if (view == PRS_VIEW_WALL && prs_profile_offcpu_label(s, label, sizeof(label), &kind)) {
-			for (j = 0; j < nleaves && strcmp(leaves[j], label); j++)
-				;
-			if (j == nleaves && nleaves < MAX_LEAVES) {
-				memcpy(leaves[nleaves], label, sizeof(label));
-				leaf_kind[nleaves++] = kind;
-			}
-			leaf = (uint32_t)(j < nleaves ? j : nleaves - 1) + 1;
-		}
-		g[ng++] = (struct group){ s->stack < p->nstacks ? s->stack : 0, leaf, s->weight };
-		*total += s->weight;
-	}
-	if (ng)
-		qsort(g, ng, sizeof(*g), group_cmp);
-	for (i = 0; i < ng; i = j) {
-		double w = 0;
-
-		for (j = i; j < ng && group_cmp(&g[i], &g[j]) == 0; j++)
-			w += g[j].w;
-		if (count_group(&c, g[i].stack, g[i].leaf ? leaves[g[i].leaf - 1] : NULL,
-				g[i].leaf ? leaf_kind[g[i].leaf - 1] : PRS_KIND_UNKNOWN, w))
+	for (i = 0; i < nst; i++) {
+		*total += (double)st[i].weight;
+		if (count_stack(&c, i, (double)st[i].weight))
 			goto nomem;
 	}
 	*rows = malloc((c.n ? c.n : 1) * sizeof(**rows));
@@ -258,10 +205,8 @@ out:
 	for (i = 0; i < c.n; i++)
 		free(c.spots[i].key);
 	free(c.spots);
-	free(c.fbuf);
 	free(c.frame_spot);
-	free(g);
-	free(leaves);
+	prs_view_free(c.v);
 	prs_strmap_release(&c.map);
 	prs_buf_release(&c.key);
 	prs_buf_release(&c.scratch);

@@ -251,7 +251,7 @@ static struct lib_run render_profile(const char *folded, double min_width)
 	fclose(in);
 	t1 = cpu_s();
 	fg = prs_fg_new();
-	if (!fg || prs_fg_from_profile(fg, p, PRS_VIEW_CPU, false, &err) < 0) {
+	if (!fg || prs_fg_from_profile(fg, p, &(struct prs_view_opts){ .view = PRS_VIEW_CPU }, &err) < 0) {
 		fprintf(stderr, "fg_bench: prs_fg_from_profile: %s\n", err.msg);
 		exit(1);
 	}

@@ -81,9 +81,10 @@ def parse_raw(text):
             raw_samples.append((list(map(int, m.group(1).split())),
                                 list(map(int, m.group(2).split())), {}))
             continue
-        m = re.match(r"^\s+(\w+):\[(.*)\]$", l)
-        assert m and raw_samples, f"unparsed sample line {l!r}"
-        raw_samples[-1][2][m.group(1)] = m.group(2)
+        # labels: "thread_name:[x]" lines, and numeric ones together: "pid:[12] thread:[13]"
+        labels = re.findall(r"(\w+):\[([^\]]*)\]", l)
+        assert labels and raw_samples, f"unparsed sample line {l!r}"
+        raw_samples[-1][2].update(labels)
     locs, cur = {}, None
     end = lines.index("Mappings") if "Mappings" in lines else len(lines)
     for l in lines[j + 1:end]:

@@ -816,7 +816,7 @@ Test(diff, a_recording_matches_its_folded_export)
 	struct prs_diff_row *rows;
 	struct prs_diff_summary s;
 
-	cr_assert_eq(prs_export_folded(b.p, PRS_VIEW_WALL, 0, f, &err), 0);
+	cr_assert_eq(prs_export_folded(b.p, &(struct prs_view_opts){ .view = PRS_VIEW_WALL }, f, &err), 0);
 	fclose(f);
 	fp = folded(text);
 	cr_assert_eq(prs_diff_compute(b.p, fp, PRS_VIEW_WALL, &rows, &n, &s, &err), 0, "%s", err.msg);

@@ -155,7 +155,7 @@ Test(fg_speed, from_profile_counts_in_one_pass)
 	cr_assert_eq(read_text(text, &p, &err), 0, "%s", err.msg);
 	s = p->samples[1]; /* main;b once more, out of order */
 	cr_assert_eq(prs_profile_sample(p, &s), 0);
-	cr_assert_eq(prs_fg_from_profile(fg, p, PRS_VIEW_CPU, false, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_fg_from_profile(fg, p, &(struct prs_view_opts){ .view = PRS_VIEW_CPU }, &err), 0, "%s", err.msg);
 	cr_assert_eq(prs_fg_total(fg), 16);
 	cr_assert_eq(fg->nodes[path_node(fg, "main", NULL, NULL)].total[0], 16);
 	cr_assert_eq(fg->nodes[path_node(fg, "main", "a", NULL)].total[0], 12);
@@ -168,7 +168,7 @@ Test(fg_speed, from_profile_counts_in_one_pass)
 
 		cr_assert_eq(prs_fg_add(fg, fr, 2, 10), 0);
 	}
-	cr_assert_eq(prs_fg_from_profile(fg, p, PRS_VIEW_CPU, false, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_fg_from_profile(fg, p, &(struct prs_view_opts){ .view = PRS_VIEW_CPU }, &err), 0, "%s", err.msg);
 	cr_assert_eq(prs_fg_total(fg), 42);
 	cr_assert_eq(fg->nodes[path_node(fg, "main", NULL, NULL)].total[0], 42);
 	cr_assert_eq(fg->nodes[path_node(fg, "main", "a", NULL)].total[0], 24);
@@ -176,7 +176,7 @@ Test(fg_speed, from_profile_counts_in_one_pass)
 	cr_assert_eq(fg->nodes[path_node(fg, "main", "b", NULL)].total[0], 8);
 
 	/* differential: the before counts go to total[1] only */
-	cr_assert_eq(prs_fg_diff_from_profiles(diff, p, p, PRS_VIEW_CPU, false, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_fg_diff_from_profiles(diff, p, p, &(struct prs_view_opts){ .view = PRS_VIEW_CPU }, &err), 0, "%s", err.msg);
 	cr_assert_eq(prs_fg_total(diff), 16);
 	cr_assert_eq(prs_fg_total_before(diff), 16);
 	cr_assert_eq(diff->nodes[path_node(diff, "main", "a", "x")].total[1], 3);

@@ -548,9 +548,9 @@ Test(flamegraph, from_profile_views_and_threads)
 	size_t n;
 	const struct box *leaf, *t11, *t12, *w;
 
-	cr_assert_eq(prs_fg_from_profile(cpu, p, PRS_VIEW_CPU, false, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_fg_from_profile(cpu, p, &(struct prs_view_opts){ .view = PRS_VIEW_CPU }, &err), 0, "%s", err.msg);
 	cr_assert_eq(prs_fg_total(cpu), 6);
-	cr_assert_eq(prs_fg_from_profile(wall, p, PRS_VIEW_WALL, false, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_fg_from_profile(wall, p, &(struct prs_view_opts){ .view = PRS_VIEW_WALL }, &err), 0, "%s", err.msg);
 	cr_assert_eq(prs_fg_total(wall), 10);
 	svg = render(wall, NULL);
 	n = boxes(svg, b, 16);
@@ -563,7 +563,7 @@ Test(flamegraph, from_profile_views_and_threads)
 	cr_assert(find(b, n, "lib::work", 2));
 	free(svg);
 
-	cr_assert_eq(prs_fg_from_profile(thr, p, PRS_VIEW_WALL, true, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_fg_from_profile(thr, p, &(struct prs_view_opts){ .view = PRS_VIEW_WALL, .per_thread = true }, &err), 0, "%s", err.msg);
 	svg = render(thr, NULL);
 	n = boxes(svg, b, 16);
 	t11 = find(b, n, "thread 11 (MainThread)", 1);
@@ -598,7 +598,7 @@ Test(flamegraph, diff_from_profiles)
 
 		cr_assert_eq(prs_profile_sample(after, &s), 0);
 	}
-	cr_assert_eq(prs_fg_diff_from_profiles(fg, before, after, PRS_VIEW_WALL, false, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_fg_diff_from_profiles(fg, before, after, &(struct prs_view_opts){ .view = PRS_VIEW_WALL }, &err), 0, "%s", err.msg);
 	cr_assert_eq(prs_fg_total_before(fg), 10);
 	cr_assert_eq(prs_fg_total(fg), 16);
 	prs_fg_free(fg);
@@ -645,7 +645,7 @@ Test(flamegraph, profile_path_equals_direct_path)
 	f = fmemopen(text, tlen, "r");
 	cr_assert_eq(prs_folded_read(f, "random.folded", &p, &err), 0, "%s", err.msg);
 	fclose(f);
-	cr_assert_eq(prs_fg_from_profile(a, p, PRS_VIEW_CPU, false, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_fg_from_profile(a, p, &(struct prs_view_opts){ .view = PRS_VIEW_CPU }, &err), 0, "%s", err.msg);
 	cr_assert_eq(prs_fg_total(a), prs_fg_total(b), "seed %u", seed);
 	svg1 = render(a, NULL);
 	svg2 = render(b, NULL);
@@ -694,7 +694,7 @@ Test(flamegraph, inline_expansions_and_raw_frames)
 
 		cr_assert_eq(prs_profile_sample(p, &s), 0);
 	}
-	cr_assert_eq(prs_fg_from_profile(fg, p, PRS_VIEW_CPU, false, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_fg_from_profile(fg, p, &(struct prs_view_opts){ .view = PRS_VIEW_CPU }, &err), 0, "%s", err.msg);
 	svg = render(fg, NULL);
 	n = boxes(svg, b, 16);
 	bl = find(b, n, "app::leaf", 2);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pyrsprof/export.h"
 #include "pyrsprof/profile.h"
 
 #include "util/banned.h"
@@ -46,16 +47,21 @@ static int read_text(const char *text, struct prs_profile **p, struct prs_err *e
 	return rc;
 }
 
-/* Exports p to a malloc'd string. */
+#define PER_THREAD 1u
+#define LINES 2u
+
+/* Exports p to a malloc'd string (flags: PER_THREAD, LINES). */
 static char *export(const struct prs_profile *p, enum prs_view view, unsigned flags)
 {
+	struct prs_view_opts o = { .view = view, .per_thread = flags & PER_THREAD,
+				   .lines = flags & LINES };
 	struct prs_err err;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	cr_assert_not_null(f);
-	cr_assert_eq(prs_export_folded(p, view, flags, f, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_export_folded(p, &o, f, &err), 0, "%s", err.msg);
 	fclose(f);
 	return buf;
 }
@@ -169,7 +175,7 @@ Test(folded, binary_junk)
 		fclose(f);
 		cr_assert(rc == 0 || rc == -EINVAL, "round %u: %d", round, rc);
 		if (rc == 0) {
-			free(export(p, PRS_VIEW_WALL, PRS_FOLDED_PER_THREAD));
+			free(export(p, PRS_VIEW_WALL, PER_THREAD));
 			prs_profile_free(p);
 		} else {
 			cr_assert_null(strchr(err.msg, '\n'));
@@ -264,7 +270,7 @@ Test(folded, views_threads_lines)
 			      "main;work 3\n"
 			      "main;work;libz.so+0x234 1\n");
 	free(got);
-	got = export(p, PRS_VIEW_WALL, PRS_FOLDED_PER_THREAD | PRS_FOLDED_LINES);
+	got = export(p, PRS_VIEW_WALL, PER_THREAD | LINES);
 	cr_assert_str_eq(got, "thread 10 (MainThread);main (app.py:3);[clock_nanosleep] 5\n"
 			      "thread 10 (MainThread);main (app.py:3);work (app.py) 3\n"
 			      "thread 11;main (app.py:3);[disk wait] 1\n"

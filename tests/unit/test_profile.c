@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "pyrsprof/export.h"
 #include "pyrsprof/profile.h"
 #include "pyrsprof/util.h"
 
@@ -1061,7 +1062,7 @@ Test(pyrs, folded_from_recording, .init = make_tmpdir, .fini = rm_tmpdir)
 	snprintf(path, sizeof(path), "%s/profile.pyrs", tmpdir);
 	w = record_small(path);
 	f = open_memstream(&t1, &l1);
-	cr_assert_eq(prs_export_folded(w, PRS_VIEW_WALL, PRS_FOLDED_PER_THREAD, f, &err), 0);
+	cr_assert_eq(prs_export_folded(w, &(struct prs_view_opts){ .view = PRS_VIEW_WALL, .per_thread = true }, f, &err), 0);
 	fclose(f);
 	/* raw frames 1 and 2 are expanded; the leaf of the io-worker's samples is their syscall */
 	cr_assert_str_eq(t1,
@@ -1072,7 +1073,7 @@ Test(pyrs, folded_from_recording, .init = make_tmpdir, .fini = rm_tmpdir)
 	cr_assert_eq(prs_folded_read(f, "t1", &back, &err), 0, "%s", err.msg);
 	fclose(f);
 	f = open_memstream(&t2, &l2);
-	cr_assert_eq(prs_export_folded(back, PRS_VIEW_CPU, 0, f, &err), 0);
+	cr_assert_eq(prs_export_folded(back, &(struct prs_view_opts){ .view = PRS_VIEW_CPU }, f, &err), 0);
 	fclose(f);
 	cr_assert_str_eq(t2, t1);
 	free(t1);
@@ -1187,7 +1188,7 @@ Test(pyrs, frozen_v1_fixture)
 	cr_assert(p->threads[0].pid == 0 && p->threads[1].pid == 0);
 	check_invariants(p);
 	f = open_memstream(&text, &len);
-	cr_assert_eq(prs_export_folded(p, PRS_VIEW_WALL, PRS_FOLDED_PER_THREAD | PRS_FOLDED_LINES, f, &err), 0);
+	cr_assert_eq(prs_export_folded(p, &(struct prs_view_opts){ .view = PRS_VIEW_WALL, .per_thread = true, .lines = true }, f, &err), 0);
 	fclose(f);
 	cr_assert_str_eq(text,
 		"thread 1000 (MainThread);main (app.py:10);work (app.py:20) 30\n"
