@@ -17,6 +17,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -34,6 +35,9 @@ PREFIX = "pyrsprof: "
 CRASH_MARKERS = ("Traceback", "AddressSanitizer", "runtime error:", "LeakSanitizer",
                  "Segmentation fault", "core dumped", "Assertion", "assertion")
 ARTIFACTS = ("profile.pyrs", "cpu.svg", "wall.svg", "stats.json")
+SCHEMA_DIR = REPO / "tests" / "schema"
+SCHEMA = SCHEMA_DIR / "node_modules" / "speedscope" / "dist" / "release" / "file-format-schema.json"
+VALIDATOR = SCHEMA_DIR / "validate-speedscope.js"
 
 
 @dataclasses.dataclass
@@ -323,6 +327,86 @@ def run_prs(prs):
     def run(args, timeout=60, input=None, cwd=None, env=None, prefix=()):
         return _run(prs, args, timeout=timeout, input=input, cwd=cwd, env=env, prefix=prefix)
     return run
+
+
+@pytest.fixture(scope="session")
+def pprof(tmp_path_factory):
+    """pprof(*args) -> stdout of `go tool pprof ARGS` (asserting success)."""
+    go = shutil.which("go")
+    if not go:
+        pytest.skip("go is not installed (golang-go, scripts/install-deps.sh)")
+    home = tmp_path_factory.mktemp("gohome")
+    env = dict(os.environ, HOME=str(home), GOCACHE=str(home / "cache"), GOPATH=str(home / "gopath"),
+               GOFLAGS="", GOPROXY="off", GOTOOLCHAIN="local", GOTELEMETRY="off",
+               PPROF_TMPDIR=str(home / "pprof"), PPROF_BINARY_PATH="/nonexistent")
+
+    def run(*args):
+        r = subprocess.run([go, "tool", "pprof", *map(str, args)], env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, f"go tool pprof {args} failed:\n{r.stderr}"
+        return r.stdout
+    return run
+
+
+@pytest.fixture(scope="session")
+def validate():
+    """validate(*files) -> CompletedProcess of the ajv validator (rc 0 = every file valid)."""
+    node = shutil.which("node")
+    if not node:
+        pytest.skip("node is not installed (scripts/install-deps.sh)")
+    if not SCHEMA.is_file() or not (SCHEMA_DIR / "node_modules" / "ajv").is_dir():
+        pytest.skip("speedscope schema / ajv missing: run scripts/install-deps.sh "
+                    "(npm install in tests/schema)")
+
+    def run(*files):
+        return subprocess.run([node, str(VALIDATOR), *map(str, files)], capture_output=True,
+                              text=True, timeout=120)
+    return run
+
+
+def parse_raw(text):
+    """`pprof -raw` -> (sample type names, [(values, stack root first, labels)], header dict)."""
+    lines = text.splitlines()
+    head = {}
+    for l in lines[:lines.index("Samples:")]:
+        k, _, v = l.partition(": ")
+        head[k] = v
+    i = lines.index("Samples:")
+    types = [t.replace("[dflt]", "") for t in lines[i + 1].split()]
+    j = lines.index("Locations")
+    raw_samples = []
+    for l in lines[i + 2:j]:
+        m = re.match(r"^\s*((?:-?\d+\s+)*-?\d+): ([\d ]*)$", l)
+        if m:
+            raw_samples.append((list(map(int, m.group(1).split())),
+                                list(map(int, m.group(2).split())), {}))
+            continue
+        # labels: "thread_name:[x]" lines, and numeric ones together: "pid:[12] thread:[13]"
+        labels = re.findall(r"(\w+):\[([^\]]*)\]", l)
+        assert labels and raw_samples, f"unparsed sample line {l!r}"
+        raw_samples[-1][2].update(labels)
+    locs, cur = {}, None
+    end = lines.index("Mappings") if "Mappings" in lines else len(lines)
+    for l in lines[j + 1:end]:
+        m = re.match(r"^\s*(\d+): 0x[0-9a-f]+ (?:M=\d+ )?(.*)$", l)
+        if m:
+            cur = int(m.group(1))
+            locs[cur] = []
+            rest = m.group(2)
+        else:
+            rest = l.strip()
+        if not rest:
+            continue
+        # "NAME FILE:LINE s=START" plus "(SYSTEM_NAME)" when pprof shortened the name
+        m = re.match(r"^(.*) (\S*):(-?\d+) s=\d+(?:\((.*)\))?$", rest)
+        assert m, f"unparsed location line {l!r}"
+        locs[cur].append(m.group(4) or m.group(1))
+    samples = []
+    for vals, ids, labels in raw_samples:
+        leaf_first = [name for i in ids for name in locs[i]]
+        samples.append((vals, tuple(reversed(leaf_first)), labels))
+    return types, samples, head
+
 
 
 @pytest.fixture(scope="session")

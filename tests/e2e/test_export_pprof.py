@@ -6,34 +6,12 @@ code path): the same stacks with the same counts, the same flat counts per funct
 totals; wall and cpu nanoseconds follow from the rate; thread labels name the threads the target
 printed."""
 
-import os
 import re
-import shutil
-import subprocess
 from collections import Counter
 
 import pytest
 
-from conftest import assert_clean, thread_tids, total
-
-
-@pytest.fixture(scope="module")
-def pprof(tmp_path_factory):
-    """pprof(*args) -> stdout of `go tool pprof ARGS` (asserting success)."""
-    go = shutil.which("go")
-    if not go:
-        pytest.skip("go is not installed (golang-go, scripts/install-deps.sh)")
-    home = tmp_path_factory.mktemp("gohome")
-    env = dict(os.environ, HOME=str(home), GOCACHE=str(home / "cache"), GOPATH=str(home / "gopath"),
-               GOFLAGS="", GOPROXY="off", GOTOOLCHAIN="local", GOTELEMETRY="off",
-               PPROF_TMPDIR=str(home / "pprof"), PPROF_BINARY_PATH="/nonexistent")
-
-    def run(*args):
-        r = subprocess.run([go, "tool", "pprof", *map(str, args)], env=env, capture_output=True,
-                           text=True, timeout=300)
-        assert r.returncode == 0, f"go tool pprof {args} failed:\n{r.stderr}"
-        return r.stdout
-    return run
+from conftest import assert_clean, parse_raw, thread_tids, total
 
 
 @pytest.fixture(scope="module")
@@ -62,50 +40,6 @@ def rs_rec(record):
 @pytest.fixture(scope="module")
 def blocked_rec(record):
     return record("blocked", 1.5, rate=100)
-
-
-def parse_raw(text):
-    """`pprof -raw` -> (sample type names, [(values, stack root first, labels)], header dict)."""
-    lines = text.splitlines()
-    head = {}
-    for l in lines[:lines.index("Samples:")]:
-        k, _, v = l.partition(": ")
-        head[k] = v
-    i = lines.index("Samples:")
-    types = [t.replace("[dflt]", "") for t in lines[i + 1].split()]
-    j = lines.index("Locations")
-    raw_samples = []
-    for l in lines[i + 2:j]:
-        m = re.match(r"^\s*((?:-?\d+\s+)*-?\d+): ([\d ]*)$", l)
-        if m:
-            raw_samples.append((list(map(int, m.group(1).split())),
-                                list(map(int, m.group(2).split())), {}))
-            continue
-        # labels: "thread_name:[x]" lines, and numeric ones together: "pid:[12] thread:[13]"
-        labels = re.findall(r"(\w+):\[([^\]]*)\]", l)
-        assert labels and raw_samples, f"unparsed sample line {l!r}"
-        raw_samples[-1][2].update(labels)
-    locs, cur = {}, None
-    end = lines.index("Mappings") if "Mappings" in lines else len(lines)
-    for l in lines[j + 1:end]:
-        m = re.match(r"^\s*(\d+): 0x[0-9a-f]+ (?:M=\d+ )?(.*)$", l)
-        if m:
-            cur = int(m.group(1))
-            locs[cur] = []
-            rest = m.group(2)
-        else:
-            rest = l.strip()
-        if not rest:
-            continue
-        # "NAME FILE:LINE s=START" plus "(SYSTEM_NAME)" when pprof shortened the name
-        m = re.match(r"^(.*) (\S*):(-?\d+) s=\d+(?:\((.*)\))?$", rest)
-        assert m, f"unparsed location line {l!r}"
-        locs[cur].append(m.group(4) or m.group(1))
-    samples = []
-    for vals, ids, labels in raw_samples:
-        leaf_first = [name for i in ids for name in locs[i]]
-        samples.append((vals, tuple(reversed(leaf_first)), labels))
-    return types, samples, head
 
 
 def _sum_folded(records):

@@ -5,33 +5,12 @@ holds the same samples as the folded export of the same profile (an independent 
 profile per thread, named by the thread ids and names the target prints about itself."""
 
 import json
-import shutil
-import subprocess
 from collections import Counter
 
 import pytest
 
-from conftest import REPO, assert_clean, parse_folded, thread_tids, total
+from conftest import assert_clean, thread_tids, total
 
-SCHEMA_DIR = REPO / "tests" / "schema"
-SCHEMA = SCHEMA_DIR / "node_modules" / "speedscope" / "dist" / "release" / "file-format-schema.json"
-VALIDATOR = SCHEMA_DIR / "validate-speedscope.js"
-
-
-@pytest.fixture(scope="module")
-def validate():
-    """validate(*files) -> CompletedProcess of the ajv validator (rc 0 = every file valid)."""
-    node = shutil.which("node")
-    if not node:
-        pytest.skip("node is not installed (scripts/install-deps.sh)")
-    if not SCHEMA.is_file() or not (SCHEMA_DIR / "node_modules" / "ajv").is_dir():
-        pytest.skip("speedscope schema / ajv missing: run scripts/install-deps.sh "
-                    "(npm install in tests/schema)")
-
-    def run(*files):
-        return subprocess.run([node, str(VALIDATOR), *map(str, files)], capture_output=True,
-                              text=True, timeout=120)
-    return run
 
 
 @pytest.fixture(scope="module")

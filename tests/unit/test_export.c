@@ -907,3 +907,127 @@ Test(export_pprof, main_binary_first_and_names_cleaned)
 	free(gz);
 	prs_profile_free(p);
 }
+
+/* ---- a process tree (tests/fixtures/profile/tree.pyrs, described in its README) ---- */
+
+static struct prs_profile *load_tree(void)
+{
+	struct prs_profile *p;
+	struct prs_err err;
+
+	cr_assert_eq(prs_pyrs_read("tests/fixtures/profile/tree.pyrs", &p, NULL, 0, &err), 0,
+		     "%s (run from the repository root)", err.msg);
+	return p;
+}
+
+/*
+ * Every sample names its process (a pid label) and thread; the raw frames of the two workers are
+ * two locations in two mappings of the same file (process-qualified), both symbolized.
+ */
+Test(export_pprof, samples_name_their_process_and_mappings_are_per_process)
+{
+	struct prs_profile *p = load_tree();
+	size_t len, i, j;
+	char *gz = run_export(prs_export_pprof, p, PRS_VIEW_WALL, &len);
+	Perftools__Profiles__Profile *pr = decode_pprof(gz, len);
+	uint64_t map_of[3] = { 0 }; /* pid 100 + k -> the mapping of its raw frame */
+	int64_t by_pid[3] = { 0 };
+	char stack[512];
+
+	cr_assert_eq(pr->n_sample, 5);
+	for (i = 0; i < pr->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = pr->sample[i];
+		int64_t pid = 0, tid = 0;
+
+		cr_assert_not_null(plabel(pr, s, "pid", &pid), "a pid label");
+		plabel(pr, s, "thread", &tid);
+		cr_assert(pid >= 100 && pid <= 102, "pid %lld", (long long)pid);
+		by_pid[pid - 100] += s->value[0];
+		pp_stack(pr, s, stack, sizeof(stack));
+		if (tid == 103) {
+			cr_assert_eq(pid, 102);
+			cr_assert_str_eq(stack, "[waiting for the GIL];work;main");
+			cr_assert_str_eq(plabel(pr, s, "thread_name", NULL), "worker");
+		}
+		for (j = 0; j < s->n_location_id; j++) {
+			const Perftools__Profiles__Location *l = ploc(pr, s->location_id[j]);
+
+			if (l->address == 0x400abc) {
+				cr_assert_neq(l->mapping_id, 0);
+				cr_assert_str_eq(pstr(pr, pfunc(pr, l->line[0]->function_id)->name), "PyEval");
+				map_of[pid - 100] = l->mapping_id;
+			}
+		}
+	}
+	cr_assert_eq(by_pid[0], 15);
+	cr_assert_eq(by_pid[1], 20);
+	cr_assert_eq(by_pid[2], 30);
+	cr_assert_eq(pr->n_mapping, 2);
+	cr_assert(map_of[1] && map_of[2] && map_of[1] != map_of[2], "one mapping per process");
+	cr_assert_str_eq(pstr(pr, pr->mapping[0]->filename), pstr(pr, pr->mapping[1]->filename));
+	perftools__profiles__profile__free_unpacked(pr, NULL);
+	free(gz);
+	prs_profile_free(p);
+}
+
+/* One profile per process and thread, named so that they can be told apart. */
+Test(export_speedscope, a_profile_per_process_and_thread)
+{
+	static const char *const names[] = {
+		"sh -c python3 pool.py [100]: thread 100 (MainThread)",
+		"python3 pool.py [101]: thread 101 (MainThread)",
+		"python3 pool.py [102]: thread 102 (MainThread)",
+		"python3 pool.py [102]: thread 103 (worker)",
+	};
+	static const double weights[] = { 15e7, 20e7, 20e7, 10e7 };
+	struct prs_profile *p = load_tree();
+	char *text = run_export(prs_export_speedscope, p, PRS_VIEW_WALL, NULL);
+	json_t *root = parse_json(text), *profs = json_object_get(root, "profiles");
+	char stack[512];
+
+	cr_assert_eq(json_array_size(profs), 4);
+	for (size_t i = 0; i < 4; i++) {
+		json_t *pf = json_array_get(profs, i);
+
+		cr_assert_str_eq(json_string_value(json_object_get(pf, "name")), names[i]);
+		cr_assert_eq(json_number_value(json_object_get(pf, "endValue")), weights[i]);
+	}
+	/* process 100's timeline: sh in wait4, then (after the exec) python in read */
+	ss_stack(root, json_array_get(json_object_get(json_array_get(profs, 0), "samples"), 0),
+		 stack, sizeof(stack));
+	cr_assert_str_eq(stack, "sh_main;[wait4]");
+	ss_stack(root, json_array_get(json_object_get(json_array_get(profs, 0), "samples"), 1),
+		 stack, sizeof(stack));
+	cr_assert_str_eq(stack, "main;wait;[read]");
+	ss_stack(root, json_array_get(json_object_get(json_array_get(profs, 3), "samples"), 0),
+		 stack, sizeof(stack));
+	cr_assert_str_eq(stack, "main;work;[waiting for the GIL]");
+	json_decref(root);
+	free(text);
+	prs_profile_free(p);
+}
+
+/* diff compares functions: process roots are not functions; the GIL wait is one, of its kind. */
+Test(diff, processes_are_not_functions)
+{
+	struct prs_profile *p = load_tree();
+	struct prs_diff_row *rows;
+	size_t n, i;
+	struct prs_err err;
+	bool gil = false;
+
+	cr_assert_eq(prs_diff_compute(p, p, PRS_VIEW_WALL, &rows, &n, NULL, &err), 0, "%s", err.msg);
+	cr_assert_eq(n, 8, "sh_main main wait work PyEval [wait4] [read] [waiting for the GIL]");
+	for (i = 0; i < n; i++) {
+		cr_assert_null(strstr(rows[i].name, "pool.py"), "%s", rows[i].name);
+		cr_assert_null(strstr(rows[i].name, "thread "), "%s", rows[i].name);
+		if (strcmp(rows[i].name, "[waiting for the GIL]") == 0) {
+			gil = true;
+			cr_assert_eq(rows[i].kind, PRS_KIND_OFF_GIL);
+			cr_assert_eq(rows[i].self_after, 10);
+		}
+	}
+	cr_assert(gil);
+	free(rows);
+	prs_profile_free(p);
+}

@@ -762,3 +762,70 @@ Test(flamegraph, thread_roots_in_tid_order)
 	free(svg);
 	prs_fg_free(fg);
 }
+
+/* Counts the boxes at depth d (1: the roots below "all") and checks each is a process root. */
+static size_t process_roots(const struct box *b, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i].d == 1) {
+			cr_assert(strstr(b[i].title, "kind: process"), "%s", b[i].title);
+			k++;
+		}
+	return k;
+}
+
+/*
+ * A profile of several processes (tests/fixtures/profile/tree.pyrs): a root per process, or per
+ * command merged; the thread roots under them; a GIL wait is "[waiting for the GIL]" of the GIL's
+ * kind; a profile of one process has no process root (the single-process tests above).
+ */
+Test(flamegraph, a_root_per_process_or_per_command)
+{
+	struct prs_profile *p;
+	struct prs_fg *fg = prs_fg_new(), *merged = prs_fg_new(), *thr = prs_fg_new();
+	struct prs_err err = { 0 };
+	struct box b[32];
+	const struct box *x;
+	char *svg;
+	size_t n;
+
+	cr_assert_eq(prs_pyrs_read("tests/fixtures/profile/tree.pyrs", &p, NULL, 0, &err), 0,
+		     "%s (run from the repository root)", err.msg);
+	cr_assert_eq(prs_fg_from_profile(fg, p, &(struct prs_view_opts){ .view = PRS_VIEW_WALL,
+								  .per_process = true }, &err), 0);
+	svg = render(fg, NULL);
+	n = boxes(svg, b, 32);
+	cr_assert_eq(process_roots(b, n), 4, "the exec'd pid 100 is two processes, one per command");
+	cr_assert((x = find(b, n, "python3 pool.py [101]", 1)) && x->c == 20);
+	cr_assert((x = find(b, n, "python3 pool.py [102]", 1)) && x->c == 30);
+	cr_assert((x = find(b, n, "python3 pool.py [100]", 1)) && x->c == 10);
+	cr_assert((x = find(b, n, "sh -c python3 pool.py [100]", 1)) && x->c == 5);
+	x = find(b, n, "[waiting for the GIL]", 4);
+	cr_assert(x && x->c == 10);
+	cr_assert(strstr(x->title, "kind: off-gil"), "%s", x->title);
+	free(svg);
+
+	cr_assert_eq(prs_fg_from_profile(merged, p, &(struct prs_view_opts){ .view = PRS_VIEW_WALL,
+				.per_process = true, .merge_processes = true }, &err), 0);
+	svg = render(merged, NULL);
+	n = boxes(svg, b, 32);
+	cr_assert_eq(process_roots(b, n), 2);
+	cr_assert((x = find(b, n, "python3 pool.py", 1)) && x->c == 60, "every worker's samples");
+	cr_assert((x = find(b, n, "sh -c python3 pool.py", 1)) && x->c == 5);
+	free(svg);
+
+	cr_assert_eq(prs_fg_from_profile(thr, p, &(struct prs_view_opts){ .view = PRS_VIEW_CPU,
+				.per_process = true, .per_thread = true }, &err), 0);
+	svg = render(thr, NULL);
+	n = boxes(svg, b, 32);
+	cr_assert_eq(process_roots(b, n), 2, "the CPU view: the two workers");
+	cr_assert((x = find(b, n, "thread 102 (MainThread)", 2)) && x->c == 20);
+	cr_assert_null(find(b, n, "thread 103 (worker)", 2), "only waited: not in the CPU view");
+	free(svg);
+	prs_fg_free(fg);
+	prs_fg_free(merged);
+	prs_fg_free(thr);
+	prs_profile_free(p);
+}
