@@ -1,12 +1,17 @@
 # SPDX-License-Identifier: MIT
-# The profile model's benchmark (owner: h-profile): bench/profile_bench prints a table of the
+# The profile model's benchmarks (owner: h-profile): bench/profile_bench prints a table of the
 # hot-path cost (stack intern + sample on a warm 30-deep stack) and of recorder flush / reader
-# throughput. Built by `make bench` (or `make profile-bench`).
+# throughput; bench/view_bench the time of each consumer (view, exports, flame graph, diff) on a
+# large recording-shaped profile. Built by `make bench` (or `make profile-bench`).
 
 $(BUILD)/bench/profile_bench: $(BUILD)/tests/bench/profile_bench.o $(BUILD)/libpyrsprof.a
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libpyrsprof.a $(LDLIBS)
 
+$(BUILD)/bench/view_bench: $(BUILD)/tests/bench/view_bench.o $(BUILD)/libpyrsprof.a
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libpyrsprof.a $(LDLIBS)
+
 .PHONY: profile-bench
-profile-bench: $(BUILD)/bench/profile_bench
-bench: $(BUILD)/bench/profile_bench
+profile-bench: $(BUILD)/bench/profile_bench $(BUILD)/bench/view_bench
+bench: $(BUILD)/bench/profile_bench $(BUILD)/bench/view_bench

@@ -45,10 +45,11 @@ struct build {
 		uint32_t idx, hash; /* idx: view stack + 1, 0 = empty */
 	} *slots;
 	size_t cap_slots; /* a power of two */
-	uint64_t last_gkey;
+	/* the group of a (pid, tid), known without a lookup of its process identity when the pid
+	 * has one (it never exec'd): most samples cost one probe, or none (last_key) */
+	struct prs_map64 fast;
+	uint64_t last_key;
 	uint32_t last_group;
-	int32_t last_pid;
-	uint32_t last_pid_ident; /* the ident of last_pid when it has one command, else NONE */
 };
 
 static uint32_t stack_hash(uint32_t group, uint32_t stack, uint32_t leaf)
@@ -134,12 +135,13 @@ static uint32_t leaf_of(struct build *b, const struct prs_sample *s)
 	struct prs_profile_view *v = b->v;
 	uint64_t key = (uint64_t)s->state | (uint64_t)(s->flags & PRS_SAMPLE_GIL_WAIT) << 8 |
 		       (uint64_t)(uint16_t)s->syscall << 16;
-	uint32_t id = prs_map64_get(&b->leaf_of, key);
 	enum prs_kind kind;
 	char label[64];
+	uint32_t id;
 
 	if (v->o.view != PRS_VIEW_WALL || s->state == PRS_STATE_RUNNING)
 		return PRS_VIEW_NONE;
+	id = prs_map64_get(&b->leaf_of, key);
 	if (id != PRS_MAP_NONE)
 		return id;
 	if (!prs_profile_offcpu_label(s, label, sizeof(label), &kind))
@@ -151,20 +153,23 @@ static uint32_t leaf_of(struct build *b, const struct prs_sample *s)
 	return id;
 }
 
-/* The process identity of (pid, time) for process roots; PRS_VIEW_NONE on ENOMEM. */
-static uint32_t ident_of(struct build *b, int32_t pid, uint64_t time_ns)
+/*
+ * The process identity of (pid, time) for process roots; PRS_VIEW_NONE on ENOMEM. *single tells
+ * whether pid has this identity at any time (one PROCESS entry, or none).
+ */
+static uint32_t ident_of(struct build *b, int32_t pid, uint64_t time_ns, bool *single)
 {
 	struct prs_profile_view *v = b->v;
 	uint32_t e, cmd, id;
-	bool single;
 	uint64_t key;
 	char label[PRS_MAX_NAME + 32];
 	const char *text;
 	size_t len;
 
-	if (pid == b->last_pid && b->last_pid_ident != PRS_VIEW_NONE)
-		return b->last_pid_ident;
 	e = prs_view_process_entry(v, pid, time_ns);
+	*single = e == PRS_VIEW_NONE ||
+		  ((e == 0 || v->procs[e - 1].pid != pid) &&
+		   (e + 1 >= v->nprocs || v->procs[e + 1].pid != pid));
 	cmd = e != PRS_VIEW_NONE ? v->procs[e].command : pid == v->meta_pid ? v->meta_command : 0;
 	key = v->o.merge_processes && cmd ? 1ull << 63 | cmd : (uint64_t)(uint32_t)pid << 32 | cmd;
 	if (prs_map64_intern(&b->ident_of, key, (uint32_t)b->nidents, &id) < 0)
@@ -185,12 +190,6 @@ static uint32_t ident_of(struct build *b, int32_t pid, uint64_t time_ns)
 			return PRS_VIEW_NONE;
 		b->nidents++;
 	}
-	/* a pid with one entry (it never exec'd) has one identity: its next sample needs no lookup */
-	single = e == PRS_VIEW_NONE ||
-		 ((e == 0 || v->procs[e - 1].pid != pid) &&
-		  (e + 1 >= v->nprocs || v->procs[e + 1].pid != pid));
-	b->last_pid = pid;
-	b->last_pid_ident = single ? id : PRS_VIEW_NONE;
 	return id;
 }
 
@@ -210,72 +209,89 @@ static uint32_t thread_root(struct prs_profile_view *v, int32_t pid, int32_t tid
 			      PRS_KIND_THREAD);
 }
 
+/* Makes the group of key (process part << 32 | tid part). PRS_VIEW_NONE on ENOMEM. */
+static uint32_t new_group(struct build *b, uint64_t key, int32_t pid, int32_t tid, uint32_t ident)
+{
+	struct prs_profile_view *v = b->v;
+	bool split = v->o.per_thread || v->o.by_thread;
+	struct group *gr;
+	uint32_t g;
+
+	if (prs_map64_intern(&b->group_of, key, (uint32_t)b->ngroups, &g) < 0)
+		return PRS_VIEW_NONE;
+	if (g < b->ngroups)
+		return g;
+	if (prs_array_grow((void **)&b->groups, &b->cap_groups, b->ngroups + 1, sizeof(*b->groups)))
+		return PRS_VIEW_NONE;
+	gr = &b->groups[g];
+	gr->pid = ident != PRS_VIEW_NONE ? b->idents[ident].pid : split ? pid : 0;
+	gr->tid = split ? tid : 0;
+	gr->proot = ident != PRS_VIEW_NONE ? b->idents[ident].root : PRS_VIEW_NONE;
+	gr->troot = v->o.per_thread ? thread_root(v, pid, tid) : PRS_VIEW_NONE;
+	gr->ident = ident;
+	if (v->o.per_thread && gr->troot == PRS_VIEW_NONE)
+		return PRS_VIEW_NONE;
+	b->ngroups++;
+	return g;
+}
+
 /* The group of sample s; PRS_VIEW_NONE on ENOMEM. */
 static uint32_t group_of(struct build *b, const struct prs_sample *s)
 {
 	struct prs_profile_view *v = b->v;
-	bool split = v->o.per_thread || v->o.by_thread;
-	int32_t pid = prs_view_pid(v, s);
+	bool split = v->o.per_thread || v->o.by_thread, single = true;
+	int32_t pid = s->pid ? s->pid : v->meta_pid, tid = split ? s->tid : 0;
+	uint64_t fkey = (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid;
 	uint32_t ident = PRS_VIEW_NONE, proc = 0, g;
-	uint64_t key;
 
-	if (v->process_roots) {
-		ident = ident_of(b, pid, s->time_ns);
-		if (ident == PRS_VIEW_NONE)
-			return PRS_VIEW_NONE;
-		proc = ident + 1;
-	} else if (split) {
-		proc = (uint32_t)pid;
-	}
-	key = (uint64_t)proc << 32 | (uint32_t)(split ? s->tid : 0);
-	if (key == b->last_gkey && b->ngroups)
+	if (b->ngroups && fkey == b->last_key)
 		return b->last_group;
-	if (prs_map64_intern(&b->group_of, key, (uint32_t)b->ngroups, &g) < 0)
-		return PRS_VIEW_NONE;
-	if (g == b->ngroups) {
-		struct group *gr;
-
-		if (prs_array_grow((void **)&b->groups, &b->cap_groups, b->ngroups + 1, sizeof(*b->groups)))
+	g = prs_map64_get(&b->fast, fkey);
+	if (g == PRS_MAP_NONE) {
+		if (v->process_roots) {
+			ident = ident_of(b, pid, s->time_ns, &single);
+			if (ident == PRS_VIEW_NONE)
+				return PRS_VIEW_NONE;
+			proc = ident + 1;
+		} else if (split) {
+			proc = (uint32_t)pid;
+		}
+		g = new_group(b, (uint64_t)proc << 32 | (uint32_t)tid, pid, tid, ident);
+		if (g == PRS_VIEW_NONE)
 			return PRS_VIEW_NONE;
-		gr = &b->groups[g];
-		gr->pid = ident != PRS_VIEW_NONE ? b->idents[ident].pid : split ? pid : 0;
-		gr->tid = split ? s->tid : 0;
-		gr->proot = ident != PRS_VIEW_NONE ? b->idents[ident].root : PRS_VIEW_NONE;
-		gr->troot = v->o.per_thread ? thread_root(v, pid, s->tid) : PRS_VIEW_NONE;
-		gr->ident = ident;
-		if (v->o.per_thread && gr->troot == PRS_VIEW_NONE)
+		/* an exec'd pid's group depends on the time: looked up each time */
+		if (single && prs_map64_put(&b->fast, fkey, g))
 			return PRS_VIEW_NONE;
-		b->ngroups++;
+		if (!single)
+			return g;
 	}
-	b->last_gkey = key;
+	b->last_key = fkey;
 	b->last_group = g;
 	return g;
 }
 
-/* Counts the distinct pids of the samples (a probe only where the pid changes). */
+/* Counts the distinct pids of the samples (a probe only for a pid not among the last seen). */
 static int count_processes(struct prs_profile_view *v)
 {
 	const struct prs_profile *p = v->p;
+	int32_t recent[16]; /* by pid % 16; -1: none (pids are >= 0) */
 	struct prs_map64 seen;
-	int32_t last = 0;
 	uint32_t dummy;
 	int rc = 0;
 
+	memset(recent, 0xff, sizeof(recent));
 	prs_map64_init(&seen);
-	for (size_t i = 0; i < p->nsamples && !rc; i++) {
-		int32_t pid = prs_view_pid(v, &p->samples[i]);
+	for (size_t i = 0; i < p->nsamples && rc >= 0; i++) {
+		int32_t pid = p->samples[i].pid ? p->samples[i].pid : v->meta_pid; /* prs_view_pid */
 
-		if (i && pid == last)
+		if (recent[(uint32_t)pid % 16] == pid)
 			continue;
-		last = pid;
+		recent[(uint32_t)pid % 16] = pid;
 		rc = prs_map64_intern(&seen, (uint32_t)pid, 0, &dummy);
-		if (rc == 1) {
-			v->nprocesses++;
-			rc = 0;
-		}
+		v->nprocesses += rc == 1;
 	}
 	prs_map64_release(&seen);
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 static int sum_samples(struct build *b)
@@ -332,35 +348,53 @@ static int cmp_order(const void *a, const void *b)
 	return x->leaf < y->leaf ? -1 : x->leaf > y->leaf;
 }
 
+/* The sort key of view stack i. */
+static struct order order_of(const struct build *b, size_t i)
+{
+	const struct prs_view_stack *st = &b->v->stacks[i];
+
+	/* leaf + 1: none (UINT32_MAX) first */
+	return (struct order){ b->groups[b->group_of_stack[i]].rank, st->stack, st->leaf + 1,
+			       (uint32_t)i };
+}
+
 static int sort_stacks(struct build *b)
 {
 	struct prs_profile_view *v = b->v;
+	size_t n = v->nstacks ? v->nstacks : 1, i;
 	struct group **gs = malloc((b->ngroups ? b->ngroups : 1) * sizeof(*gs));
-	struct order *ord = malloc((v->nstacks ? v->nstacks : 1) * sizeof(*ord));
-	struct prs_view_stack *stacks = malloc((v->nstacks ? v->nstacks : 1) * sizeof(*stacks));
-	uint32_t *roots = malloc((v->nstacks ? v->nstacks : 1) * 2 * sizeof(*roots));
-	uint32_t *inv = malloc((v->nstacks ? v->nstacks : 1) * sizeof(*inv));
+	struct order *ord = NULL, prev, cur;
+	struct prs_view_stack *stacks = NULL;
+	uint32_t *roots = NULL, *inv = NULL;
 	bool sorted = true;
-	size_t i;
 	int rc = -ENOMEM;
 
-	if (!gs || !ord || !stacks || !roots || !inv)
+	if (!gs)
 		goto out;
 	for (i = 0; i < b->ngroups; i++)
 		gs[i] = &b->groups[i];
 	qsort(gs, b->ngroups, sizeof(*gs), cmp_group);
 	for (i = 0; i < b->ngroups; i++)
 		gs[i]->rank = (uint32_t)i;
-	for (i = 0; i < v->nstacks; i++) {
-		ord[i] = (struct order){ b->groups[b->group_of_stack[i]].rank, v->stacks[i].stack,
-					 v->stacks[i].leaf + 1 /* none (UINT32_MAX) first */,
-					 (uint32_t)i };
-		sorted = sorted && (i == 0 || cmp_order(&ord[i - 1], &ord[i]) < 0);
+	/* folded input comes in order already (a new stack per line): nothing to move */
+	if (v->nstacks)
+		prev = order_of(b, 0);
+	for (i = 1; i < v->nstacks && sorted; i++, prev = cur) {
+		cur = order_of(b, i);
+		sorted = cmp_order(&prev, &cur) < 0;
 	}
 	rc = 0;
-	/* folded input comes in stack order already (a new stack per line) */
 	if (sorted)
 		goto out;
+	rc = -ENOMEM;
+	ord = malloc(n * sizeof(*ord));
+	stacks = malloc(n * sizeof(*stacks));
+	roots = malloc(n * 2 * sizeof(*roots));
+	inv = malloc(n * sizeof(*inv));
+	if (!ord || !stacks || !roots || !inv)
+		goto out;
+	for (i = 0; i < v->nstacks; i++)
+		ord[i] = order_of(b, i);
 	qsort(ord, v->nstacks, sizeof(*ord), cmp_order);
 	for (i = 0; i < v->nstacks; i++) {
 		stacks[i] = v->stacks[ord[i].idx];
@@ -373,6 +407,7 @@ static int sort_stacks(struct build *b)
 	for (i = 0; i < v->p->nsamples; i++)
 		if (v->sample_stack[i] != PRS_VIEW_NONE)
 			v->sample_stack[i] = inv[v->sample_stack[i]];
+	rc = 0;
 out:
 	free(gs);
 	free(ord);
@@ -390,9 +425,34 @@ static void build_release(struct build *b)
 	free(b->idents);
 	free(b->group_of_stack);
 	free(b->slots);
+	prs_map64_release(&b->fast);
 	prs_map64_release(&b->group_of);
 	prs_map64_release(&b->ident_of);
 	prs_map64_release(&b->leaf_of);
+}
+
+/*
+ * Room for the distinct stacks the samples can make, so that the table is not rehashed as it
+ * fills: at most one per sample, and usually about one per trie stack (a few more with leaves
+ * and threads). A guess: the table still grows past it.
+ */
+static int reserve(struct build *b)
+{
+	const struct prs_profile *p = b->v->p;
+	size_t guess = p->nsamples < (size_t)p->nstacks * 2 ? p->nsamples : (size_t)p->nstacks * 2;
+	struct prs_profile_view *v = b->v;
+
+	if (guess < 512 || guess > (1u << 26))
+		return 0;
+	b->cap_slots = 1;
+	while (b->cap_slots < guess * 2)
+		b->cap_slots *= 2;
+	b->slots = calloc(b->cap_slots, sizeof(*b->slots));
+	if (!b->slots || prs_array_grow((void **)&v->stacks, &v->cap_stacks, guess, sizeof(*v->stacks)) ||
+	    !(b->group_of_stack = malloc(v->cap_stacks * sizeof(uint32_t))) ||
+	    !(v->roots = malloc(v->cap_stacks * 2 * sizeof(uint32_t))))
+		return -ENOMEM;
+	return 0;
 }
 
 static int build_view(struct prs_profile_view *v)
@@ -403,11 +463,13 @@ static int build_view(struct prs_profile_view *v)
 
 	memset(&b, 0, sizeof(b));
 	b.v = v;
-	b.last_pid_ident = PRS_VIEW_NONE;
+	prs_map64_init(&b.fast);
 	prs_map64_init(&b.group_of);
 	prs_map64_init(&b.ident_of);
 	prs_map64_init(&b.leaf_of);
-	rc = sum_samples(&b);
+	rc = reserve(&b);
+	if (!rc)
+		rc = sum_samples(&b);
 	for (size_t i = 0; !rc && i < v->nstacks && !empty; i++)
 		empty = v->stacks[i].empty;
 	if (!rc && empty &&

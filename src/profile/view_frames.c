@@ -151,8 +151,14 @@ static size_t append_chain(struct prs_profile_view *v, size_t n, size_t pos, siz
 		uint32_t t = v->chain[n], count = 1;
 		const uint32_t *ids = &p->stacks[t].frame;
 
-		if (!v->o.raw_frames)
+		if (!v->o.raw_frames && p->expansions) /* folded input has none: no call per frame */
 			ids = prs_profile_expansion(p, ids, &count);
+		if (count == 1 && pos < limit) { /* the common case, without the loop below */
+			v->owner[pos] = t;
+			v->out[pos++] = *ids;
+			v->end_of[t] = (uint32_t)pos;
+			continue;
+		}
 		if (count > limit - pos) {
 			/* too deep: the frames nearest the root are kept, the rest are not in place */
 			for (; count > 0 && pos < limit; count--)

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * view_bench: how long each consumer of a profile takes on a large recording-shaped profile
+ * (`make bench` runs it; prints a table). Generates, deterministic for a seed, a profile like a
+ * long recording of a multi-threaded Python program: T threads in P processes, N samples at
+ * 100 Hz, stacks drawn (skewed: a few hot, a long tail) from a pool of D distinct stacks, each a
+ * trunk of native frames (symbolized: inline chains), 10-40 Python frames walking a call tree,
+ * then 0-4 native frames in a library (two thirds symbolized), a fifth of the samples off-CPU in
+ * one of six syscalls. Then times, in this process (CPU seconds, the machine may be shared):
+ * writing it to a .pyrs and reading it back, and each consumer as the CLI runs it: the view
+ * alone, folded, pprof, speedscope (to /dev/null), the flame graph (tree + SVG), per thread too,
+ * and diff's numbers. --keep FILE.pyrs keeps the file (to time the CLI on it).
+ * Usage: view_bench [--samples N] [--threads T] [--processes P] [--stacks D] [--seed X] [--runs R]
+ *                   [--keep FILE]
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pyrsprof/diff.h"
+#include "pyrsprof/export.h"
+#include "pyrsprof/flamegraph.h"
+#include "pyrsprof/profile.h"
+#include "pyrsprof/view.h"
+
+#include "util/banned.h"
+
+static unsigned seed = 1;
+
+static uint64_t rnd(void)
+{
+	return (uint64_t)rand_r(&seed) << 31 | (uint64_t)rand_r(&seed);
+}
+
+static double u01(void)
+{
+	return (double)rand_r(&seed) / ((double)RAND_MAX + 1);
+}
+
+/* CPU seconds of this process (the machine may be shared) */
+static double cpu_s(void)
+{
+	return (double)clock() / CLOCKS_PER_SEC;
+}
+
+static uint32_t S(struct prs_profile *p, const char *s)
+{
+	return prs_profile_string(p, s, strlen(s));
+}
+
+struct shape {
+	size_t samples, stacks;
+	int threads, processes;
+};
+
+/* The trunk: 8 raw frames of the interpreter, each symbolized to 1 or 2 frames. */
+static void trunk(struct prs_profile *p, uint32_t map, uint32_t *out)
+{
+	uint32_t file = S(p, "Python/ceval.c");
+	char name[64];
+
+	for (int i = 0; i < 8; i++) {
+		uint32_t ids[2];
+
+		out[i] = prs_profile_raw_frame(p, map, 0x401000 + (uint64_t)i * 0x100, false);
+		snprintf(name, sizeof(name), "Py_trunk_%d", i);
+		ids[0] = prs_profile_named_frame(p, PRS_KIND_NATIVE, S(p, name), file, 10 + (uint32_t)i);
+		snprintf(name, sizeof(name), "Py_trunk_inlined_%d", i);
+		ids[1] = prs_profile_named_frame(p, PRS_KIND_NATIVE, S(p, name), file, 20 + (uint32_t)i);
+		prs_profile_expand(p, out[i], ids, (uint32_t)(i & 1) + 1);
+	}
+}
+
+/* One stack of the pool: the trunk, a walk down a Python call tree, a few library frames. */
+static uint32_t pool_stack(struct prs_profile *p, const uint32_t *tr, uint32_t map, uint32_t file)
+{
+	uint32_t s = 0, depth = 10 + (uint32_t)(rnd() % 30), nat = (uint32_t)(rnd() % 5);
+	uint64_t node = 1;
+	char name[64];
+
+	for (int i = 0; i < 8; i++)
+		s = prs_profile_stack(p, s, tr[i]);
+	for (uint32_t d = 0; d < depth; d++) {
+		double u = u01();
+
+		node = node * 7 + (uint64_t)(u * u * u * 6); /* a few hot children */
+		snprintf(name, sizeof(name), "py_func_%" PRIu64, node % 30011);
+		s = prs_profile_stack(p, s, prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, name), file,
+								    (uint32_t)(node % 997)));
+	}
+	for (uint32_t d = 0; d < nat; d++)
+		s = prs_profile_stack(p, s, prs_profile_raw_frame(p, map, 0x7f0000001000 + (rnd() % 2000) * 16,
+								  d == nat - 1));
+	return s;
+}
+
+/* Symbolizes two thirds of the library's raw frames (1-3 inlined frames each). */
+static void symbolize(struct prs_profile *p, uint32_t map)
+{
+	uint32_t file = S(p, "src/lib.rs"), nf = p->nframes;
+	char name[64];
+
+	for (uint32_t f = 0; f < nf; f++) {
+		uint32_t ids[3], c = 1 + f % 3;
+
+		if (!p->frames[f].raw || p->frames[f].mapping != map || f % 3 == 0)
+			continue;
+		for (uint32_t j = 0; j < c; j++) {
+			snprintf(name, sizeof(name), "app::kernel_%u_%u", f % 500, j);
+			ids[j] = prs_profile_named_frame(p, PRS_KIND_RUST, S(p, name), file, 100 + j);
+		}
+		prs_profile_expand(p, f, ids, c);
+	}
+}
+
+static int generate(const char *path, const struct shape *sh)
+{
+	static const int16_t syscalls[] = { 0, 7, 202, 230, 232, 35 };
+	struct prs_mapping m = { .start = 0x400000, .end = 0x4400000 };
+	struct prs_recorder *r;
+	struct prs_profile *p;
+	struct prs_err err;
+	uint32_t tr[8], *pool, file, lib;
+	char name[64];
+
+	if (prs_recorder_open(path, &r, &err)) {
+		fprintf(stderr, "view_bench: %s\n", err.msg);
+		return -1;
+	}
+	p = prs_recorder_profile(r);
+	prs_profile_meta(p, "command", "python3 app.py --big");
+	prs_profile_meta(p, "rate_hz", "100");
+	m.path = S(p, "/usr/bin/python3.11");
+	trunk(p, prs_profile_mapping(p, &m), tr);
+	m = (struct prs_mapping){ .start = 0x7f0000000000, .end = 0x7f0004000000 };
+	m.path = S(p, "/usr/lib/libapp.so");
+	lib = prs_profile_mapping(p, &m);
+	file = S(p, "app.py");
+	for (int k = 0; k < sh->processes; k++)
+		prs_profile_process(p, 1000 + k, k ? 1000 : 0, S(p, k ? "python3 worker.py" : "python3 app.py"), 0);
+	for (int t = 0; t < sh->threads; t++) {
+		snprintf(name, sizeof(name), "worker-%d", t);
+		prs_profile_thread_pid(p, 1000 + t % sh->processes, 1000 + t, S(p, name));
+	}
+	pool = malloc(sh->stacks * sizeof(*pool));
+	if (!pool)
+		return -1;
+	for (size_t k = 0; k < sh->stacks; k++)
+		pool[k] = pool_stack(p, tr, lib, file);
+	symbolize(p, lib);
+	for (size_t i = 0; i < sh->samples; i++) {
+		int t = (int)(i % (size_t)sh->threads);
+		double u = u01();
+		struct prs_sample s = { .time_ns = i / (size_t)sh->threads * 10000000 + (uint64_t)t * 1000,
+					.tid = 1000 + t, .pid = 1000 + t % sh->processes, .weight = 1,
+					.syscall = -1 };
+
+		s.stack = pool[((size_t)(u * u * (double)sh->stacks) + (size_t)t * 17) % sh->stacks];
+		if (rnd() % 5 == 0) {
+			s.state = PRS_STATE_BLOCKED;
+			s.syscall = syscalls[rnd() % 6];
+		}
+		prs_profile_sample(p, &s);
+		if (i % 100000 == 99999)
+			prs_recorder_flush(r, &err);
+	}
+	free(pool);
+	if (prs_recorder_close(r, NULL, &err)) {
+		fprintf(stderr, "view_bench: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+struct step {
+	const char *name;
+	int kind; /* 0 view, 1 folded, 2 pprof, 3 speedscope, 4 flame graph, 5 per thread, 6 diff */
+	enum prs_view view;
+};
+
+static int run_step(const struct prs_profile *p, const struct step *st, FILE *null)
+{
+	struct prs_view_opts o = { .view = st->view, .per_process = true, .per_thread = st->kind == 5 };
+	struct prs_err err = { 0 };
+	struct prs_profile_view *v;
+	struct prs_diff_row *rows;
+	struct prs_fg *fg;
+	size_t n;
+	int rc;
+
+	switch (st->kind) {
+	case 0:
+		rc = prs_view_new(p, &o, &v, &err);
+		prs_view_free(v);
+		break;
+	case 1:
+		rc = prs_export_folded(p, &o, null, &err);
+		break;
+	case 2:
+		rc = prs_export_pprof(p, st->view, null, &err);
+		break;
+	case 3:
+		rc = prs_export_speedscope(p, st->view, null, &err);
+		break;
+	case 6:
+		rc = prs_diff_compute(p, p, st->view, &rows, &n, NULL, &err);
+		if (!rc)
+			free(rows);
+		break;
+	default:
+		fg = prs_fg_new();
+		rc = fg ? prs_fg_from_profile(fg, p, &o, &err) : -1;
+		if (!rc)
+			rc = prs_fg_write_svg(fg, null, NULL, &err);
+		prs_fg_free(fg);
+	}
+	if (rc)
+		fprintf(stderr, "view_bench: %s: %s\n", st->name, err.msg);
+	return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct step steps[] = {
+		{ "view (the samples summed per stack)", 0, PRS_VIEW_WALL },
+		{ "export folded, cpu", 1, PRS_VIEW_CPU },
+		{ "export folded, wall", 1, PRS_VIEW_WALL },
+		{ "export pprof, wall", 2, PRS_VIEW_WALL },
+		{ "export speedscope, wall", 3, PRS_VIEW_WALL },
+		{ "flame graph, cpu (tree + SVG)", 4, PRS_VIEW_CPU },
+		{ "flame graph, wall (tree + SVG)", 4, PRS_VIEW_WALL },
+		{ "flame graph, wall, per thread", 5, PRS_VIEW_WALL },
+		{ "diff numbers, wall (profile vs itself)", 6, PRS_VIEW_WALL },
+	};
+	struct shape sh = { .samples = 1000000, .stacks = 5000, .threads = 50, .processes = 4 };
+	const char *keep = NULL;
+	char path[128], warn[256];
+	struct prs_profile *p;
+	struct prs_err err;
+	struct stat stt;
+	double t0, t_write, t_read, times[16];
+	int runs = 3;
+	FILE *null;
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--samples") == 0)
+			sh.samples = strtoul(argv[i + 1], NULL, 0);
+		else if (strcmp(argv[i], "--stacks") == 0)
+			sh.stacks = strtoul(argv[i + 1], NULL, 0);
+		else if (strcmp(argv[i], "--threads") == 0)
+			sh.threads = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--processes") == 0)
+			sh.processes = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--seed") == 0)
+			seed = (unsigned)strtoul(argv[i + 1], NULL, 0);
+		else if (strcmp(argv[i], "--runs") == 0)
+			runs = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--keep") == 0)
+			keep = argv[i + 1];
+	}
+	if (sh.threads < 1 || sh.processes < 1 || sh.stacks < 1 || runs < 1 || runs > 16) {
+		fprintf(stderr, "view_bench: bad sizes\n");
+		return 1;
+	}
+	snprintf(path, sizeof(path), "/tmp/view_bench.%d.pyrs", (int)getpid());
+	t0 = cpu_s();
+	if (generate(keep ? keep : path, &sh))
+		return 1;
+	t_write = cpu_s() - t0;
+	stat(keep ? keep : path, &stt);
+	t0 = cpu_s();
+	if (prs_pyrs_read(keep ? keep : path, &p, warn, sizeof(warn), &err)) {
+		fprintf(stderr, "view_bench: %s\n", err.msg);
+		return 1;
+	}
+	t_read = cpu_s() - t0;
+	if (!keep)
+		unlink(path);
+	null = fopen("/dev/null", "w");
+	if (!null)
+		return 1;
+	printf("profile consumers (view_bench): %zu samples, %d threads in %d processes, %zu pool stacks "
+	       "(%u trie stacks), %.1f MB .pyrs\n", p->nsamples, sh.threads, sh.processes, sh.stacks,
+	       p->nstacks, (double)stt.st_size / 1e6);
+	printf("%-42s %8s %8s %8s\n", "step (CPU s)", "median", "min", "max");
+	printf("%-42s %8.3f\n", "generate + write .pyrs", t_write);
+	printf("%-42s %8.3f\n", "read .pyrs", t_read);
+	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		for (int r = 0; r < runs; r++) {
+			t0 = cpu_s();
+			if (run_step(p, &steps[k], null))
+				return 1;
+			times[r] = cpu_s() - t0;
+		}
+		qsort(times, (size_t)runs, sizeof(times[0]), cmp_double);
+		printf("%-42s %8.3f %8.3f %8.3f\n", steps[k].name, times[runs / 2], times[0], times[runs - 1]);
+	}
+	fclose(null);
+	prs_profile_free(p);
+	return 0;
+}
