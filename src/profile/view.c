@@ -4,8 +4,9 @@
  * keeps, their group (process root, thread root, or just the process and thread they are kept
  * apart by), their off-CPU leaf, and sums them per distinct (group, stack, leaf) in a hash table;
  * the distinct stacks are then sorted (group by pid and tid, stack id, leaf) so that every
- * consumer sees them in one stable order. A sample costs a few hash probes, often none: the
- * group and the leaf of the previous sample are kept for the next.
+ * consumer sees them in one stable order. A sample costs one or two hash probes (its stack, its
+ * group unless it is the previous sample's, its leaf when off-CPU); a process's identity (its
+ * command at the time, for an exec'd pid) is looked up once per (pid, tid) when it never exec'd.
  */
 #include "profile/view-internal.h"
 
@@ -85,6 +86,27 @@ static int slots_grow(struct build *b)
 	return 0;
 }
 
+/* Makes room for n view stacks, and their roots and groups. 0 or -ENOMEM. */
+static int grow_stacks(struct build *b, size_t n)
+{
+	struct prs_profile_view *v = b->v;
+	uint32_t *groups, *roots;
+
+	if (n >= UINT32_MAX - 1 ||
+	    prs_array_grow((void **)&v->stacks, &v->cap_stacks, n, sizeof(*v->stacks)))
+		return -ENOMEM;
+	/* the parallel arrays follow the stacks' capacity */
+	groups = realloc(b->group_of_stack, v->cap_stacks * sizeof(*groups));
+	if (!groups)
+		return -ENOMEM;
+	b->group_of_stack = groups;
+	roots = realloc(v->roots, v->cap_stacks * 2 * sizeof(*roots));
+	if (!roots)
+		return -ENOMEM;
+	v->roots = roots;
+	return 0;
+}
+
 /* Adds weight to the view stack (group, stack, leaf), made if new; its index, or < 0. */
 static int64_t add_to_stack(struct build *b, uint32_t group, uint32_t stack, uint32_t leaf,
 			    uint64_t weight)
@@ -107,14 +129,8 @@ static int64_t add_to_stack(struct build *b, uint32_t group, uint32_t stack, uin
 			return b->slots[i].idx - 1;
 		}
 	}
-	if (n >= v->cap_stacks) {
-		/* the parallel arrays follow the stacks' capacity */
-		if (n >= UINT32_MAX - 1 ||
-		    prs_array_grow((void **)&v->stacks, &v->cap_stacks, n + 1, sizeof(*v->stacks)) ||
-		    !(b->group_of_stack = realloc(b->group_of_stack, v->cap_stacks * sizeof(uint32_t))) ||
-		    !(v->roots = realloc(v->roots, v->cap_stacks * 2 * sizeof(uint32_t))))
-			return -ENOMEM;
-	}
+	if (n >= v->cap_stacks && grow_stacks(b, n + 1) < 0)
+		return -ENOMEM;
 	v->stacks[n] = (struct prs_view_stack){
 		.stack = stack, .leaf = leaf, .pid = g->pid, .tid = g->tid,
 		.nroots = (g->proot != PRS_VIEW_NONE) + (g->troot != PRS_VIEW_NONE),
@@ -440,7 +456,6 @@ static int reserve(struct build *b)
 {
 	const struct prs_profile *p = b->v->p;
 	size_t guess = p->nsamples < (size_t)p->nstacks * 2 ? p->nsamples : (size_t)p->nstacks * 2;
-	struct prs_profile_view *v = b->v;
 
 	if (guess < 512 || guess > (1u << 26))
 		return 0;
@@ -448,11 +463,7 @@ static int reserve(struct build *b)
 	while (b->cap_slots < guess * 2)
 		b->cap_slots *= 2;
 	b->slots = calloc(b->cap_slots, sizeof(*b->slots));
-	if (!b->slots || prs_array_grow((void **)&v->stacks, &v->cap_stacks, guess, sizeof(*v->stacks)) ||
-	    !(b->group_of_stack = malloc(v->cap_stacks * sizeof(uint32_t))) ||
-	    !(v->roots = malloc(v->cap_stacks * 2 * sizeof(uint32_t))))
-		return -ENOMEM;
-	return 0;
+	return b->slots ? grow_stacks(b, guess) : -ENOMEM;
 }
 
 static int build_view(struct prs_profile_view *v)

@@ -160,9 +160,12 @@ static size_t append_chain(struct prs_profile_view *v, size_t n, size_t pos, siz
 			continue;
 		}
 		if (count > limit - pos) {
-			/* too deep: the frames nearest the root are kept, the rest are not in place */
-			for (; count > 0 && pos < limit; count--)
+			/* too deep: the frames nearest the root are kept, the rest are not in place
+			 * (the positions written still name t: no older stack is in place there) */
+			for (; count > 0 && pos < limit; count--) {
+				v->owner[pos] = t;
 				v->out[pos++] = *ids++;
+			}
 			for (size_t k = 0; k <= n; k++) /* chain[n] is t */
 				v->end_of[v->chain[k]] = 0;
 			return pos;

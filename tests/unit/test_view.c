@@ -214,6 +214,45 @@ Test(view, deep_stacks_are_cut)
 	prs_profile_free(p);
 }
 
+/*
+ * The cut stack's last frames overwrite where a stack of nearly the maximum depth ended: that
+ * stack must not be taken as still in place. X: 65535 frames "f"; D: X's first 101, then raw
+ * frames of 4 frames each, the one covering positions 65533..65536 cut after 3.
+ */
+Test(view, a_cut_stack_leaves_nothing_stale)
+{
+	struct prs_profile *p = prs_profile_new();
+	struct prs_profile_view *v;
+	struct prs_err err;
+	uint32_t f = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "f"), 0, 0);
+	uint32_t g = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "g"), 0, 0), ids[4] = { g, g, g, g };
+	uint32_t raw = prs_profile_raw_frame(p, PRS_NO_MAPPING, 0x10, false), x = 0, d = 0, k;
+	const uint32_t *got;
+	size_t n;
+
+	cr_assert_eq(prs_profile_expand(p, raw, ids, 4), 0);
+	for (k = 0; k < 65535; k++) {
+		x = prs_profile_stack(p, x, f);
+		if (k == 100)
+			d = x;
+	}
+	for (k = 0; k < 16359; k++)
+		d = prs_profile_stack(p, d, raw);
+	cr_assert_eq(prs_profile_sample(p, &(struct prs_sample){ .stack = x, .weight = 1 }), 0);
+	cr_assert_eq(prs_profile_sample(p, &(struct prs_sample){ .stack = d, .weight = 1 }), 0);
+	cr_assert_eq(prs_view_new(p, &(struct prs_view_opts){ .view = PRS_VIEW_CPU }, &v, &err), 0);
+	cr_assert_eq(prs_view_frames(v, 0, &got, NULL), 65535);
+	n = prs_view_frames(v, 1, &got, NULL);
+	cr_assert_eq(n, PRS_VIEW_MAX_FRAMES);
+	cr_assert(got[65534] == g && got[100] == f && got[101] == g);
+	n = prs_view_frames(v, 0, &got, NULL);
+	cr_assert_eq(n, 65535);
+	for (k = 0; k < n; k++)
+		cr_assert_eq(got[k], f, "frame %u of X is D's", k);
+	prs_view_free(v);
+	prs_profile_free(p);
+}
+
 /* ---- a process tree ---- */
 
 /* The content of the fixture, as its README says. */
