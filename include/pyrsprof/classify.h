@@ -23,12 +23,6 @@
 #include "pyrsprof/machine.h"
 #include "pyrsprof/profile.h"
 
-#ifndef PRS_SAMPLE_GIL_WAIT
-/* bit 1 of prs_sample.flags: the thread was waiting for the GIL (defined with the profile's
- * flags; repeated here until that definition lands) */
-#define PRS_SAMPLE_GIL_WAIT 2u
-#endif
-
 /* Where a thread's time went. Append only (the reports name them). */
 enum prs_reason {
 	PRS_R_CPU,      /* on a CPU */
