@@ -95,6 +95,20 @@ ssize_t prs_read_mem(pid_t pid, uint64_t addr, void *buf, size_t len);
 enum prs_state prs_state_from_regs(const struct prs_regs *regs, int *syscall);
 
 /*
+ * Starts argv[0] (searched in PATH) as a child, with an empty signal mask (the caller's blocked
+ * signals are the sampler's, not the program's). With seize, the child is PTRACE_SEIZEd before it
+ * execs, so it is traced from its first instruction: it waits on a pipe (the gate) until the
+ * caller has seized it. exec's errno comes back through a close-on-exec pipe, which a successful
+ * exec closes. Returns 0 and the child's pid in *pid, or:
+ *   -ENOENT/-EACCES/...  the command cannot be run: err says "cannot run 'x': ..."; the child
+ *                        exited with 127 and was reaped
+ *   -EPERM/...           it could not be seized (err says so; the child was killed and reaped)
+ *   -errno               pipe or fork failed
+ * (src/proc/launch.c)
+ */
+int prs_ptrace_launch(char *const argv[], bool seize, pid_t *pid, struct prs_err *err);
+
+/*
  * Explains why ptrace of pid is not permitted, in one line for the user: another tracer
  * (TracerPid), Yama ptrace_scope, missing CAP_SYS_PTRACE for another user's process, or a
  * seccomp/container policy; with what to do. Writes into buf and returns buf.

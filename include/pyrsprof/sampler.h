@@ -44,6 +44,10 @@ struct prs_sampler_opts {
 	bool native_all;        /* keep interpreter plumbing in merged Python stacks */
 	bool no_python;         /* do not look for a CPython interpreter */
 	struct prs_py_opts py;  /* how to look for it (zero: the defaults) */
+	/* Read every thread at every tick, also one provably asleep since its last sample (by
+	 * default such a thread is recorded again without being stopped or read): benchmarks,
+	 * comparisons. */
+	bool read_idle;
 	/* Called about once a second from the loop (e.g. for a status line); may be NULL. */
 	void (*progress)(void *arg, double elapsed_s, uint64_t thread_samples, size_t threads);
 	void *progress_arg;

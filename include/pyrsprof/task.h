@@ -60,6 +60,9 @@ struct prs_task_sys {
  */
 int prs_task_syscall_fd(pid_t pid, pid_t tid, int *fd, struct prs_task_sys *out);
 
+/* True if tid is a thread of process pid (/proc/PID/task/TID exists; one access() call). */
+bool prs_task_exists(pid_t pid, pid_t tid);
+
 /* True if process pid exists (it may be a zombie). */
 bool prs_proc_exists(pid_t pid);
 

@@ -52,7 +52,9 @@ static const char run_usage[] =
 	"      --dim N=T[..MAX] an input dimension, typical value and max (repeatable)\n"
 	"      --no-classify    skip the classifier's collection (counters, /proc, taskstats)\n"
 	"  CMD's input, output, signals and exit status pass through; Ctrl-C reaches CMD, a second\n"
-	"  Ctrl-C stops sampling.\n";
+	"  Ctrl-C stops sampling.\n"
+	"  PYRSPROF_READ_IDLE=1 in the environment: stop and read every thread at every tick, also\n"
+	"  one asleep since its last sample (by default its last sample is recorded again).\n";
 
 static const char attach_usage[] =
 	"usage: pyrsprof attach PID [-r HZ] [-d SEC] [-o DIR] [--stats]\n"
@@ -70,7 +72,9 @@ static const char attach_usage[] =
 	CLI_DEBUG_DIR_HELP
 	"      --target EXPR    the Phase-0 target, e.g. 'wall<2s' (phase1.md says if it is met)\n"
 	"      --dim N=T[..MAX] an input dimension, typical value and max (repeatable)\n"
-	"      --no-classify    skip the classifier's collection (counters, /proc, taskstats)\n";
+	"      --no-classify    skip the classifier's collection (counters, /proc, taskstats)\n"
+	"  PYRSPROF_READ_IDLE=1 in the environment: stop and read every thread at every tick, also\n"
+	"  one asleep since its last sample (by default its last sample is recorded again).\n";
 
 /* Parses the options shared by run and attach. Returns -1 to continue, else an exit code. */
 static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
@@ -356,6 +360,8 @@ static void sampler_opts(const struct rec_opts *o, struct prs_sampler_opts *so)
 	so->source = o->source;
 	so->native_all = o->native_all;
 	cli_py_opts_from_env(&so->py);
+	/* PYRSPROF_READ_IDLE (any value): read every thread at every tick (see the usage) */
+	so->read_idle = getenv("PYRSPROF_READ_IDLE") != NULL;
 }
 
 /* Says which interpreter was profiled, or why Python frames are missing. */

@@ -179,6 +179,14 @@ int prs_task_syscall_fd(pid_t pid, pid_t tid, int *fd, struct prs_task_sys *out)
 	return 0;
 }
 
+bool prs_task_exists(pid_t pid, pid_t tid)
+{
+	char path[80];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)pid, (int)tid);
+	return access(path, F_OK) == 0;
+}
+
 bool prs_proc_exists(pid_t pid)
 {
 	char path[64];

@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ptrace events: every waitpid() result of every target, handled by the target that owns the
+ * tid: new threads (clone), signals to re-inject, job-control stops, execs, exits; during a tick,
+ * the interrupt stops that the sample source waits for. And the detach at the end.
+ */
+#include <sys/wait.h>
+
+#include "pyrsprof/ptrace.h"
+#include "pyrsprof/task.h"
+#include "pyrsprof/util.h"
+#include "sample/sampler-internal.h"
+#include "util/banned.h"
+
+#define DETACH_WAIT_NS 2000000000ull
+#define DETACH_POLL_NS 2000000ull
+
+void prs_events_resume(struct prs_thr *t, int sig)
+{
+	prs_ptrace_cont(t->tid, sig);
+}
+
+static bool is_exit(const struct prs_event *ev)
+{
+	return ev->kind == PRS_EV_EXITED || ev->kind == PRS_EV_KILLED;
+}
+
+/*
+ * The target a tid that no target knows belongs to: a new thread whose first stop came before
+ * its creator's clone event. (A process no target has yet, e.g. a forked child whose first stop
+ * came before its parent's fork event, has none.)
+ */
+static struct prs_target *owner_of_new(const struct prs_sampler *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->ntargets; i++)
+		if (prs_task_exists(s->targets[i]->pid, tid))
+			return s->targets[i];
+	return NULL;
+}
+
+/* A thread exited, known (t) or not; when it is a leader, its whole process is gone. */
+static void on_exit(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t, pid_t tid,
+		    int status)
+{
+	if (t)
+		prs_thr_remove(&tg->thr, t);
+	tg = prs_session_target(s, tid);
+	if (tg) {
+		prs_target_exited(tg, status);
+		/* Threads we had not seen exit are gone with the process. */
+		prs_thr_remove_all(&tg->thr);
+	}
+}
+
+static void on_interrupt(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			 bool in_tick)
+{
+	if (t->life == PRS_THR_GROUP_STOPPED) {
+		/* After LISTEN, a SIGCONT is reported as this trap: the job-control stop is over. */
+		t->life = PRS_THR_RUNNING;
+		prs_events_resume(t, 0);
+	} else if (prs_thr_interrupt_owed(t) && in_tick) {
+		prs_ptrace_take_sample(s, tg, t);
+	} else {
+		t->life = PRS_THR_RUNNING;
+		prs_events_resume(t, 0);
+	}
+}
+
+static void on_clone(struct prs_target *tg, pid_t tid, pid_t new_tid)
+{
+	struct prs_thr *t;
+
+	if (new_tid > 0 && !prs_thr_find(&tg->thr, new_tid)) {
+		struct prs_thr *n = prs_thr_add(&tg->thr, new_tid);
+
+		if (n)
+			n->life = PRS_THR_NEW;
+	}
+	t = prs_thr_find(&tg->thr, tid); /* prs_thr_add does not move entries, but be safe */
+	if (t)
+		prs_events_resume(t, 0);
+}
+
+static void on_exec(struct prs_target *tg)
+{
+	struct prs_thr *t;
+
+	prs_target_exec(tg);
+	t = prs_thr_find(&tg->thr, tg->pid);
+	if (t) {
+		if (t->life != PRS_THR_GROUP_STOPPED)
+			t->life = PRS_THR_RUNNING; /* an interrupt owed is of the old image */
+		t->kept.valid = t->kept.native = false; /* of the old image */
+		t->name_sid = t->py_name_sid = 0;
+		prs_events_resume(t, 0);
+	}
+}
+
+void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tick)
+{
+	struct prs_event ev;
+	struct prs_thr *t;
+	struct prs_target *tg;
+
+	prs_ptrace_decode(tid, status, &ev);
+	tg = prs_session_thread(s, tid, &t);
+	if (is_exit(&ev)) {
+		on_exit(s, tg, t, tid, status);
+		return;
+	}
+	if (!t) {
+		/* A new thread's first stop can arrive before its parent's clone event. */
+		tg = owner_of_new(s, tid);
+		t = tg ? prs_thr_add(&tg->thr, tid) : NULL;
+		if (!t) {
+			prs_ptrace_cont(tid, 0);
+			return;
+		}
+		t->life = PRS_THR_NEW;
+	}
+	if (t->life == PRS_THR_NEW) {
+		/* Auto-attached threads start in a ptrace-stop (reported as PTRACE_EVENT_STOP, whatever
+		 * its signal): always just resume it, never LISTEN. */
+		t->life = PRS_THR_RUNNING;
+		prs_events_resume(t, ev.kind == PRS_EV_SIGNAL ? ev.sig : 0);
+		return;
+	}
+	switch (ev.kind) {
+	case PRS_EV_INTERRUPT:
+		on_interrupt(s, tg, t, in_tick);
+		break;
+	case PRS_EV_SIGNAL:
+		/* The interrupt (if any) is still owed: re-inject the signal and keep waiting. */
+		prs_events_resume(t, ev.sig);
+		break;
+	case PRS_EV_GROUP_STOP:
+		t->life = PRS_THR_GROUP_STOPPED;
+		prs_ptrace_listen(t->tid);
+		break;
+	case PRS_EV_CLONE:
+		on_clone(tg, tid, ev.new_tid);
+		break;
+	case PRS_EV_EXEC:
+		on_exec(tg);
+		break;
+	case PRS_EV_FORK:
+	case PRS_EV_OTHER:
+		prs_events_resume(t, 0);
+		break;
+	case PRS_EV_EXITED:
+	case PRS_EV_KILLED:
+		break; /* (handled above) */
+	}
+}
+
+int prs_events_drain(struct prs_sampler *s, bool in_tick)
+{
+	int n = 0, status;
+	pid_t tid;
+
+	while ((tid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) {
+		prs_events_handle(s, tid, status, in_tick);
+		n++;
+	}
+	return n;
+}
+
+/* ---- detach ---- */
+
+/* True while some seized target, alive, has threads not detached yet. */
+static bool detach_pending(const struct prs_sampler *s)
+{
+	for (size_t i = 0; i < s->ntargets; i++) {
+		const struct prs_target *tg = s->targets[i];
+
+		if (tg->seized && tg->thr.n > 0 && !tg->exited)
+			return true;
+	}
+	return false;
+}
+
+/* Asks every running thread of tg to stop (a job-control stopped one too: it is detached as
+ * it is, and stays stopped after DETACH, as it should). */
+static void interrupt_for_detach(struct prs_target *tg)
+{
+	for (size_t i = 0; i < tg->thr.n; i++) {
+		struct prs_thr *t = &tg->thr.v[i];
+
+		if (t->life == PRS_THR_HELD || prs_thr_interrupt_owed(t) ||
+		    prs_ptrace_interrupt(t->tid) != 0)
+			continue;
+		if (t->life != PRS_THR_GROUP_STOPPED)
+			t->life = PRS_THR_INTERRUPTED;
+	}
+}
+
+/* Detaches whatever of tg is stopped now. */
+static void detach_stopped(struct prs_target *tg)
+{
+	for (size_t i = 0; i < tg->thr.n;) {
+		struct prs_thr *t = &tg->thr.v[i];
+
+		if (t->life == PRS_THR_HELD || t->life == PRS_THR_GROUP_STOPPED) {
+			prs_ptrace_detach(t->tid, 0);
+			prs_thr_remove(&tg->thr, t);
+		} else {
+			i++;
+		}
+	}
+}
+
+/* One waitpid() result while detaching: the thread stopped (detach it, re-injecting a signal),
+ * exited, or made a new thread (which will stop too: its first stop is detached). */
+static void detach_event(struct prs_sampler *s, pid_t tid, int status)
+{
+	struct prs_event ev;
+	struct prs_thr *t;
+	struct prs_target *tg = prs_session_thread(s, tid, &t);
+
+	prs_ptrace_decode(tid, status, &ev);
+	if (!t) {
+		if (!is_exit(&ev))
+			prs_ptrace_detach(tid, ev.kind == PRS_EV_SIGNAL ? ev.sig : 0);
+		else if ((tg = prs_session_target(s, tid)) != NULL)
+			prs_target_exited(tg, status);
+		return;
+	}
+	switch (ev.kind) {
+	case PRS_EV_EXITED:
+	case PRS_EV_KILLED:
+		if (tid == tg->pid)
+			prs_target_exited(tg, status);
+		prs_thr_remove(&tg->thr, t);
+		break;
+	case PRS_EV_SIGNAL:
+		prs_ptrace_detach(tid, ev.sig);
+		prs_thr_remove(&tg->thr, t);
+		break;
+	case PRS_EV_CLONE:
+		if (ev.new_tid > 0 && !prs_thr_find(&tg->thr, ev.new_tid)) {
+			struct prs_thr *n = prs_thr_add(&tg->thr, ev.new_tid);
+
+			if (n)
+				n->life = PRS_THR_INTERRUPTED;
+		}
+		t = prs_thr_find(&tg->thr, tid);
+		if (t) {
+			prs_ptrace_detach(tid, 0);
+			prs_thr_remove(&tg->thr, t);
+		}
+		break;
+	default:
+		prs_ptrace_detach(tid, 0);
+		prs_thr_remove(&tg->thr, t);
+		break;
+	}
+}
+
+void prs_events_detach_all(struct prs_sampler *s)
+{
+	uint64_t deadline = prs_now_ns() + DETACH_WAIT_NS;
+	bool any = false;
+
+	for (size_t i = 0; i < s->ntargets; i++) {
+		if (s->targets[i]->seized) {
+			interrupt_for_detach(s->targets[i]);
+			any = true;
+		}
+	}
+	if (!any)
+		return;
+	while (detach_pending(s)) {
+		int status;
+		pid_t tid;
+
+		for (size_t i = 0; i < s->ntargets; i++)
+			if (s->targets[i]->seized)
+				detach_stopped(s->targets[i]);
+		if (!detach_pending(s) || prs_now_ns() >= deadline)
+			break;
+		tid = waitpid(-1, &status, __WALL | WNOHANG);
+		if (tid > 0) {
+			detach_event(s, tid, status);
+			continue;
+		}
+		prs_session_wait_signal(s, DETACH_POLL_NS);
+	}
+	for (size_t i = 0; i < s->ntargets; i++)
+		s->targets[i]->seized = false;
+}

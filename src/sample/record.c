@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Recording a thread-sample into the profile: its snapshot unwound (native frames interned with
+ * their mappings), merged with its Python frames of this tick, the cost counted, and the sample
+ * kept for the next ticks while the thread sleeps.
+ */
+#include <string.h>
+
+#include "pyrsprof/python.h"
+#include "pyrsprof/util.h"
+#include "sample/sampler-internal.h"
+#include "util/banned.h"
+
+void prs_record_stack(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+		      uint64_t tick_ns, const uint64_t *pcs, const uint32_t *ids, int n,
+		      const struct prs_py_thread *pt, struct prs_sample *smp)
+{
+	uint32_t stack = 0;
+
+	if (pt) {
+		/* Merged with the native stack; Python-only when the thread could not be stopped. */
+		size_t m = prs_py_merge(tg->py, pcs, ids, (size_t)n, pt,
+					s->opts.native_all ? PRS_PY_NATIVE_ALL : 0, s->merged,
+					PRS_MAX_STACK_FRAMES);
+
+		for (size_t i = 0; i < m; i++)
+			stack = prs_profile_stack(s->prof, stack, s->merged[i]);
+		if (pt->holds_gil)
+			smp->flags |= PRS_SAMPLE_GIL;
+	} else {
+		for (int i = n - 1; i >= 0; i--)
+			stack = prs_profile_stack(s->prof, stack, ids[i]);
+	}
+	smp->time_ns = tick_ns - s->t0;
+	smp->tid = t->tid;
+	smp->stack = stack;
+	smp->weight = 1;
+	prs_profile_sample(s->prof, smp);
+	s->st.thread_samples++;
+	prs_kept_sample(&t->kept, smp);
+}
+
+/* Unwinds t's snapshot into s->pcs and s->frame_ids and counts its costs. Returns the frames. */
+static int unwind_snapshot(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			   uint64_t extra_ns, struct prs_unwind_info *info)
+{
+	struct prs_snapshot snap = { .base = t->regs.r[PRS_REG_RSP], .len = t->stack_len,
+				     .data = t->stack };
+	uint64_t u0 = prs_now_ns(), u1;
+	int n = prs_unwind(tg->uw, &t->regs, &snap, s->pcs, PRS_MAX_NATIVE_FRAMES, info);
+
+	u1 = prs_now_ns();
+	if (n < 0) {
+		s->st.unwind_errors++;
+		n = 0;
+	}
+	if (info->flags & PRS_UNWIND_TRUNCATED)
+		s->st.unwind_truncated++;
+	prs_durations_add(&s->d_unwind, u1 - u0);
+	prs_durations_add(&s->d_stop, t->t_cont - t->t_interrupt);
+	prs_durations_add(&s->d_cost, (t->t_cont - t->t_interrupt) + (u1 - u0) + t->check_ns +
+					      extra_ns);
+	for (int i = 0; i < n; i++)
+		s->frame_ids[i] = prs_profile_raw_frame(s->prof, prs_target_mapping_id(s, tg, s->pcs[i]),
+							s->pcs[i], i == 0);
+	return n;
+}
+
+void prs_record_thread(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+		       uint64_t tick_ns, uint64_t extra_ns)
+{
+	struct prs_sample smp;
+	struct prs_unwind_info info;
+	int n = 0;
+
+	memset(&smp, 0, sizeof(smp));
+	memset(&info, 0, sizeof(info));
+	if (t->sampled && tg->uw)
+		n = unwind_snapshot(s, tg, t, extra_ns, &info);
+	smp.state = (uint8_t)t->state;
+	smp.syscall = (int16_t)t->syscall;
+	prs_record_stack(s, tg, t, tick_ns, s->pcs, s->frame_ids, n, prs_target_py_thread(tg, t->tid),
+			 &smp);
+	if (t->sampled)
+		prs_reuse_keep_native(s, tg, t, n, &info);
+	else
+		t->kept.native = false;
+	t->sampled = false;
+}
+
+void prs_record_unstopped(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			  uint64_t tick_ns)
+{
+	struct prs_task_sys sys;
+
+	s->st.not_stopped++;
+	t->state = prs_thr_letter_state(&tg->thr, t);
+	t->syscall = prs_thr_syscall(&tg->thr, t, &sys) == 0 && !sys.running ? sys.nr : -1;
+	t->sampled = false;
+	prs_record_thread(s, tg, t, tick_ns, 0);
+}

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sampler's rooms and how they meet. A session (struct prs_sampler, session.c) holds the
+ * options, the profile, the statistics and a list of targets; it runs the loop (absolute
+ * deadlines, the user's signals) and calls its sample source once per tick per target. A target
+ * (struct prs_target, target.c, target_python.c) is one traced process: its pid, thread table
+ * (threads.c), unwinder and maps, CPython reader and this tick's Python threads, exec state and
+ * exit status. The ptrace events of every target arrive through one waitpid(-1) (events.c) and
+ * go to the target owning the tid. A sample source (struct prs_source_ops: source_ptrace.c,
+ * source_vm.c) takes one tick of one target and records it (record.c), leaving sleeping threads
+ * alone where it can (reuse.c).
+ *
+ * Today a session has one target (start.c creates it); nothing else assumes so.
+ */
+#ifndef PYRSPROF_SAMPLE_SAMPLER_INTERNAL_H
+#define PYRSPROF_SAMPLE_SAMPLER_INTERNAL_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pyrsprof/err.h"
+#include "pyrsprof/profile.h"
+#include "pyrsprof/python.h"
+#include "pyrsprof/sampler.h"
+#include "pyrsprof/unwind.h"
+#include "sample/durations-internal.h"
+#include "sample/threads-internal.h"
+
+#define PRS_MAX_PY_THREADS 256 /* Python threads read per tick and target */
+
+struct prs_sampler;
+struct prs_target;
+
+/*
+ * A sample source: how a tick of one target is taken. The session calls attach once for a live
+ * process it is given, then tick once per tick for every target that runs its own image.
+ */
+struct prs_source_ops {
+	const char *name;
+	/* The source traces the target with ptrace: a launched child is seized before its exec,
+	 * its threads send events, and they are detached at the end. */
+	bool traces;
+	/* Makes live process tg->pid (its table empty) ready to sample. Returns 0 or -errno with
+	 * err set (-EPERM explained). */
+	int (*attach)(struct prs_sampler *s, struct prs_target *tg, struct prs_err *err);
+	/* One tick of tg: a sample of each of its threads recorded. now_ns: the loop's time. */
+	void (*tick)(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns);
+};
+
+extern const struct prs_source_ops prs_source_ptrace; /* source_ptrace.c */
+extern const struct prs_source_ops prs_source_vm;     /* source_vm.c */
+
+/* One traced process. */
+struct prs_target {
+	pid_t pid;
+	struct prs_thr_table thr;
+	bool seized;            /* its threads are traced: they are detached at the end */
+	bool own_image;         /* it runs its own program (a launched child: once it exec'ed;
+				 * before, it is still a copy of pyrsprof and is not sampled) */
+	bool exited;            /* its exit status is known */
+	int exit_status;        /* raw wait status of its leader, -1 until known */
+	/* native */
+	struct prs_unwinder *uw;
+	bool maps_dirty;
+	uint64_t last_maps_refresh;
+	/* profile mapping id for each index of the unwinder's maps (PRS_NO_MAPPING = not yet) */
+	uint32_t *map_ids;
+	size_t nmap_ids;
+	uint64_t maps_gen;      /* unwinder maps generation map_ids was built for (0 = none) */
+	/* Python */
+	struct prs_py *py;
+	struct prs_py_thread *pyt; /* this tick's Python threads, PRS_MAX_PY_THREADS slots */
+	int npyt;
+	bool py_given_up;
+	uint64_t py_next_try;
+	char py_info[256];
+	uint64_t last_tick_ns;  /* ptrace: start of the last tick */
+	uint64_t last_py_read;  /* vm: end of the last Python read */
+};
+
+/* The session. */
+struct prs_sampler {
+	enum prs_sampler_mode mode;
+	struct prs_sampler_opts opts;
+	const struct prs_source_ops *src;
+	struct prs_recorder *rec;
+	struct prs_profile *prof;
+	struct prs_target **targets; /* [0] is the root: the launched or attached process */
+	size_t ntargets;
+	struct prs_thr_common thr_common;
+	int64_t period_ns;      /* the sampling period (the CPU balance's unit) */
+	/* scratch for one thread-sample at a time */
+	uint64_t *pcs;          /* PRS_MAX_NATIVE_FRAMES */
+	uint32_t *frame_ids;    /* PRS_MAX_NATIVE_FRAMES */
+	uint32_t *merged;       /* PRS_MAX_STACK_FRAMES, allocated with the first Python reader */
+	uint8_t *cmp;           /* stack_bytes: a sleeping thread's stack, read to compare */
+	uint64_t t0, last_flush, last_comm;
+	bool stop_requested;
+	int sigints;
+	unsigned rng;           /* the ticks' jitter */
+	struct prs_sampler_stats st;
+	struct prs_durations d_cost, d_stop, d_unwind, d_python, d_names;
+};
+
+/* ---- session.c ---- */
+
+/* A new session without targets. Returns 0 or -errno with err set. */
+int prs_session_new(enum prs_sampler_mode mode, const struct prs_sampler_opts *opts,
+		    struct prs_recorder *rec, struct prs_sampler **out, struct prs_err *err);
+
+/* Waits up to timeout_ns for a signal of PRS_SAMPLER_SIGNALS, acting on a user signal (not
+ * SIGCHLD: the caller drains the events). */
+void prs_session_wait_signal(struct prs_sampler *s, uint64_t timeout_ns);
+/* Adds a target (taking ownership). Returns 0 or -ENOMEM (tg is then freed). */
+int prs_session_add_target(struct prs_sampler *s, struct prs_target *tg);
+/* True when every target has exited. */
+bool prs_session_all_exited(const struct prs_sampler *s);
+/* The target owning thread tid, and the thread (*t), or NULL. */
+struct prs_target *prs_session_thread(const struct prs_sampler *s, pid_t tid, struct prs_thr **t);
+/* The target whose leader is pid, or NULL. */
+struct prs_target *prs_session_target(const struct prs_sampler *s, pid_t pid);
+
+/* ---- target.c ---- */
+
+/* A new target for process pid (0: set later), with an empty thread table. NULL: out of memory. */
+struct prs_target *prs_target_new(struct prs_sampler *s, pid_t pid);
+/* Frees tg (it must be detached). NULL is fine. */
+void prs_target_free(struct prs_target *tg);
+/* Refreshes the unwinder's maps when they are known to be stale (at most every 100 ms, but at
+ * once after an exec). */
+void prs_target_refresh_maps(struct prs_target *tg, uint64_t now_ns);
+/* The profile mapping id of the unwinder's map containing pc, or PRS_NO_MAPPING. */
+uint32_t prs_target_mapping_id(struct prs_sampler *s, struct prs_target *tg, uint64_t pc);
+/* Forgets what belonged to the old image after an exec (the leader stays, in its new image). */
+void prs_target_exec(struct prs_target *tg);
+/* The leader exited with raw wait status status. */
+void prs_target_exited(struct prs_target *tg, int status);
+
+/* ---- target_python.c ---- */
+
+/* Looks for CPython in tg (at start-up it may not be there yet: retried, at once when force). */
+void prs_target_try_python(struct prs_sampler *s, struct prs_target *tg, uint64_t now, bool force);
+/* Reads the Python frames of every thread into tg->pyt. Returns 0, or -errno (npyt is then 0). */
+int prs_target_py_sample(struct prs_sampler *s, struct prs_target *tg);
+/* Gives this tick's Python threads their threading names, re-read when due (between ticks, the
+ * target running). A thread's name in the profile follows. */
+void prs_target_py_names(struct prs_sampler *s, struct prs_target *tg);
+/* The Python frames read this tick of thread tid, or NULL. */
+const struct prs_py_thread *prs_target_py_thread(const struct prs_target *tg, pid_t tid);
+/* Drops the reader (after an exec: it is looked for again). */
+void prs_target_py_drop(struct prs_target *tg);
+
+/* ---- events.c ---- */
+
+/* Drains every pending waitpid() result, each handled by the target owning its tid. During a
+ * tick (in_tick), interrupt stops of threads that owe one are sampled. Returns how many. */
+int prs_events_drain(struct prs_sampler *s, bool in_tick);
+/* Handles one waitpid() result. */
+void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tick);
+/* Stops every thread of every seized target and detaches, re-injecting any signal caught on
+ * the way; gives up after 2 s. */
+void prs_events_detach_all(struct prs_sampler *s);
+/* Resumes a thread in a ptrace-stop, delivering sig. Its life is the caller's to set. A thread
+ * that vanished meanwhile is left to its exit event. */
+void prs_events_resume(struct prs_thr *t, int sig);
+
+/* ---- source_ptrace.c ---- */
+
+/* t's interrupt stop arrived during the tick: take its sample (registers, state, snapshot), and
+ * resume it or hold it for the Python read. */
+void prs_ptrace_take_sample(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t);
+
+/* ---- record.c ---- */
+
+/*
+ * Records a sample of t with state, syscall and flags from smp and the stack made of its native
+ * frames (pcs and their frame ids, n, innermost first) merged with its Python frames of this tick
+ * (pt, may be NULL). Keeps it for the next ticks when the thread is blocked.
+ */
+void prs_record_stack(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+		      uint64_t tick_ns, const uint64_t *pcs, const uint32_t *ids, int n,
+		      const struct prs_py_thread *pt, struct prs_sample *smp);
+/* Records t from its snapshot, if it has one (unwound now; extra_ns: its share of the tick's
+ * costs outside its own stop), else from t->state alone; merged with its Python frames. */
+void prs_record_thread(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+		       uint64_t tick_ns, uint64_t extra_ns);
+/* A thread not stopped this tick, recorded from /proc (state letter, syscall) and its Python
+ * frames alone. */
+void prs_record_unstopped(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			  uint64_t tick_ns);
+
+/* ---- reuse.c (the sampler's side of reuse-internal.h) ---- */
+
+/* Decides how t is sampled this tick (t->reuse), reading its schedstat (t->tick_ss; in ptrace
+ * mode always: the CPU balance compares it with the one after the stop). */
+void prs_reuse_check(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+		     bool ptrace_mode);
+/* Records t's kept sample again (PRS_REUSE_ALL), at the cost of cost_ns. */
+void prs_reuse_record_all(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			  uint64_t tick_ns, uint64_t cost_ns);
+/* PRS_REUSE_NATIVE, after the Python read: if t stayed at rest through the checks and the read,
+ * records its kept native frames merged with this tick's Python frames. Returns false when it ran
+ * meanwhile (the caller records it as a thread that did not stop). */
+bool prs_reuse_record_native(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			     uint64_t tick_ns, uint64_t share_ns);
+/* Keeps the native part of t's stopped sample just recorded (n frames in s->pcs and
+ * s->frame_ids, unwound with info) when t was blocked and reuse is on. */
+void prs_reuse_keep_native(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t, int n,
+			   const struct prs_unwind_info *info);
+
+#endif

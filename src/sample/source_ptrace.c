@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ptrace sample source. Per tick of a target: PTRACE_INTERRUPT every running thread (but
+ * those asleep since their last sample, see reuse-internal.h), and as each one stops read its
+ * registers and one stack snapshot and resume it at once (the stop window is only that); when the
+ * target is Python, the stopped threads are held until its frames are read, so that the Python
+ * frames and the native stacks are of one consistent moment. Then, with every thread running
+ * again, unwind the snapshots and record the samples.
+ *
+ * Nothing on the per-tick path allocates once every thread has its snapshot buffer and the
+ * profile's interning tables are warm.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "pyrsprof/ptrace.h"
+#include "pyrsprof/python.h"
+#include "pyrsprof/task.h"
+#include "pyrsprof/unwind.h"
+#include "pyrsprof/util.h"
+#include "sample/sampler-internal.h"
+#include "util/banned.h"
+
+/* After INTERRUPT, a runnable thread stops when it next gets a CPU, which on a loaded machine can
+ * take a scheduler period or more; a thread in D state stops only when its syscall ends. Every
+ * STOP_CHECK_NS the late ones are looked up in /proc; none is waited for beyond STOP_WAIT_MAX_NS. */
+#define STOP_CHECK_NS 2000000ull
+#define STOP_SPIN_NS 200000ull
+#define STOP_WAIT_MAX_NS 200000000ull
+/* After this long since the last tick, the Python reads are warmed up before the stop (prs_py_warm) */
+#define PY_WARM_AFTER_NS 3000000ull
+
+/* ---- one thread's stop ---- */
+
+/* Running or waiting for a CPU (balance-internal.h), from its schedstat before the INTERRUPT and
+ * now that it is stopped. */
+static enum prs_state cpu_or_runqueue(struct prs_sampler *s, struct prs_target *tg,
+				      struct prs_thr *t)
+{
+	struct prs_schedstat ss;
+
+	if (!t->tick_ss_ok || prs_thr_schedstat(&tg->thr, t, &ss) != 0)
+		return PRS_STATE_RUNNING;
+	return prs_cpu_balance_judge(&t->bal, s->period_ns, &t->tick_ss, &ss);
+}
+
+static void note_blocked(struct prs_target *tg, struct prs_thr *t)
+{
+	struct prs_schedstat ss;
+
+	prs_cpu_balance_blocked(&t->bal, prs_thr_schedstat(&tg->thr, t, &ss) == 0 ? &ss : NULL);
+}
+
+/* The thread's state from its registers in the interrupt stop. */
+static void state_from_regs(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t)
+{
+	t->state = prs_state_from_regs(&t->regs, &t->syscall);
+	/* A sleep our interrupt cut short resumes as restart_syscall (it is how the kernel restarts
+	 * nanosleep, poll or futex waits with a timeout): the next interrupt then sees that number.
+	 * Keep naming the syscall the thread was first seen blocked in. */
+	if (t->state == PRS_STATE_BLOCKED && t->syscall == PRS_SYS_RESTART_SYSCALL &&
+	    t->blocked_in >= 0)
+		t->syscall = t->blocked_in;
+	t->blocked_in = t->state == PRS_STATE_BLOCKED ? t->syscall : -1;
+	if (t->state == PRS_STATE_RUNNING)
+		t->state = cpu_or_runqueue(s, tg, t);
+	else
+		note_blocked(tg, t);
+}
+
+void prs_ptrace_take_sample(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t)
+{
+	t->sampled = false;
+	if (prs_ptrace_getregs(t->tid, &t->regs) == 0) {
+		ssize_t n;
+
+		state_from_regs(s, tg, t);
+		n = prs_read_stack(tg->pid, t->regs.r[PRS_REG_RSP], t->stack, s->opts.stack_bytes);
+		if (n < 0) {
+			s->st.read_errors++;
+			n = 0;
+		}
+		t->stack_len = (size_t)n;
+		t->sampled = true;
+	}
+	if (tg->py && t->sampled) {
+		t->life = PRS_THR_HELD;
+		return;
+	}
+	t->life = PRS_THR_RUNNING;
+	prs_events_resume(t, 0);
+	t->t_cont = prs_now_ns();
+}
+
+/* ---- waiting for the stops ---- */
+
+static bool any_owed(const struct prs_target *tg)
+{
+	for (size_t i = 0; i < tg->thr.n; i++)
+		if (prs_thr_interrupt_owed(&tg->thr.v[i]))
+			return true;
+	return false;
+}
+
+/*
+ * During a tick, a thread that has not stopped yet is either waiting for a CPU (keep waiting: it
+ * stops as soon as it runs) or in uninterruptible sleep (D state: it stops only when the syscall
+ * ends, so take its state from /proc and stop waiting for it this tick). Returns true if some
+ * thread is still worth waiting for.
+ */
+static bool check_late_threads(struct prs_target *tg)
+{
+	bool waiting = false;
+
+	for (size_t i = 0; i < tg->thr.n; i++) {
+		struct prs_thr *t = &tg->thr.v[i];
+
+		if (t->life != PRS_THR_INTERRUPTED)
+			continue;
+		if (prs_task_state(tg->pid, t->tid) == 'D')
+			t->life = PRS_THR_LATE;
+		else
+			waiting = true;
+	}
+	return waiting;
+}
+
+/*
+ * Takes the stops as they come (each one's sample is taken by the event handler), until every
+ * interrupted thread of tg has stopped or been given up on, or deadline (CLOCK_MONOTONIC ns).
+ */
+static void wait_for_stops(struct prs_sampler *s, struct prs_target *tg, uint64_t deadline)
+{
+	uint64_t next_check = prs_now_ns() + STOP_CHECK_NS;
+	/* A running thread stops within microseconds of the INTERRUPT, but a profiler that sleeps
+	 * until SIGCHLD pays for its idle CPU's wake-up on top (measured: stop 69 us median
+	 * sleeping, pinned on an idle VM, against ~10 us when the CPU was busy). So poll for the
+	 * stops for a short while before sleeping. */
+	uint64_t spin_end = prs_now_ns() + STOP_SPIN_NS;
+
+	while (any_owed(tg) && !tg->exited && prs_now_ns() < spin_end)
+		if (prs_events_drain(s, true) == 0)
+			__builtin_ia32_pause();
+	for (;;) {
+		uint64_t now;
+
+		prs_events_drain(s, true);
+		now = prs_now_ns();
+		if (now >= deadline || tg->exited || !any_owed(tg))
+			return;
+		if (now >= next_check) {
+			if (!check_late_threads(tg))
+				return;
+			next_check = now + STOP_CHECK_NS;
+		}
+		prs_session_wait_signal(s, (next_check < deadline ? next_check : deadline) - now);
+	}
+}
+
+/* ---- one tick ---- */
+
+struct tick {
+	uint64_t tick_ns;
+	size_t nstop;    /* threads to stop */
+	size_t nnative;  /* threads found asleep where they were stopped (PRS_REUSE_NATIVE) */
+	size_t nheld;    /* threads held stopped for the Python read */
+	uint64_t warm_ns, py_ns;
+};
+
+/* Decides how each thread is sampled this tick: those not running (held, job-control stopped,
+ * new, or owing a stop from an earlier tick) are not interrupted again. */
+static void plan(struct prs_sampler *s, struct prs_target *tg, struct tick *k)
+{
+	for (size_t i = 0; i < tg->thr.n; i++) {
+		struct prs_thr *t = &tg->thr.v[i];
+
+		t->sampled = false;
+		if (t->life == PRS_THR_LATE)
+			t->life = PRS_THR_INTERRUPTED; /* waited for again this tick */
+		t->reuse = PRS_REUSE_NONE;
+		t->check_ns = 0;
+		if (t->life != PRS_THR_RUNNING)
+			continue;
+		prs_reuse_check(s, tg, t, true);
+		k->nstop += t->reuse == PRS_REUSE_NONE;
+		k->nnative += t->reuse == PRS_REUSE_NATIVE;
+	}
+}
+
+static void warm(struct prs_target *tg, struct tick *k)
+{
+	uint64_t w0;
+
+	if (!tg->py || !k->nstop || !tg->last_tick_ns || k->tick_ns - tg->last_tick_ns < PY_WARM_AFTER_NS)
+		return;
+	/* After ms asleep, the first process_vm_readv and the page walks to the target's pages
+	 * cost 10-20 us more than warm (2-vCPU VM, 100 Hz). Pay that before stopping anything:
+	 * the threads stay stopped 30-40 us less per tick. The profiler's cost is about the same,
+	 * and is counted in sample_cost. */
+	w0 = prs_now_ns();
+	prs_py_warm(tg->py);
+	k->warm_ns = prs_now_ns() - w0;
+}
+
+/* Sends PTRACE_INTERRUPT to every running thread to be stopped. Returns how many. */
+static size_t interrupt_all(struct prs_target *tg)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < tg->thr.n; i++) {
+		struct prs_thr *t = &tg->thr.v[i];
+
+		if (t->life != PRS_THR_RUNNING || t->reuse != PRS_REUSE_NONE)
+			continue;
+		t->t_interrupt = prs_now_ns();
+		if (prs_ptrace_interrupt(t->tid) == 0) {
+			t->life = PRS_THR_INTERRUPTED;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* True when no thread of tg can run during the Python read: each is held, job-control stopped,
+ * new (a thread whose first stop has not come yet has not run any code) or asleep where its
+ * kept sample shows it (checked after). */
+static bool all_stopped(const struct prs_target *tg)
+{
+	for (size_t i = 0; i < tg->thr.n; i++) {
+		const struct prs_thr *t = &tg->thr.v[i];
+
+		if (t->life != PRS_THR_HELD && t->life != PRS_THR_GROUP_STOPPED &&
+		    t->life != PRS_THR_NEW && t->reuse == PRS_REUSE_NONE)
+			return false;
+	}
+	return true;
+}
+
+static void read_python(struct prs_sampler *s, struct prs_target *tg, struct tick *k)
+{
+	uint64_t p0;
+
+	for (size_t i = 0; i < tg->thr.n; i++)
+		k->nheld += tg->thr.v[i].life == PRS_THR_HELD;
+	if (!tg->py)
+		return;
+	if (!k->nheld && !k->nnative) {
+		tg->npyt = 0; /* every thread sleeps where its kept sample shows it */
+		return;
+	}
+	/* Every thread that could be stopped is stopped, and the others sleep: read the Python
+	 * frames, then let go. */
+	p0 = prs_now_ns();
+	prs_py_set_stopped(tg->py, all_stopped(tg));
+	prs_target_py_sample(s, tg);
+	k->py_ns = prs_now_ns() - p0;
+	prs_durations_add(&s->d_python, k->py_ns);
+}
+
+/* Lets go of the threads held for the Python read (also if an exec event dropped the
+ * interpreter meanwhile). */
+static void release_held(struct prs_target *tg)
+{
+	for (size_t i = 0; i < tg->thr.n; i++) {
+		struct prs_thr *t = &tg->thr.v[i];
+
+		if (t->life == PRS_THR_HELD) {
+			t->life = PRS_THR_RUNNING;
+			prs_events_resume(t, 0);
+			t->t_cont = prs_now_ns();
+		}
+	}
+}
+
+static void record_all(struct prs_sampler *s, struct prs_target *tg, const struct tick *k)
+{
+	size_t nsampled = 0;
+	uint64_t warm_share;
+
+	for (size_t i = 0; i < tg->thr.n; i++)
+		nsampled += tg->thr.v[i].sampled;
+	warm_share = nsampled ? k->warm_ns / nsampled : 0;
+	for (size_t i = 0; i < tg->thr.n; i++) {
+		struct prs_thr *t = &tg->thr.v[i];
+
+		if (t->sampled) {
+			prs_record_thread(s, tg, t, k->tick_ns, warm_share);
+		} else if (t->reuse == PRS_REUSE_ALL) {
+			prs_reuse_record_all(s, tg, t, k->tick_ns, t->check_ns);
+		} else if (t->reuse == PRS_REUSE_NATIVE) {
+			/* the Python read is in the stop of the held threads; else it is theirs */
+			if (!prs_reuse_record_native(s, tg, t, k->tick_ns,
+						     k->nheld ? 0 : k->py_ns / k->nnative))
+				prs_record_unstopped(s, tg, t, k->tick_ns);
+		} else if (prs_thr_interrupt_owed(t)) {
+			/* Did not stop in time: most likely in uninterruptible sleep. Ask /proc. */
+			prs_record_unstopped(s, tg, t, k->tick_ns);
+		} else if (t->life == PRS_THR_GROUP_STOPPED) {
+			t->state = PRS_STATE_STOPPED;
+			t->syscall = -1;
+			prs_record_thread(s, tg, t, k->tick_ns, warm_share);
+		}
+	}
+}
+
+/* One tick: stop, snapshot and resume every thread (but those asleep since their last sample),
+ * then unwind and record. */
+static void ptrace_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
+{
+	struct tick k = { 0 };
+
+	/* Launch: the unwinder reads the maps of the exec'ed program, so create it once the child
+	 * runs its own image (the first tick after exec). (It fails when the program is exiting, or
+	 * its maps cannot be read yet: the threads are still sampled, their stacks left empty, and
+	 * it is tried again.) */
+	if (!tg->uw && tg->thr.n > 0 && prs_unwinder_new(tg->pid, &tg->uw, NULL) == 0)
+		tg->last_maps_refresh = now_ns;
+	k.tick_ns = prs_now_ns();
+	prs_target_refresh_maps(tg, k.tick_ns);
+	plan(s, tg, &k);
+	warm(tg, &k);
+	tg->last_tick_ns = k.tick_ns;
+	if (interrupt_all(tg) > 0)
+		wait_for_stops(s, tg, k.tick_ns + STOP_WAIT_MAX_NS);
+	read_python(s, tg, &k);
+	release_held(tg);
+	if (tg->py && tg->npyt)
+		prs_target_py_names(s, tg);
+	record_all(s, tg, &k);
+}
+
+/* ---- attaching to a live process ---- */
+
+/* Seizes every thread; threads created by a not-yet-seized thread meanwhile show up in the next
+ * listing, so list again until nothing new appears. */
+static int seize_all(struct prs_target *tg, pid_t *tids, struct prs_err *err)
+{
+	bool added;
+	int n, rc;
+
+	do {
+		added = false;
+		n = prs_task_list(tg->pid, tids, PRS_THR_MAX);
+		if (n < 0)
+			return prs_err_set(err, -ESRCH, "no process with pid %d", (int)tg->pid);
+		for (int i = 0; i < n && i < PRS_THR_MAX; i++) {
+			if (prs_thr_find(&tg->thr, tids[i]))
+				continue;
+			rc = prs_ptrace_seize(tids[i], err);
+			if (rc == -ESRCH)
+				continue; /* exited meanwhile */
+			if (rc == -EPERM) {
+				char why[512];
+
+				return prs_err_set(err, -EPERM, "%s",
+						   prs_explain_eperm(tg->pid, why, sizeof(why)));
+			}
+			if (rc)
+				return rc;
+			tg->seized = true;
+			if (!prs_thr_add(&tg->thr, tids[i]))
+				return prs_err_set(err, -ENOMEM, "too many threads in pid %d",
+						   (int)tg->pid);
+			added = true;
+		}
+	} while (added);
+	return 0;
+}
+
+static int ptrace_attach(struct prs_sampler *s, struct prs_target *tg, struct prs_err *err)
+{
+	pid_t *tids = malloc(PRS_THR_MAX * sizeof(*tids));
+	int rc;
+
+	(void)s;
+	if (!tids)
+		return prs_err_set(err, -ENOMEM, "out of memory");
+	rc = seize_all(tg, tids, err);
+	free(tids);
+	if (rc)
+		return rc;
+	if (tg->thr.n == 0)
+		return prs_err_set(err, -ESRCH, "no process with pid %d", (int)tg->pid);
+	return prs_unwinder_new(tg->pid, &tg->uw, err);
+}
+
+const struct prs_source_ops prs_source_ptrace = {
+	.name = "ptrace",
+	.traces = true,
+	.attach = ptrace_attach,
+	.tick = ptrace_tick,
+};

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How a session gets its first target (the root): a program launched as a traced child, or a
+ * live process attached to. The only code that knows a session starts with one process.
+ */
+#include "pyrsprof/sampler.h"
+
+#include <errno.h>
+
+#include "pyrsprof/ptrace.h"
+#include "pyrsprof/task.h"
+#include "sample/sampler-internal.h"
+#include "util/banned.h"
+
+/* A new session with an empty root target (its pid set later). */
+static int new_with_root(enum prs_sampler_mode mode, const struct prs_sampler_opts *opts,
+			 struct prs_recorder *rec, struct prs_sampler **out, struct prs_err *err)
+{
+	struct prs_sampler *s;
+	struct prs_target *tg;
+	int rc = prs_session_new(mode, opts, rec, &s, err);
+
+	if (rc)
+		return rc;
+	tg = prs_target_new(s, 0);
+	if (!tg || prs_session_add_target(s, tg) != 0) {
+		prs_sampler_free(s);
+		return prs_err_set(err, -ENOMEM, "out of memory");
+	}
+	*out = s;
+	return 0;
+}
+
+static void set_pid(struct prs_target *tg, pid_t pid)
+{
+	tg->pid = pid;
+	tg->thr.pid = pid;
+}
+
+int prs_sampler_launch(char *const argv[], const struct prs_sampler_opts *opts,
+		       struct prs_recorder *rec, struct prs_sampler **out, struct prs_err *err)
+{
+	struct prs_sampler *s;
+	struct prs_target *root;
+	pid_t pid;
+	int rc = new_with_root(PRS_SAMPLE_LAUNCH, opts, rec, &s, err);
+
+	if (rc)
+		return rc;
+	root = s->targets[0];
+	rc = prs_ptrace_launch(argv, s->src->traces, &pid, err);
+	if (rc) {
+		prs_sampler_free(s);
+		return rc;
+	}
+	set_pid(root, pid);
+	root->seized = s->src->traces;
+	/* Seized before its exec, it runs pyrsprof's image until its exec event. */
+	root->own_image = !root->seized;
+	if (!prs_thr_add(&root->thr, pid)) {
+		prs_sampler_free(s);
+		return prs_err_set(err, -ENOMEM, "out of memory");
+	}
+	*out = s;
+	return 0;
+}
+
+int prs_sampler_attach(pid_t pid, const struct prs_sampler_opts *opts, struct prs_recorder *rec,
+		       struct prs_sampler **out, struct prs_err *err)
+{
+	struct prs_sampler *s;
+	struct prs_target *root;
+	int rc;
+
+	if (pid <= 0 || !prs_proc_exists(pid))
+		return prs_err_set(err, -ESRCH, "no process with pid %d", (int)pid);
+	rc = new_with_root(PRS_SAMPLE_ATTACH, opts, rec, &s, err);
+	if (rc)
+		return rc;
+	root = s->targets[0];
+	set_pid(root, pid);
+	root->own_image = true;
+	rc = s->src->attach(s, root, err);
+	if (rc) {
+		prs_sampler_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A target's CPython reader: found (retried while the program starts, found afresh after an
+ * exec), read once per tick into the target's Python threads, and their threading names.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "pyrsprof/python.h"
+#include "pyrsprof/util.h"
+#include "sample/sampler-internal.h"
+#include "util/banned.h"
+
+/* Looking for CPython in a launched program: often at first (the interpreter maps libpython and
+ * initialises _PyRuntime during start-up), then rarely; and again whenever the maps change. */
+#define PY_RETRY_FAST_NS 20000000ull
+#define PY_RETRY_SLOW_NS 1000000000ull
+#define PY_FAST_PERIOD_NS 3000000000ull
+
+/* prs_py_set_keep: a thread recorded from its kept sample this tick is not walked. */
+static bool keep_thread(void *arg, int32_t tid)
+{
+	struct prs_target *tg = arg;
+	struct prs_thr *t = prs_thr_find(&tg->thr, tid);
+
+	return t && t->reuse == PRS_REUSE_ALL;
+}
+
+/* The buffers a reader needs: the target's Python threads, the session's merge buffer. */
+static bool py_buffers(struct prs_sampler *s, struct prs_target *tg)
+{
+	if (!tg->pyt)
+		tg->pyt = calloc(PRS_MAX_PY_THREADS, sizeof(*tg->pyt));
+	if (!s->merged)
+		s->merged = calloc(PRS_MAX_STACK_FRAMES, sizeof(*s->merged));
+	return tg->pyt && s->merged;
+}
+
+void prs_target_try_python(struct prs_sampler *s, struct prs_target *tg, uint64_t now, bool force)
+{
+	struct prs_err err = { 0 };
+	int rc;
+
+	if (tg->py || s->opts.no_python || tg->py_given_up)
+		return;
+	if (!force && now < tg->py_next_try)
+		return;
+	rc = prs_py_open(tg->pid, &s->opts.py, &tg->py, &err);
+	if (rc == 0) {
+		if (!py_buffers(s, tg)) {
+			prs_py_free(tg->py);
+			tg->py = NULL;
+			tg->py_given_up = true;
+			return;
+		}
+		if (!s->opts.read_idle)
+			prs_py_set_keep(tg->py, keep_thread, tg);
+		snprintf(tg->py_info, sizeof(tg->py_info), "CPython %s in %s (layout: %s)",
+			 prs_py_version(tg->py), prs_py_binary(tg->py), prs_py_layout_source(tg->py));
+		prs_profile_meta(s->prof, "python_version", prs_py_version(tg->py));
+		return;
+	}
+	if (rc == -ENOTSUP) {
+		snprintf(tg->py_info, sizeof(tg->py_info), "%s", err.msg);
+		tg->py_given_up = true;
+		return;
+	}
+	if (rc != -ENOENT && err.msg[0])
+		snprintf(tg->py_info, sizeof(tg->py_info), "%s", err.msg);
+	tg->py_next_try = now + (now - s->t0 < PY_FAST_PERIOD_NS ? PY_RETRY_FAST_NS : PY_RETRY_SLOW_NS);
+}
+
+int prs_target_py_sample(struct prs_sampler *s, struct prs_target *tg)
+{
+	int rc = prs_py_sample(tg->py, s->prof, tg->pyt, PRS_MAX_PY_THREADS, &tg->npyt, NULL);
+
+	if (rc != 0)
+		tg->npyt = 0;
+	return rc;
+}
+
+void prs_target_py_names(struct prs_sampler *s, struct prs_target *tg)
+{
+	uint64_t now = prs_now_ns();
+
+	for (int i = 0; i < tg->npyt; i++)
+		tg->pyt[i].name = prs_py_thread_name(tg->py, s->prof, tg->pyt[i].thread_id);
+	if (tg->npyt > 0 && prs_py_names_due(tg->py, now)) {
+		prs_py_read_thread_names(tg->py, s->prof, now);
+		s->st.py_name_reads++;
+		prs_durations_add(&s->d_names, prs_now_ns() - now);
+		for (int i = 0; i < tg->npyt; i++)
+			tg->pyt[i].name = prs_py_thread_name(tg->py, s->prof, tg->pyt[i].thread_id);
+	}
+	for (int i = 0; i < tg->npyt; i++) {
+		const struct prs_py_thread *pt = &tg->pyt[i];
+		struct prs_thr *t = pt->tid > 0 && pt->name ? prs_thr_find(&tg->thr, pt->tid) : NULL;
+
+		if (t && t->py_name_sid != pt->name) {
+			t->py_name_sid = pt->name;
+			prs_thr_record_name(&tg->thr, t, s->prof);
+		}
+	}
+}
+
+const struct prs_py_thread *prs_target_py_thread(const struct prs_target *tg, pid_t tid)
+{
+	for (int i = 0; tg->py && i < tg->npyt; i++)
+		if (tg->pyt[i].tid == tid)
+			return &tg->pyt[i];
+	return NULL;
+}
+
+void prs_target_py_drop(struct prs_target *tg)
+{
+	prs_py_free(tg->py);
+	tg->py = NULL;
+	tg->npyt = 0;
+	tg->py_next_try = 0;
+}
