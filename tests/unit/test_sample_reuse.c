@@ -49,16 +49,26 @@ static bool fake_same_bytes(void *ctx, uint64_t sp, const uint8_t *snap, size_t 
 static const struct prs_schedstat rest = { 123456789, 2000, 42 };
 static uint8_t snap[256];
 
+/* One thread's kept sample, what /proc and memory show now, and the probe over them. */
+struct scene {
+	struct prs_kept k;
+	struct fake f;
+	struct prs_native_probe p;
+	struct prs_schedstat now; /* its schedstat this tick */
+};
+
 /* A thread kept blocked in clock_nanosleep at SP/PC, its unwind having read USED bytes, with
- * /proc and memory showing it unchanged. */
-static void setup(struct prs_kept *k, struct fake *f, struct prs_native_probe *p)
+ * /proc and memory showing it unchanged; at rest (its schedstat unchanged) or not. */
+static void setup(struct scene *sc, bool at_rest)
 {
-	memset(k, 0, sizeof(*k));
-	memset(f, 0, sizeof(*f));
+	struct prs_kept *k = &sc->k;
+	struct fake *f = &sc->f;
+	struct prs_native_probe *p = &sc->p;
+
+	memset(sc, 0, sizeof(*sc));
 	for (size_t i = 0; i < sizeof(snap); i++)
 		snap[i] = (uint8_t)(i * 7 + 3);
 	k->valid = true;
-	k->at_rest = true;
 	k->rest = rest;
 	k->state = PRS_STATE_BLOCKED;
 	k->syscall = NR_CLOCK_NANOSLEEP;
@@ -84,137 +94,116 @@ static void setup(struct prs_kept *k, struct fake *f, struct prs_native_probe *p
 	p->same_bytes = fake_same_bytes;
 	p->ctx = f;
 	p->snap = snap;
+	k->at_rest = at_rest;
+	sc->now = rest;
+}
+
+static enum prs_reuse decide(struct scene *sc)
+{
+	return prs_reuse_decide(&sc->k, &sc->now, &sc->p);
 }
 
 Test(reuse, all_when_schedstat_equals_the_rest)
 {
-	struct prs_kept k;
-	struct fake f;
-	struct prs_native_probe p;
-	struct prs_schedstat now = rest;
+	struct scene sc;
 
-	setup(&k, &f, &p);
-	cr_assert_eq(prs_reuse_decide(&k, &now, &p), PRS_REUSE_ALL);
-	cr_assert_eq(f.sys_calls + f.byte_calls, 0, "one schedstat read decides: nothing else read");
-	cr_assert_eq(prs_reuse_decide(&k, &now, NULL), PRS_REUSE_ALL, "vm mode too");
+	setup(&sc, true);
+	cr_assert_eq(decide(&sc), PRS_REUSE_ALL);
+	cr_assert_eq(sc.f.sys_calls + sc.f.byte_calls, 0, "one schedstat read decides: nothing else read");
+	cr_assert_eq(prs_reuse_decide(&sc.k, &sc.now, NULL), PRS_REUSE_ALL, "vm mode too");
 }
 
 Test(reuse, any_schedstat_change_means_it_ran)
 {
-	struct prs_kept k;
-	struct fake f;
-	struct prs_native_probe p;
+	struct scene sc;
 
-	setup(&k, &f, &p);
 	for (int field = 0; field < 3; field++) {
-		struct prs_schedstat now = rest;
-
+		setup(&sc, true);
 		if (field == 0)
-			now.cpu_ns++;
+			sc.now.cpu_ns++;
 		else if (field == 1)
-			now.wait_ns++;
+			sc.now.wait_ns++;
 		else
-			now.slices++;
-		cr_assert_eq(prs_reuse_decide(&k, &now, NULL), PRS_REUSE_NONE, "field %d", field);
+			sc.now.slices++;
+		cr_assert_eq(prs_reuse_decide(&sc.k, &sc.now, NULL), PRS_REUSE_NONE, "field %d", field);
 		/* in ptrace mode the native check follows, and here finds it unchanged */
-		cr_assert_eq(prs_reuse_decide(&k, &now, &p), PRS_REUSE_NATIVE, "field %d", field);
+		cr_assert_eq(decide(&sc), PRS_REUSE_NATIVE, "field %d", field);
 	}
 }
 
 Test(reuse, not_at_rest_is_never_all)
 {
-	struct prs_kept k;
-	struct fake f;
-	struct prs_native_probe p;
-	struct prs_schedstat now = rest;
+	struct scene sc;
 
-	setup(&k, &f, &p);
-	k.at_rest = false;
-	cr_assert_eq(prs_reuse_decide(&k, &now, NULL), PRS_REUSE_NONE);
-	cr_assert_eq(prs_reuse_decide(&k, &now, &p), PRS_REUSE_NATIVE);
+	setup(&sc, false);
+	cr_assert_eq(prs_reuse_decide(&sc.k, &sc.now, NULL), PRS_REUSE_NONE);
+	cr_assert_eq(decide(&sc), PRS_REUSE_NATIVE);
 }
 
 Test(reuse, native_same_syscall_or_its_restart)
 {
-	struct prs_kept k;
-	struct fake f;
-	struct prs_native_probe p;
-	struct prs_schedstat now = rest;
+	struct scene sc;
 
-	setup(&k, &f, &p);
-	k.at_rest = false;
-	cr_assert_eq(prs_reuse_decide(&k, &now, &p), PRS_REUSE_NATIVE);
-	cr_assert_eq(f.sys_calls, 1);
-	cr_assert_eq(f.byte_calls, 1);
-	f.sys.nr = PRS_SYS_RESTART_SYSCALL;
-	cr_assert_eq(prs_reuse_decide(&k, &now, &p), PRS_REUSE_NATIVE, "the restart of the same call");
-	f.sys.nr = 7; /* poll */
-	cr_assert_eq(prs_reuse_decide(&k, &now, &p), PRS_REUSE_NONE, "another syscall");
+	setup(&sc, false);
+	cr_assert_eq(decide(&sc), PRS_REUSE_NATIVE);
+	cr_assert_eq(sc.f.sys_calls, 1);
+	cr_assert_eq(sc.f.byte_calls, 1);
+	sc.f.sys.nr = PRS_SYS_RESTART_SYSCALL;
+	cr_assert_eq(decide(&sc), PRS_REUSE_NATIVE, "the restart of the same call");
+	sc.f.sys.nr = 7; /* poll */
+	cr_assert_eq(decide(&sc), PRS_REUSE_NONE, "another syscall");
 	/* a call that is not restarted through restart_syscall must show its own number */
-	f.sys.nr = PRS_SYS_RESTART_SYSCALL;
-	k.restart_nr = k.nr;
-	cr_assert_eq(prs_reuse_decide(&k, &now, &p), PRS_REUSE_NONE);
+	sc.f.sys.nr = PRS_SYS_RESTART_SYSCALL;
+	sc.k.restart_nr = sc.k.nr;
+	cr_assert_eq(decide(&sc), PRS_REUSE_NONE);
 }
 
 Test(reuse, native_needs_every_reading_unchanged)
 {
-	struct prs_schedstat now = rest;
+	struct scene sc;
 
 	for (int c = 0; c < 9; c++) {
-		struct prs_kept k;
-		struct fake f;
-		struct prs_native_probe p;
-
-		setup(&k, &f, &p);
-		k.at_rest = false;
+		setup(&sc, false);
 		switch (c) {
-		case 0: f.sys.running = true; break;
-		case 1: f.sys.sp += 8; break;
-		case 2: f.sys.pc += 1; break;
-		case 3: f.mem[USED - 1] ^= 1; break;     /* the last byte the unwind read */
-		case 4: p.gen = 8; break;                /* the maps changed since */
-		case 5: p.maps_ok = false; break;        /* no unwinder, or maps known stale */
-		case 6: f.sys_rc = -3; break;            /* /proc/TID/syscall unreadable (ESRCH) */
-		case 7: k.native = false; break;         /* its last stop kept no native frames */
-		case 8: f.mem_len = USED - 1; break;     /* the stack cannot be read that far now */
+		case 0: sc.f.sys.running = true; break;
+		case 1: sc.f.sys.sp += 8; break;
+		case 2: sc.f.sys.pc += 1; break;
+		case 3: sc.f.mem[USED - 1] ^= 1; break;  /* the last byte the unwind read */
+		case 4: sc.p.gen = 8; break;             /* the maps changed since */
+		case 5: sc.p.maps_ok = false; break;     /* no unwinder, or maps known stale */
+		case 6: sc.f.sys_rc = -3; break;         /* /proc/TID/syscall unreadable (ESRCH) */
+		case 7: sc.k.native = false; break;      /* its last stop kept no native frames */
+		case 8: sc.f.mem_len = USED - 1; break;  /* the stack cannot be read that far now */
 		}
-		cr_assert_eq(prs_reuse_decide(&k, &now, &p), PRS_REUSE_NONE, "case %d", c);
+		cr_assert_eq(decide(&sc), PRS_REUSE_NONE, "case %d", c);
 	}
 }
 
 Test(reuse, bytes_past_what_the_unwind_read_do_not_matter)
 {
-	struct prs_kept k;
-	struct fake f;
-	struct prs_native_probe p;
-	struct prs_schedstat now = rest;
+	struct scene sc;
 
-	setup(&k, &f, &p);
-	k.at_rest = false;
-	f.mem[USED] ^= 0xff;
-	cr_assert_eq(prs_reuse_decide(&k, &now, &p), PRS_REUSE_NATIVE);
+	setup(&sc, false);
+	sc.f.mem[USED] ^= 0xff;
+	cr_assert_eq(decide(&sc), PRS_REUSE_NATIVE);
 }
 
 Test(reuse, readings_are_taken_lazily)
 {
-	struct prs_kept k;
-	struct fake f;
-	struct prs_native_probe p;
-	struct prs_schedstat now = rest;
+	struct scene sc;
 
-	setup(&k, &f, &p);
-	k.at_rest = false;
-	p.gen = 8;
-	cr_assert_eq(prs_reuse_decide(&k, &now, &p), PRS_REUSE_NONE);
-	cr_assert_eq(f.sys_calls + f.byte_calls, 0, "a changed generation needs no /proc read");
-	p.gen = 7;
-	f.sys.pc++;
-	cr_assert_eq(prs_reuse_decide(&k, &now, &p), PRS_REUSE_NONE);
-	cr_assert_eq(f.byte_calls, 0, "another PC needs no memory read");
-	f.sys.pc--;
-	k.used = 0;
-	cr_assert_eq(prs_reuse_decide(&k, &now, &p), PRS_REUSE_NATIVE);
-	cr_assert_eq(f.byte_calls, 0, "an unwind that read no stack byte needs none compared");
+	setup(&sc, false);
+	sc.p.gen = 8;
+	cr_assert_eq(decide(&sc), PRS_REUSE_NONE);
+	cr_assert_eq(sc.f.sys_calls + sc.f.byte_calls, 0, "a changed generation needs no /proc read");
+	sc.p.gen = 7;
+	sc.f.sys.pc++;
+	cr_assert_eq(decide(&sc), PRS_REUSE_NONE);
+	cr_assert_eq(sc.f.byte_calls, 0, "another PC needs no memory read");
+	sc.f.sys.pc--;
+	sc.k.used = 0;
+	cr_assert_eq(decide(&sc), PRS_REUSE_NATIVE);
+	cr_assert_eq(sc.f.byte_calls, 0, "an unwind that read no stack byte needs none compared");
 }
 
 Test(reuse, kept_sample_is_valid_when_blocked)
@@ -258,37 +247,34 @@ static void stopped_regs(struct prs_regs *r, int64_t rax)
 
 Test(reuse, kept_native_from_a_stop_then_found_asleep_there)
 {
-	struct prs_kept k;
-	struct fake f;
-	struct prs_native_probe p;
+	struct scene sc;
 	struct prs_regs regs;
 	struct prs_unwind_info info = { .method = PRS_UNWIND_FAST, .snap_used = USED };
 	uint64_t pcs[3] = { PC, 0x401000, 0x400500 };
 	uint32_t ids[3] = { 11, 12, 13 };
-	struct prs_schedstat now = rest;
 
-	setup(&k, &f, &p);
-	memset(&k, 0, sizeof(k));
-	k.valid = true;
+	setup(&sc, false);
+	memset(&sc.k, 0, sizeof(sc.k));
+	sc.k.valid = true;
 	stopped_regs(&regs, -516); /* -ERESTART_RESTARTBLOCK: resumed as restart_syscall */
-	cr_assert(prs_kept_native(&k, &regs, 4096, pcs, ids, 3, &info, 7));
-	cr_assert(k.native);
-	cr_assert_eq(k.n, 3);
-	cr_assert_arr_eq(k.pcs, pcs, sizeof(pcs));
-	cr_assert_arr_eq(k.ids, ids, sizeof(ids));
-	cr_assert_eq(k.nr, NR_CLOCK_NANOSLEEP);
-	cr_assert_eq(k.restart_nr, PRS_SYS_RESTART_SYSCALL);
-	cr_assert_eq(k.used, USED);
-	f.sys.nr = PRS_SYS_RESTART_SYSCALL;
-	cr_assert_eq(prs_reuse_decide(&k, &now, &p), PRS_REUSE_NATIVE);
+	cr_assert(prs_kept_native(&sc.k, &regs, 4096, pcs, ids, 3, &info, 7));
+	cr_assert(sc.k.native);
+	cr_assert_eq(sc.k.n, 3);
+	cr_assert_arr_eq(sc.k.pcs, pcs, sizeof(pcs));
+	cr_assert_arr_eq(sc.k.ids, ids, sizeof(ids));
+	cr_assert_eq(sc.k.nr, NR_CLOCK_NANOSLEEP);
+	cr_assert_eq(sc.k.restart_nr, PRS_SYS_RESTART_SYSCALL);
+	cr_assert_eq(sc.k.used, USED);
+	sc.f.sys.nr = PRS_SYS_RESTART_SYSCALL;
+	cr_assert_eq(decide(&sc), PRS_REUSE_NATIVE);
 
 	stopped_regs(&regs, -512); /* -ERESTARTSYS: the same call is restarted */
-	cr_assert(prs_kept_native(&k, &regs, 4096, pcs, ids, 3, &info, 7));
-	cr_assert_eq(k.restart_nr, NR_CLOCK_NANOSLEEP);
-	cr_assert_eq(prs_reuse_decide(&k, &now, &p), PRS_REUSE_NONE);
-	f.sys.nr = NR_CLOCK_NANOSLEEP;
-	cr_assert_eq(prs_reuse_decide(&k, &now, &p), PRS_REUSE_NATIVE);
-	prs_kept_release(&k);
+	cr_assert(prs_kept_native(&sc.k, &regs, 4096, pcs, ids, 3, &info, 7));
+	cr_assert_eq(sc.k.restart_nr, NR_CLOCK_NANOSLEEP);
+	cr_assert_eq(decide(&sc), PRS_REUSE_NONE);
+	sc.f.sys.nr = NR_CLOCK_NANOSLEEP;
+	cr_assert_eq(decide(&sc), PRS_REUSE_NATIVE);
+	prs_kept_release(&sc.k);
 }
 
 Test(reuse, native_kept_only_from_an_unwind_of_registers_and_snapshot)
