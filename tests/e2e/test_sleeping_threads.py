@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""Sleeping threads are not read again while they have not moved (src/sample/sampler.c,
-"Sleeping threads"): their last sample is recorded again, or in ptrace mode its native frames with
+"""Sleeping threads are not read again while they have not moved (src/sample/reuse-internal.h):
+their last sample is recorded again, or in ptrace mode its native frames with
 Python frames read now. These tests check that this never shows a thread where it is not:
 
 - waits (C) and waits.py: a thread blocks in wait_a then wait_b in turn (the same syscall, the
