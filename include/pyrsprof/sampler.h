@@ -6,7 +6,7 @@
  * signals through, and detaches leaving the target running.
  *
  * One sampler runs on one thread; nothing here is thread-safe. The caller (src/cli) must block the
- * signals of PRS_SAMPLER_SIGNALS in every thread before prs_sampler_launch/attach: the loop takes
+ * signals of prs_sampler_sigset() in every thread before prs_sampler_launch/attach: the loop takes
  * them with sigtimedwait().
  */
 #ifndef PYRSPROF_SAMPLER_H

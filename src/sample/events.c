@@ -39,7 +39,7 @@ static struct prs_target *owner_of_new(const struct prs_sampler *s, pid_t tid)
 }
 
 /* A thread exited, known (t) or not; when it is a leader, its whole process is gone. */
-static void on_exit(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t, pid_t tid,
+static void on_thread_exit(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t, pid_t tid,
 		    int status)
 {
 	if (t)
@@ -106,7 +106,7 @@ void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tic
 	prs_ptrace_decode(tid, status, &ev);
 	tg = prs_session_thread(s, tid, &t);
 	if (is_exit(&ev)) {
-		on_exit(s, tg, t, tid, status);
+		on_thread_exit(s, tg, t, tid, status);
 		return;
 	}
 	if (!t) {

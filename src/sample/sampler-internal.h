@@ -111,7 +111,7 @@ struct prs_sampler {
 int prs_session_new(enum prs_sampler_mode mode, const struct prs_sampler_opts *opts,
 		    struct prs_recorder *rec, struct prs_sampler **out, struct prs_err *err);
 
-/* Waits up to timeout_ns for a signal of PRS_SAMPLER_SIGNALS, acting on a user signal (not
+/* Waits up to timeout_ns for a signal of prs_sampler_sigset(), acting on a user signal (not
  * SIGCHLD: the caller drains the events). */
 void prs_session_wait_signal(struct prs_sampler *s, uint64_t timeout_ns);
 /* Adds a target (taking ownership). Returns 0 or -ENOMEM (tg is then freed). */
@@ -127,6 +127,8 @@ struct prs_target *prs_session_target(const struct prs_sampler *s, pid_t pid);
 
 /* A new target for process pid (0: set later), with an empty thread table. NULL: out of memory. */
 struct prs_target *prs_target_new(struct prs_sampler *s, pid_t pid);
+/* The process tg is (a launched child is known once forked). */
+void prs_target_set_pid(struct prs_target *tg, pid_t pid);
 /* Frees tg (it must be detached). NULL is fine. */
 void prs_target_free(struct prs_target *tg);
 /* Refreshes the unwinder's maps when they are known to be stale (at most every 100 ms, but at

@@ -31,12 +31,6 @@ static int new_with_root(enum prs_sampler_mode mode, const struct prs_sampler_op
 	return 0;
 }
 
-static void set_pid(struct prs_target *tg, pid_t pid)
-{
-	tg->pid = pid;
-	tg->thr.pid = pid;
-}
-
 int prs_sampler_launch(char *const argv[], const struct prs_sampler_opts *opts,
 		       struct prs_recorder *rec, struct prs_sampler **out, struct prs_err *err)
 {
@@ -53,7 +47,7 @@ int prs_sampler_launch(char *const argv[], const struct prs_sampler_opts *opts,
 		prs_sampler_free(s);
 		return rc;
 	}
-	set_pid(root, pid);
+	prs_target_set_pid(root, pid);
 	root->seized = s->src->traces;
 	/* Seized before its exec, it runs pyrsprof's image until its exec event. */
 	root->own_image = !root->seized;
@@ -78,7 +72,7 @@ int prs_sampler_attach(pid_t pid, const struct prs_sampler_opts *opts, struct pr
 	if (rc)
 		return rc;
 	root = s->targets[0];
-	set_pid(root, pid);
+	prs_target_set_pid(root, pid);
 	root->own_image = true;
 	rc = s->src->attach(s, root, err);
 	if (rc) {

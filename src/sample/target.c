@@ -28,6 +28,12 @@ struct prs_target *prs_target_new(struct prs_sampler *s, pid_t pid)
 	return tg;
 }
 
+void prs_target_set_pid(struct prs_target *tg, pid_t pid)
+{
+	tg->pid = pid;
+	tg->thr.pid = pid;
+}
+
 void prs_target_free(struct prs_target *tg)
 {
 	if (!tg)
