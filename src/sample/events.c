@@ -39,8 +39,8 @@ static struct prs_target *owner_of_new(const struct prs_sampler *s, pid_t tid)
 }
 
 /* A thread exited, known (t) or not; when it is a leader, its whole process is gone. */
-static void on_thread_exit(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t, pid_t tid,
-		    int status)
+static void on_thread_exit(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			   pid_t tid, int status)
 {
 	if (t)
 		prs_thr_remove(&tg->thr, t);

@@ -21,7 +21,8 @@ struct thread_clock {
 
 /* One tick of a thread that used cpu_ns of CPU time since the last one, and was given a CPU
  * `grown` more times between the INTERRUPT and its stop. */
-static enum prs_state tick(struct prs_cpu_balance *b, struct thread_clock *c, int64_t cpu_ns, int grown)
+static enum prs_state tick(struct prs_cpu_balance *b, struct thread_clock *c, int64_t cpu_ns,
+			   int grown)
 {
 	struct prs_schedstat before;
 
