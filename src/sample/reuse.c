@@ -122,6 +122,25 @@ static bool probe_same_bytes(void *ctx, uint64_t sp, const uint8_t *snap, size_t
 	       memcmp(s->cmp, snap, len) == 0;
 }
 
+/* The decision for t, with the native check (ptrace mode) only where its last stop kept native
+ * frames to compare against. */
+static enum prs_reuse decide(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			     bool ptrace_mode)
+{
+	struct probe_ctx ctx = { s, tg, t };
+	struct prs_native_probe probe;
+
+	if (!ptrace_mode || !t->kept.native)
+		return prs_reuse_decide(&t->kept, &t->tick_ss, NULL);
+	probe.maps_ok = tg->uw && !tg->maps_dirty;
+	probe.gen = tg->uw ? prs_unwinder_generation(tg->uw) : 0;
+	probe.syscall = probe_syscall;
+	probe.same_bytes = probe_same_bytes;
+	probe.ctx = &ctx;
+	probe.snap = t->stack;
+	return prs_reuse_decide(&t->kept, &t->tick_ss, &probe);
+}
+
 void prs_reuse_check(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
 		     bool ptrace_mode)
 {
@@ -133,19 +152,8 @@ void prs_reuse_check(struct prs_sampler *s, struct prs_target *tg, struct prs_th
 	t->check_ns = 0;
 	if (ptrace_mode || (reuse_idle && t->kept.valid))
 		t->tick_ss_ok = prs_thr_schedstat(&tg->thr, t, &t->tick_ss) == 0;
-	if (reuse_idle && t->tick_ss_ok && t->kept.valid) {
-		struct probe_ctx ctx = { s, tg, t };
-		struct prs_native_probe probe = {
-			.maps_ok = tg->uw && !tg->maps_dirty,
-			.gen = tg->uw ? prs_unwinder_generation(tg->uw) : 0,
-			.syscall = probe_syscall,
-			.same_bytes = probe_same_bytes,
-			.ctx = &ctx,
-			.snap = t->stack,
-		};
-
-		t->reuse = prs_reuse_decide(&t->kept, &t->tick_ss, ptrace_mode ? &probe : NULL);
-	}
+	if (reuse_idle && t->tick_ss_ok && t->kept.valid)
+		t->reuse = decide(s, tg, t, ptrace_mode);
 	t->check_ns = prs_now_ns() - c0;
 }
 
