@@ -13,7 +13,8 @@
  *
  * The PYRSPROF_PY_* variables of src/cli/pyenv.c apply as they do to pyrsprof.
  *
- * Output of the dump (one thread):
+ * Output of the dump (the GIL's futex word ranges, python.h's prs_py_gil_ranges, then each thread):
+ *   gil words 0x7f3a2d14e6c8-0x7f3a2d14e778
  *   thread 1235 pthread 0x7f3a2c1ff6c0 gil yes frames 3
  *       c (/tmp/t.py:12)
  */
@@ -205,6 +206,13 @@ int main(int argc, char **argv)
 			prs_profile_free(p);
 			return 1;
 		}
+		struct prs_py_range gr[PRS_PY_MAX_GIL_RANGES];
+		int ng = prs_py_gil_ranges(py, gr, PRS_PY_MAX_GIL_RANGES);
+
+		printf("gil words");
+		for (i = 0; i < ng; i++)
+			printf(" 0x%" PRIx64 "-0x%" PRIx64, gr[i].lo, gr[i].hi);
+		printf("%s\n", ng ? "" : " unknown");
 		for (i = 0; i < n; i++) {
 			uint32_t j;
 

@@ -188,6 +188,31 @@ void prs_py_set_keep(struct prs_py *py, bool (*keep)(void *arg, int32_t tid), vo
  */
 void prs_py_warm(struct prs_py *py);
 
+/* ---- the GIL's futex words ---- */
+
+/*
+ * A thread waiting for the GIL sleeps in futex() on a word of the GIL's state: its condition
+ * variable (the waiters' usual word), its mutex, or the switch condition and mutex (FORCE_SWITCHING:
+ * the thread that dropped the GIL waits there until another takes it). These are target address
+ * ranges holding those words: per GIL (3.7+) the struct _gil_runtime_state from its cond to its
+ * end; 3.6 its four static variables. Measured per version in src/python/gil.c.
+ */
+struct prs_py_range {
+	uint64_t lo, hi; /* [lo, hi) in the target */
+};
+
+#define PRS_PY_MAX_GIL_RANGES 8
+
+/*
+ * The ranges known now, into out[0..max): 3.6 from the .symtab (none for a stripped 3.6); 3.7-3.11
+ * the runtime's GIL; 3.12+ the GIL of each interpreter the last walk saw (at open: the first
+ * interpreter's). Returns how many were written (0: GIL waits cannot be told on this target).
+ */
+int prs_py_gil_ranges(const struct prs_py *py, struct prs_py_range *out, int max);
+/* True if uaddr, the futex word a blocked thread sleeps on (futex's first argument), is one of
+ * the GIL's. For the sampling hot path: a scan of at most PRS_PY_MAX_GIL_RANGES ranges. */
+bool prs_py_gil_waits_on(const struct prs_py *py, uint64_t uaddr);
+
 /* ---- merging with a native stack ---- */
 
 /* True if pc is inside the eval loop (_PyEval_EvalFrameDefault and its .cold part when the

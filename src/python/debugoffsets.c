@@ -115,5 +115,11 @@ int prs_py_layout_from_debug_offsets(const uint8_t *dbg, size_t len, const struc
 	L->str_compact_size = L->str_ascii_size + (base->str_compact_size - base->str_ascii_size);
 	L->gil_locked = locked - gil_state;
 	L->gil_last_holder = holder - gil_state;
+	/* the GIL's futex words [cond, end of the struct) are not in the debug offsets: keep their
+	 * distance to locked */
+	if (base->gil_cond >= 0 && base->gil_locked >= 0) {
+		L->gil_cond = L->gil_locked + (base->gil_cond - base->gil_locked);
+		L->gil_size = L->gil_locked + (base->gil_size - base->gil_locked);
+	}
 	return 0;
 }

@@ -3,7 +3,8 @@
  * Finding CPython in a live process: the candidate files are the executable and every mapped
  * libpython*.so (opened through /proc/PID/root so containers work, matched to the maps by inode);
  * their .dynsym and .symtab are read with libelf for the anchors (_PyRuntime 3.7+, interp_head and
- * _PyThreadState_Current 3.6, PyCode_Type, _PyEval_EvalFrameDefault), with the .PyRuntime section
+ * _PyThreadState_Current 3.6, PyCode_Type, _PyEval_EvalFrameDefault, 3.6's GIL statics for
+ * python/gil.c), with the .PyRuntime section
  * (3.10+, survives strip) as a fallback. The version comes from the binary: Py_Version (3.11+),
  * _Py_DebugOffsets.version (3.13+), else the Py_GetVersion() buffer in the target's .data/.bss,
  * checked against the DT_SONAME. Then the layout is chosen (generated row, or the target's
@@ -31,6 +32,8 @@ struct elfinfo {
 	uint64_t str_type, bytes_type, dict_type, long_type, module_type;
 	uint64_t eval, eval_size, eval_cold, eval_cold_size;
 	uint64_t pyruntime_sec, pyruntime_sec_size;
+	uint64_t gil_var[4], gil_var_size[4]; /* 3.6's GIL statics (.symtab): gil_cond, gil_mutex,
+					       * switch_cond, switch_mutex */
 	uint64_t data_lo, data_hi; /* .data .. end of .bss */
 	uint64_t load_vaddr;       /* lowest PT_LOAD p_vaddr, page aligned */
 	uint64_t load_off;         /* its p_offset, page aligned */
@@ -38,10 +41,20 @@ struct elfinfo {
 	bool is_elf;
 };
 
+/* 3.6 keeps its GIL in static variables, named only in the .symtab (python/gil.c). */
+static const char *const gil_vars[4] = { "gil_cond", "gil_mutex", "switch_cond", "switch_mutex" };
+
 static void take_sym(struct elfinfo *ei, const struct prs_py_opts *o, const char *name, const GElf_Sym *s)
 {
+	unsigned g;
+
 	if (s->st_shndx == SHN_UNDEF || !s->st_value)
 		return;
+	for (g = 0; g < 4; g++)
+		if (GELF_ST_TYPE(s->st_info) == STT_OBJECT && !strcmp(name, gil_vars[g])) {
+			ei->gil_var[g] = s->st_value;
+			ei->gil_var_size[g] = s->st_size;
+		}
 	if (o->no_anchor_symbols && (!strcmp(name, "_PyRuntime") || !strcmp(name, "interp_head") ||
 				     (o->no_head_fn && !strcmp(name, "PyInterpreterState_Head"))))
 		return;
@@ -149,7 +162,7 @@ static int read_elf(int fd, const struct prs_py_opts *o, struct elfinfo *ei)
 			if (!gelf_getsym(d, (int)k, &s))
 				break;
 			name = elf_strptr(e, sh.sh_link, s.st_name);
-			if (name && name[0] && (name[0] == '_' || name[0] == 'P' || name[0] == 'i'))
+			if (name && name[0] && strchr("_Pigs", name[0]))
 				take_sym(ei, o, name, &s);
 		}
 	}
@@ -585,6 +598,14 @@ int prs_py_open(pid_t pid, const struct prs_py_opts *opts, struct prs_py **out, 
 			prs_py_free(py);
 			return rc;
 		}
+		if (minor == 6) {
+			unsigned g;
+
+			for (g = 0; g < 4; g++)
+				if (ei.gil_var[g])
+					prs_py_gil_fixed(py, ei.gil_var[g] + bias, ei.gil_var_size[g]);
+		}
+		prs_py_gil_open(py);
 		*out = py;
 		return 0;
 	}

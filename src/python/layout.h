@@ -20,6 +20,8 @@ struct prs_py_layout {
 	int32_t interp_next, interp_tstate_head;
 	int32_t interp_gil_ptr;         /* ceval.gil (a pointer), 3.12+ */
 	int32_t gil_locked, gil_last_holder; /* inside struct _gil_runtime_state */
+	int32_t gil_cond, gil_size;     /* its cond (the first futex word of the struct) and its size:
+					 * waiters sleep in [cond, size), 3.7+ (python/gil.c) */
 	/* PyThreadState */
 	int32_t tstate_size, tstate_next, tstate_interp, tstate_thread_id, tstate_native_thread_id;
 	int32_t tstate_frame;           /* PyFrameObject *, <= 3.10 */

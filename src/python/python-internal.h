@@ -86,6 +86,12 @@ struct prs_py {
 	size_t ncodes_cap, ncodes_used;
 	const struct prs_profile *owner; /* the profile the cached string ids belong to */
 	struct prs_py_stats st;
+	/* the GIL's futex words (gil.c): ranges fixed at open (3.6's statics), then those of the
+	 * interpreters' GILs (3.7+), replaced after each walk by what it saw */
+	struct prs_py_range gil[PRS_PY_MAX_GIL_RANGES];
+	unsigned ngil, ngil_fixed;
+	struct prs_py_range gil_walk[PRS_PY_MAX_GIL_RANGES]; /* the current walk's */
+	unsigned ngil_walk;
 	struct prs_py_names *names; /* threading names (threadnames.c), allocated on first use */
 	struct prs_py_stack raw;    /* prs_py_sample's scratch: one thread's raw stack */
 };
@@ -109,6 +115,18 @@ int prs_py_layout_from_debug_offsets(const uint8_t *dbg, size_t len, const struc
 /* Begins a sample (ending the one open, if any): a new generation of the code cache's validations,
  * and the page cache emptied then loaded with the previous sample's working set. */
 void prs_py_begin(struct prs_py *py);
+
+/* ---- the GIL's futex words (gil.c) ---- */
+
+/* A fixed range (3.6: a static GIL variable of `size` bytes at addr); ignored when full or empty. */
+void prs_py_gil_fixed(struct prs_py *py, uint64_t addr, uint64_t size);
+/* At open, after the anchors are set: the first interpreter's GIL (3.7+), read from the target. */
+void prs_py_gil_open(struct prs_py *py);
+/* A walk begins; it saw an interpreter whose GIL state is at gil (0: none); it ended whole (the
+ * ranges seen replace the last walk's, when it saw any). */
+void prs_py_gil_walk_begin(struct prs_py *py);
+void prs_py_gil_walk_seen(struct prs_py *py, uint64_t gil);
+void prs_py_gil_walk_end(struct prs_py *py);
 
 /* Frees the thread-name cache (threadnames.c); called by prs_py_free. */
 void prs_py_names_free(struct prs_py *py);

@@ -229,11 +229,13 @@ static int walk_all(struct prs_py *py, struct prs_py_stack *stacks, struct prs_p
 	if (rc)
 		return prs_err_set(err, -EINVAL, "pid %d: no interpreter state (exiting or not started)", py->pid);
 	it.read_errors = 0;
+	prs_py_gil_walk_begin(py);
 	for (;;) {
 		struct prs_py_stack *st = p || nt >= max ? &py->raw : &stacks[nt];
 
 		if (prs_pywalk_next(&py->walk, &py->cr, &it, st) <= 0)
 			break;
+		prs_py_gil_walk_seen(py, it.gil);
 		if (nt >= max) {
 			py->st.truncated++;
 			continue;
@@ -248,6 +250,7 @@ static int walk_all(struct prs_py *py, struct prs_py_stack *stacks, struct prs_p
 	}
 	py->st.read_errors += it.read_errors;
 	py->st.cycles += it.cycles;
+	prs_py_gil_walk_end(py);
 	*n = nt;
 	return 0;
 }

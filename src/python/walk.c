@@ -47,7 +47,7 @@ static void enter_interp(const struct prs_pywalk *w, const struct prs_memreader 
 	uint64_t gil = 0, interp = it->interp;
 	int32_t lk = 0;
 
-	it->tstate = it->next_interp = it->holder = 0;
+	it->tstate = it->next_interp = it->holder = it->gil = 0;
 	it->locked = false;
 	it->nth = 0;
 	if (!plausible_ptr(interp) || rd(mr, interp + (uint64_t)L->interp_tstate_head, &it->tstate, 8) ||
@@ -65,6 +65,7 @@ static void enter_interp(const struct prs_pywalk *w, const struct prs_memreader 
 	if (gil && plausible_ptr(gil) && L->gil_locked >= 0 && !rd(mr, gil + (uint64_t)L->gil_locked, &lk, 4) &&
 	    !rd(mr, gil + (uint64_t)L->gil_last_holder, &it->holder, 8)) {
 		it->locked = lk == 1;
+		it->gil = gil;
 	} else if (w->tstate_current_var && !rd(mr, w->tstate_current_var, &it->holder, 8)) {
 		it->locked = it->holder != 0; /* 3.6: _PyThreadState_Current is NULL while released */
 	} else {

@@ -73,6 +73,8 @@ struct prs_pywalk {
 struct prs_pywalk_iter {
 	uint64_t interp, next_interp, tstate; /* tstate: the next thread state to read (0: list end) */
 	uint64_t holder;                      /* the GIL's last holder in this interpreter */
+	uint64_t gil;                         /* this interpreter's struct _gil_runtime_state (3.7+;
+					       * 0: unknown) */
 	bool locked, done;
 	unsigned ninterp, nth;
 	uint64_t recent[PRS_PYWALK_RECENT];   /* thread states read lately (loops) */

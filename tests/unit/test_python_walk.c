@@ -390,7 +390,7 @@ Test(python_debug_offsets, measured_3_13_image)
 	SAME(code_name); SAME(code_filename); SAME(code_qualname); SAME(code_linetable);
 	SAME(code_firstlineno); SAME(code_adaptive); SAME(code_firsttraceable); SAME(ob_type);
 	SAME(tp_name); SAME(ob_size); SAME(bytes_sval); SAME(str_state); SAME(str_length);
-	SAME(str_ascii_size); SAME(str_compact_size); SAME(code_version);
+	SAME(str_ascii_size); SAME(str_compact_size); SAME(code_version); SAME(gil_cond); SAME(gil_size);
 	/* co_version is not in the debug offsets: from a base row of another minor it is not trusted */
 	{
 		struct prs_py_layout other = *row;

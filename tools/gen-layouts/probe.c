@@ -137,8 +137,12 @@ int main(int argc, char **argv)
 #if PY_VERSION_HEX >= 0x03070000
 	P(gil_locked, offsetof(struct _gil_runtime_state, locked));
 	P(gil_last_holder, offsetof(struct _gil_runtime_state, last_holder));
+	/* the futex words GIL waiters sleep on lie in [cond, end of the struct): cond, mutex,
+	 * switch_cond, switch_mutex (src/python/gil.c) */
+	P(gil_cond, offsetof(struct _gil_runtime_state, cond));
+	P(gil_size, sizeof(struct _gil_runtime_state));
 #else
-	NONE(gil_locked); NONE(gil_last_holder);
+	NONE(gil_locked); NONE(gil_last_holder); NONE(gil_cond); NONE(gil_size);
 #endif
 
 	/* ---- thread state ---- */
