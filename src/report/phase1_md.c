@@ -165,20 +165,32 @@ static void budget_md(FILE *f, const struct prs_facts *fa)
 		if (b->f[r] > 0.0005 || r == PRS_R_CPU)
 			fprintf(f, "| %s | %.1f %% | %.2f |\n", prs_reason_label(r), pct(b->f[r]), b->f[r] * b->T);
 	fprintf(f, "\nCores used: %.2f of %u CPUs (0: unknown).\n\n| thread | name | active | Python | on-CPU | waiting "
-		"for a CPU | IO | GIL | lock | sleep | other |\n| ---: | --- | --- | --- | ---: | ---: | "
-		"---: | ---: | ---: | ---: | ---: |\n", b->U, fa->ncpus);
+		"for a CPU | IO | GIL wait | lock | sleep | other | holds the GIL |\n| ---: | --- | --- | --- | ---: | "
+		"---: | ---: | ---: | ---: | ---: | ---: | ---: |\n", b->U, fa->ncpus);
 	for (size_t i = 0; i < fa->nthreads && i < 64; i++) {
 		const struct prs_thread_facts *t = &fa->threads[i];
 		double w = t->wall_s > 0 ? t->wall_s : 1;
 		double io = t->t[PRS_R_IO_DISK] + t->t[PRS_R_IO_NET] + t->t[PRS_R_PAGING];
 		double other = t->t[PRS_R_CHILD] + t->t[PRS_R_OTHER] + t->t[PRS_R_UNSEEN];
+		char gil_wait[32];
+
+		/* a Python thread's GIL waits are told from its lock waits only when the sampler
+		 * measured them (else they count as lock waits) */
+		if (fa->gil_measured || !t->python)
+			snprintf(gil_wait, sizeof(gil_wait), "%.0f %%", pct(t->t[PRS_R_GIL] / w));
+		else
+			snprintf(gil_wait, sizeof(gil_wait), "not measured");
 
 		fprintf(f, "| %d | ", t->tid);
 		text(f, t->name);
-		fprintf(f, " | %s | %s | %.0f %% | %.0f %% | %.0f %% | %.0f %% | %.0f %% | %.0f %% | %.0f %% |\n",
+		fprintf(f, " | %s | %s | %.0f %% | %.0f %% | %.0f %% | %s | %.0f %% | %.0f %% | %.0f %% | ",
 			t->idle ? "idle" : "yes", t->python ? "yes" : "", pct(t->t[PRS_R_CPU] / w),
-			pct(t->t[PRS_R_RUNQ] / w), pct(io / w), pct(t->t[PRS_R_GIL] / w),
-			pct(t->t[PRS_R_LOCK] / w), pct(t->t[PRS_R_SLEEP] / w), pct(other / w));
+			pct(t->t[PRS_R_RUNQ] / w), pct(io / w), gil_wait, pct(t->t[PRS_R_LOCK] / w),
+			pct(t->t[PRS_R_SLEEP] / w), pct(other / w));
+		if (t->python && t->samples > 0)
+			fprintf(f, "%.0f %% |\n", pct(t->gil_hold / t->samples));
+		else
+			fputs("|\n", f);
 	}
 	if (fa->nthreads > 64)
 		fprintf(f, "\n%zu more threads in phase1.json.\n", fa->nthreads - 64);

@@ -258,6 +258,102 @@ Test(report, phase1_json_fields)
 	prs_profile_free(p);
 }
 
+/*
+ * Two Python threads taking turns on the GIL, 100 ticks at 100 Hz: "a" holds it 60 ticks and waits
+ * for it 40 (futex on the GIL's word, flagged by the sampler), "b" holds it 40 and waits 60; the
+ * GIL's address confirmed by a WAIT_ADDR record.
+ */
+static struct prs_profile *gil_profile(bool measured)
+{
+	struct prs_profile *p = prs_profile_new();
+	uint32_t fa = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "spin"), S(p, "gil.py"), 7);
+	uint32_t st = prs_profile_stack(p, 0, fa);
+	struct prs_acct a;
+
+	prs_profile_meta(p, "duration_s", "1");
+	prs_profile_meta(p, "rate_hz", "100");
+	prs_profile_meta(p, "command", "python gil.py");
+	if (measured)
+		prs_profile_meta(p, "gil_wait", "1");
+	prs_profile_thread(p, 11, S(p, "a"));
+	prs_profile_thread(p, 12, S(p, "b"));
+	for (int i = 0; i < 100; i++)
+		for (int tid = 11; tid <= 12; tid++) {
+			bool holds = tid == 11 ? i < 60 : i >= 60;
+			struct prs_sample smp = {
+				.time_ns = (uint64_t)i * 10000000, .tid = tid, .stack = st, .weight = 1,
+				.state = holds ? PRS_STATE_RUNNING : PRS_STATE_BLOCKED,
+				.syscall = (int16_t)(holds ? -1 : SYS_futex),
+				.flags = holds ? PRS_SAMPLE_GIL : measured ? PRS_SAMPLE_GIL_WAIT : 0,
+			};
+
+			prs_profile_sample(p, &smp);
+		}
+	for (int tid = 11; measured && tid <= 12; tid++) {
+		prs_acct_init(&a, PRS_ACCT_WAIT_ADDR, PRS_PHASE_END, tid);
+		prs_acct_set(&a, PRS_WAIT_UADDR, 0x7f0000001048);
+		prs_acct_set(&a, PRS_WAIT_SAMPLES, tid == 11 ? 40 : 60);
+		prs_acct_set(&a, PRS_WAIT_FLAGS, PRS_WAIT_F_GIL);
+		prs_acct_store(p, &a);
+	}
+	p->complete = true;
+	return p;
+}
+
+Test(report, gil_hold_and_wait_per_thread)
+{
+	struct prs_profile *p = gil_profile(true);
+	struct prs_phase4_top top;
+	json_t *j, *th, *v;
+	char path[128], md[16384];
+	FILE *f;
+	size_t n;
+
+	write_reports(p, &top);
+	j = load("phase1.json");
+	cr_assert(json_is_true(json_object_get(json_object_get(j, "time_budget"), "gil_measured")));
+	th = json_object_get(json_object_get(j, "time_budget"), "threads");
+	cr_assert_eq(json_array_size(th), 2);
+	for (size_t i = 0; i < 2; i++) {
+		json_t *t = json_array_get(th, i), *g = json_object_get(t, "gil");
+		bool is_a = json_integer_value(json_object_get(t, "tid")) == 11;
+
+		cr_assert_float_eq(json_number_value(json_object_get(g, "hold_share")), is_a ? 0.6 : 0.4, 1e-9);
+		cr_assert_float_eq(json_number_value(json_object_get(g, "wait_share")), is_a ? 0.4 : 0.6, 1e-9);
+		cr_assert_float_eq(json_number_value(json_object_get(json_object_get(t, "shares"), "gil")),
+				   is_a ? 0.4 : 0.6, 1e-9);
+		cr_assert_float_eq(json_number_value(json_object_get(json_object_get(t, "shares"), "lock")), 0, 1e-9);
+	}
+	v = json_object_get(j, "verdict");
+	cr_assert_str_eq(json_string_value(json_object_get(v, "id")), "gil");
+	cr_assert_str_eq(json_string_value(json_object_get(v, "confidence")), "high");
+	cr_assert(strstr(json_string_value(json_object_get(v, "detail")), "confirmed"));
+	json_decref(j);
+	snprintf(path, sizeof(path), "%s/phase1.md", dir);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	n = fread(md, 1, sizeof(md) - 1, f);
+	md[n] = '\0';
+	fclose(f);
+	/* on-CPU, waiting for a CPU, IO, GIL wait, lock, sleep, other, holds the GIL */
+	cr_assert(strstr(md, "| 11 | a | yes | yes | 60 % | 0 % | 0 % | 40 % | 0 % | 0 % | 0 % | 60 % |\n"), "%s", md);
+	cr_assert(strstr(md, "| 12 | b | yes | yes | 40 % | 0 % | 0 % | 60 % | 0 % | 0 % | 0 % | 40 % |\n"), "%s", md);
+	cleanup();
+	prs_profile_free(p);
+	/* without the sampler's GIL flags, a Python thread's GIL wait is not measured */
+	p = gil_profile(false);
+	write_reports(p, &top);
+	snprintf(path, sizeof(path), "%s/phase1.md", dir);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	n = fread(md, 1, sizeof(md) - 1, f);
+	md[n] = '\0';
+	fclose(f);
+	cr_assert(strstr(md, "| 11 | a | yes | yes | 60 % | 0 % | 0 % | not measured | 40 % | 0 % | 0 % | 60 % |\n"), "%s", md);
+	cleanup();
+	prs_profile_free(p);
+}
+
 Test(report, phase4_json_and_stop_hint)
 {
 	struct prs_profile *p = hot_profile();
