@@ -125,6 +125,20 @@ bool prs_sampler_python(const struct prs_sampler *s, char *buf, size_t size);
 /* The Python threads read at the last tick (GIL holder, names). Borrowed; *n may be 0. */
 const struct prs_py_thread *prs_sampler_python_threads(const struct prs_sampler *s, int *n);
 
+/* A futex word a thread was sampled blocked on (futex's first argument), and in how many samples. */
+struct prs_wait_addr {
+	int32_t tid;
+	uint64_t uaddr;
+	uint64_t samples;
+	bool gil; /* the word is the GIL's (prs_py_gil_waits_on): those samples carry PRS_SAMPLE_GIL_WAIT */
+};
+
+/*
+ * Every (thread, futex word) the samples found a thread blocked on, in order of first sight:
+ * *n entries, borrowed until prs_sampler_free. For the WAIT_ADDR records of a recording.
+ */
+const struct prs_wait_addr *prs_sampler_wait_addrs(const struct prs_sampler *s, size_t *n);
+
 /* Fills stats (durations summarised). */
 void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats *stats);
 

@@ -132,6 +132,24 @@ static void note(struct prs_profile *p, const char *what, int e, const char *why
 	store(p, &a);
 }
 
+void cli_collect_waits(struct cli_collect *c, struct prs_profile *p, const struct prs_sampler *s)
+{
+	const struct prs_wait_addr *w;
+	struct prs_acct a;
+	size_t n;
+
+	if (!c)
+		return;
+	w = prs_sampler_wait_addrs(s, &n);
+	for (size_t i = 0; i < n; i++) {
+		prs_acct_init(&a, PRS_ACCT_WAIT_ADDR, PRS_PHASE_END, w[i].tid);
+		prs_acct_set(&a, PRS_WAIT_UADDR, w[i].uaddr);
+		prs_acct_set(&a, PRS_WAIT_SAMPLES, w[i].samples);
+		prs_acct_set(&a, PRS_WAIT_FLAGS, w[i].gil ? PRS_WAIT_F_GIL : 0);
+		store(p, &a);
+	}
+}
+
 /* The machine (with the calibration when cached) as the counters see it. */
 static void machine(struct cli_collect *c, struct prs_profile *p)
 {

@@ -46,6 +46,9 @@ void cli_collect_start(struct cli_collect *c, pid_t pid, struct prs_profile *p);
 /* When sampling ended: the END and EXIT snapshots and the counter readings into p. reaped: the
  * target was pyrsprof's child and has been reaped (its rusage is known). */
 void cli_collect_end(struct cli_collect *c, struct prs_profile *p, bool reaped);
+/* When sampling ended: a WAIT_ADDR record per (thread, futex word) the samples found a thread
+ * blocked on (prs_sampler_wait_addrs), flagged PRS_WAIT_F_GIL for the GIL's words. */
+void cli_collect_waits(struct cli_collect *c, struct prs_profile *p, const struct prs_sampler *s);
 void cli_collect_free(struct cli_collect *c);
 
 /*

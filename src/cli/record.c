@@ -287,6 +287,7 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 	add_meta_num(p, "ticks", (double)st.ticks);
 	add_meta_num(p, "missed_ticks", (double)st.missed_ticks);
 	add_meta_num(p, "read_errors", (double)st.read_errors);
+	cli_collect_waits(col, p, s);
 	/* a launched target that exited was reaped by us: its rusage is known */
 	cli_collect_end(col, p, prs_sampler_target_exited(s) && (mode = prs_profile_meta_get(p, "mode")) &&
 				     strcmp(mode, "run") == 0);

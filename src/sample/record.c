@@ -11,6 +11,18 @@
 #include "sample/sampler-internal.h"
 #include "util/banned.h"
 
+/* True when t's sample smp is blocked in futex on t->wait_addr. */
+static bool futex_wait(const struct prs_thr *t, const struct prs_sample *smp)
+{
+	return smp->state == PRS_STATE_BLOCKED && smp->syscall == PRS_SYS_FUTEX && t->wait_addr;
+}
+
+void prs_record_count_wait(struct prs_sampler *s, const struct prs_thr *t, const struct prs_sample *smp)
+{
+	if (futex_wait(t, smp))
+		prs_waits_add(&s->waits, t->tid, t->wait_addr, (smp->flags & PRS_SAMPLE_GIL_WAIT) != 0);
+}
+
 void prs_record_stack(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
 		      uint64_t tick_ns, const uint64_t *pcs, const uint32_t *ids, int n,
 		      const struct prs_py_thread *pt, struct prs_sample *smp)
@@ -35,6 +47,10 @@ void prs_record_stack(struct prs_sampler *s, struct prs_target *tg, struct prs_t
 	smp->tid = t->tid;
 	smp->stack = stack;
 	smp->weight = 1;
+	/* blocked in futex on one of the GIL's words: waiting for the GIL, not for a lock */
+	if (futex_wait(t, smp) && tg->py && prs_py_gil_waits_on(tg->py, t->wait_addr))
+		smp->flags |= PRS_SAMPLE_GIL_WAIT;
+	prs_record_count_wait(s, t, smp);
 	prs_profile_sample(s->prof, smp);
 	s->st.thread_samples++;
 	prs_kept_sample(&t->kept, smp);
@@ -96,6 +112,7 @@ void prs_record_unstopped(struct prs_sampler *s, struct prs_target *tg, struct p
 	s->st.not_stopped++;
 	t->state = prs_thr_letter_state(&tg->thr, t);
 	t->syscall = prs_thr_syscall(&tg->thr, t, &sys) == 0 && !sys.running ? sys.nr : -1;
+	t->wait_addr = t->syscall == PRS_SYS_FUTEX ? sys.args[0] : 0;
 	t->sampled = false;
 	prs_record_thread(s, tg, t, tick_ns, 0);
 }

@@ -15,9 +15,10 @@
  *   the memory read; ptrace mode: before the checks below), so a run in between shows.
  * - PRS_REUSE_NATIVE (ptrace mode): it ran since (our own stop makes it run: it leaves the stop
  *   and re-enters its syscall; or it woke and came back), but /proc/TID/syscall finds it asleep
- *   in the same syscall (or its restart) with the same RSP and RIP as when it was stopped, and
- *   the stack bytes the unwind read then are still the same: so the same unwind would give the
- *   same native frames (unwind.h, snap_used). They are merged with its Python frames read this
+ *   in the same syscall (or its restart) with the same first argument (a futex's word: GIL or
+ *   lock) and the same RSP and RIP as when it was stopped, and the stack bytes the unwind read
+ *   then are still the same: so the same unwind would give the same native frames (unwind.h,
+ *   snap_used). They are merged with its Python frames read this
  *   tick. Its schedstat must not move from before these checks to after the Python read (it is
  *   then at rest there); if it did, it is recorded like a thread that did not stop in time.
  * Anything else is stopped and read as usual. struct prs_sampler_opts.read_idle turns this off
@@ -41,6 +42,7 @@
 #include "pyrsprof/unwind.h"
 
 #define PRS_SYS_RESTART_SYSCALL 219 /* x86_64 restart_syscall */
+#define PRS_SYS_FUTEX 202           /* x86_64 futex: its word says a GIL wait from a lock wait */
 
 /* What a thread's last sample leaves for the next ticks while the thread sleeps. */
 struct prs_kept {
@@ -59,6 +61,8 @@ struct prs_kept {
 				 * buffer still holds it */
 	uint64_t sp, pc, gen;   /* RSP and RIP at the stop; the unwinder's maps generation */
 	int nr, restart_nr;     /* the syscall at the stop, and as /proc shows its restarted call */
+	uint64_t arg0;          /* its first argument (RDI): a futex's word, which says whether it
+				 * waits for the GIL or a lock */
 };
 
 /* How a thread is sampled this tick. */

@@ -23,8 +23,8 @@ bool prs_same_schedstat(const struct prs_schedstat *a, const struct prs_schedsta
 
 /*
  * A sleeping thread's stack as /proc and its memory show it now, against its last stop: asleep
- * in the same syscall with the same RSP and RIP, the same stack bytes under what the unwind read,
- * and the unwinder's maps unchanged.
+ * in the same syscall with the same first argument, RSP and RIP, the same stack bytes under what
+ * the unwind read, and the unwinder's maps unchanged.
  */
 static bool native_unchanged(const struct prs_kept *k, const struct prs_native_probe *p)
 {
@@ -33,7 +33,7 @@ static bool native_unchanged(const struct prs_kept *k, const struct prs_native_p
 	if (!k->native || !p->maps_ok || p->gen != k->gen)
 		return false;
 	if (p->syscall(p->ctx, &sys) != 0 || sys.running || sys.sp != k->sp || sys.pc != k->pc ||
-	    (sys.nr != k->nr && sys.nr != k->restart_nr))
+	    (sys.nr != k->nr && sys.nr != k->restart_nr) || sys.args[0] != k->arg0)
 		return false;
 	if (!k->used)
 		return true;
@@ -82,6 +82,9 @@ bool prs_kept_native(struct prs_kept *k, const struct prs_regs *regs, size_t sna
 	k->pc = regs->r[PRS_REG_RIP];
 	k->gen = gen;
 	k->nr = (int)regs->orig_rax;
+	/* a restarted call keeps the registers it was entered with but RAX: /proc shows the same
+	 * first argument (measured on futex waits restarted as restart_syscall) */
+	k->arg0 = regs->r[PRS_REG_RDI];
 	/* how the kernel restarts the call once we let it go (see prs_state_from_regs) */
 	k->restart_nr = (int64_t)regs->r[PRS_REG_RAX] == -516 /* -ERESTART_RESTARTBLOCK */
 				? PRS_SYS_RESTART_SYSCALL : k->nr;
@@ -171,6 +174,7 @@ void prs_reuse_record_all(struct prs_sampler *s, struct prs_target *tg, struct p
 	smp.stack = t->kept.stack;
 	smp.flags = t->kept.flags;
 	smp.weight = 1;
+	prs_record_count_wait(s, t, &smp); /* its word has not changed: the thread has not run */
 	prs_profile_sample(s->prof, &smp);
 	s->st.thread_samples++;
 	s->st.reused_samples++;
@@ -192,6 +196,7 @@ bool prs_reuse_record_native(struct prs_sampler *s, struct prs_target *tg, struc
 	memset(&smp, 0, sizeof(smp));
 	smp.state = t->kept.state;
 	smp.syscall = t->kept.syscall;
+	t->wait_addr = smp.syscall == PRS_SYS_FUTEX ? t->kept.arg0 : 0; /* checked by the decision */
 	prs_record_stack(s, tg, t, tick_ns, t->kept.pcs, t->kept.ids, t->kept.n,
 			 prs_target_py_thread(tg, t->tid), &smp);
 	t->kept.at_rest = true;

@@ -28,6 +28,7 @@
 #include "pyrsprof/unwind.h"
 #include "sample/durations-internal.h"
 #include "sample/threads-internal.h"
+#include "sample/waits-internal.h"
 
 #define PRS_MAX_PY_THREADS 256 /* Python threads read per tick and target */
 
@@ -103,6 +104,8 @@ struct prs_sampler {
 	unsigned rng;           /* the ticks' jitter */
 	struct prs_sampler_stats st;
 	struct prs_durations d_cost, d_stop, d_unwind, d_python, d_names;
+	struct prs_waits waits; /* the futex words threads were sampled blocked on */
+	bool gil_meta;          /* meta gil_wait=1 written: GIL waits are told from lock waits */
 };
 
 /* ---- session.c ---- */
@@ -185,6 +188,8 @@ void prs_ptrace_take_sample(struct prs_sampler *s, struct prs_target *tg, struct
 void prs_record_stack(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
 		      uint64_t tick_ns, const uint64_t *pcs, const uint32_t *ids, int n,
 		      const struct prs_py_thread *pt, struct prs_sample *smp);
+/* Counts the futex word of t's sample smp (the WAIT_ADDR records), if it waits on one. */
+void prs_record_count_wait(struct prs_sampler *s, const struct prs_thr *t, const struct prs_sample *smp);
 /* Records t from its snapshot, if it has one (unwound now; extra_ns: its share of the tick's
  * costs outside its own stop), else from t->state alone; merged with its Python frames. */
 void prs_record_thread(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,

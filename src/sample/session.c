@@ -112,6 +112,7 @@ void prs_sampler_free(struct prs_sampler *s)
 	prs_durations_release(&s->d_unwind);
 	prs_durations_release(&s->d_python);
 	prs_durations_release(&s->d_names);
+	prs_waits_release(&s->waits);
 	free(s);
 }
 
@@ -389,6 +390,12 @@ const struct prs_py_thread *prs_sampler_python_threads(const struct prs_sampler 
 
 	*n = root->py ? root->npyt : 0;
 	return root->pyt;
+}
+
+const struct prs_wait_addr *prs_sampler_wait_addrs(const struct prs_sampler *s, size_t *n)
+{
+	*n = s->waits.n;
+	return s->waits.v;
 }
 
 pid_t prs_sampler_pid(const struct prs_sampler *s)

@@ -62,6 +62,8 @@ static void state_from_regs(struct prs_sampler *s, struct prs_target *tg, struct
 	    t->blocked_in >= 0)
 		t->syscall = t->blocked_in;
 	t->blocked_in = t->state == PRS_STATE_BLOCKED ? t->syscall : -1;
+	/* futex's word is its first argument, in RDI; a wait restarted as restart_syscall keeps it */
+	t->wait_addr = t->syscall == PRS_SYS_FUTEX ? t->regs.r[PRS_REG_RDI] : 0;
 	if (t->state == PRS_STATE_RUNNING)
 		t->state = cpu_or_runqueue(s, tg, t);
 	else
@@ -298,6 +300,7 @@ static void record_all(struct prs_sampler *s, struct prs_target *tg, const struc
 		} else if (t->life == PRS_THR_GROUP_STOPPED) {
 			t->state = PRS_STATE_STOPPED;
 			t->syscall = -1;
+			t->wait_addr = 0;
 			prs_record_thread(s, tg, t, k->tick_ns, warm_share);
 		}
 	}

@@ -29,6 +29,7 @@ static enum prs_state vm_state(struct prs_target *tg, struct prs_thr *t, int *sy
 	struct prs_task_sys sys;
 
 	*syscall = -1;
+	t->wait_addr = 0;
 	if (prs_thr_syscall(&tg->thr, t, &sys) == 0) {
 		if (sys.running)
 			return PRS_STATE_RUNNING;
@@ -36,6 +37,7 @@ static enum prs_state vm_state(struct prs_target *tg, struct prs_thr *t, int *sy
 			*syscall = sys.nr == PRS_SYS_RESTART_SYSCALL && t->blocked_in >= 0 ? t->blocked_in
 											 : sys.nr;
 			t->blocked_in = *syscall;
+			t->wait_addr = *syscall == PRS_SYS_FUTEX ? sys.args[0] : 0;
 			return PRS_STATE_BLOCKED;
 		}
 	}

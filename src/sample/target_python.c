@@ -71,12 +71,27 @@ void prs_target_try_python(struct prs_sampler *s, struct prs_target *tg, uint64_
 	tg->py_next_try = now + (now - s->t0 < PY_FAST_PERIOD_NS ? PY_RETRY_FAST_NS : PY_RETRY_SLOW_NS);
 }
 
+/*
+ * Once the reader knows the GIL's words (3.12+: once an interpreter has its GIL), the profile
+ * says GIL waits are measured: a futex wait not on them is a lock wait (docs/classify.md §6).
+ */
+static void note_gil_known(struct prs_sampler *s, struct prs_target *tg)
+{
+	struct prs_py_range r[PRS_PY_MAX_GIL_RANGES];
+
+	if (!s->gil_meta && prs_py_gil_ranges(tg->py, r, PRS_PY_MAX_GIL_RANGES) > 0) {
+		prs_profile_meta(s->prof, "gil_wait", "1");
+		s->gil_meta = true;
+	}
+}
+
 int prs_target_py_sample(struct prs_sampler *s, struct prs_target *tg)
 {
 	int rc = prs_py_sample(tg->py, s->prof, tg->pyt, PRS_MAX_PY_THREADS, &tg->npyt, NULL);
 
 	if (rc != 0)
 		tg->npyt = 0;
+	note_gil_known(s, tg);
 	return rc;
 }
 

@@ -46,6 +46,7 @@ struct prs_thr {
 	enum prs_state state;   /* of this tick's sample, and its syscall */
 	int syscall;
 	int blocked_in;         /* the syscall of the last blocked sample, -1 after a running one */
+	uint64_t wait_addr;     /* blocked in futex: the word it sleeps on (futex's first argument) */
 	int schedstat_fd;       /* /proc/PID/task/TID/schedstat, kept open (-1: not open) */
 	int stat_fd;            /* /proc/PID/task/TID/stat, kept open (-1: not open) */
 	int syscall_fd;         /* /proc/PID/task/TID/syscall, kept open (-1: not open) */

@@ -2,8 +2,8 @@
 /*
  * The sleeping-thread reuse decisions (src/sample/reuse.c), on made-up readings: PRS_REUSE_ALL
  * when the schedstat equals the at-rest one; PRS_REUSE_NATIVE when /proc/TID/syscall shows the
- * same syscall (or its restart) at the same SP and PC over unchanged stack bytes and an unchanged
- * unwinder generation; otherwise the thread is read. And what a stop leaves to be kept.
+ * same syscall (or its restart) with the same first argument at the same SP and PC over unchanged
+ * stack bytes and an unchanged unwinder generation; otherwise the thread is read. And what a stop leaves to be kept.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -162,7 +162,7 @@ Test(reuse, native_needs_every_reading_unchanged)
 {
 	struct scene sc;
 
-	for (int c = 0; c < 9; c++) {
+	for (int c = 0; c < 10; c++) {
 		setup(&sc, false);
 		switch (c) {
 		case 0: sc.f.sys.running = true; break;
@@ -174,6 +174,7 @@ Test(reuse, native_needs_every_reading_unchanged)
 		case 6: sc.f.sys_rc = -3; break;         /* /proc/TID/syscall unreadable (ESRCH) */
 		case 7: sc.k.native = false; break;      /* its last stop kept no native frames */
 		case 8: sc.f.mem_len = USED - 1; break;  /* the stack cannot be read that far now */
+		case 9: sc.f.sys.args[0] = 0x5000; break; /* another first argument (futex word) */
 		}
 		cr_assert_eq(decide(&sc), PRS_REUSE_NONE, "case %d", c);
 	}
@@ -274,6 +275,35 @@ Test(reuse, kept_native_from_a_stop_then_found_asleep_there)
 	cr_assert_eq(decide(&sc), PRS_REUSE_NONE);
 	sc.f.sys.nr = NR_CLOCK_NANOSLEEP;
 	cr_assert_eq(decide(&sc), PRS_REUSE_NATIVE);
+	prs_kept_release(&sc.k);
+}
+
+Test(reuse, a_futex_wait_is_found_again_on_the_same_word_only)
+{
+	struct scene sc;
+	struct prs_regs regs;
+	struct prs_unwind_info info = { .method = PRS_UNWIND_FAST, .snap_used = USED };
+	uint64_t pcs[1] = { PC };
+	uint32_t ids[1] = { 1 };
+	const uint64_t gil_word = 0x7f0000001048ull, lock_word = 0x560000002a00ull;
+
+	setup(&sc, false);
+	memset(&sc.k, 0, sizeof(sc.k));
+	sc.k.valid = true;
+	stopped_regs(&regs, -516);
+	regs.orig_rax = PRS_SYS_FUTEX;
+	regs.r[PRS_REG_RDI] = gil_word;
+	cr_assert(prs_kept_native(&sc.k, &regs, 4096, pcs, ids, 1, &info, 7));
+	cr_assert_eq(sc.k.arg0, gil_word);
+	/* /proc/TID/syscall: the restarted wait shows the word it was entered with (measured) */
+	sc.f.sys.nr = PRS_SYS_RESTART_SYSCALL;
+	sc.f.sys.args[0] = gil_word;
+	cr_assert_eq(decide(&sc), PRS_REUSE_NATIVE);
+	sc.f.sys.nr = PRS_SYS_FUTEX;
+	cr_assert_eq(decide(&sc), PRS_REUSE_NATIVE);
+	/* the same place waiting on another word (a lock, not the GIL): read again */
+	sc.f.sys.args[0] = lock_word;
+	cr_assert_eq(decide(&sc), PRS_REUSE_NONE);
 	prs_kept_release(&sc.k);
 }
 

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 # Threads that wait for the GIL, and a thread that waits on a lock, for the GIL-wait tests. Usage:
 #   python gil.py gil N SECONDS     N threads of pure-Python work ("worker-0".."worker-N-1")
-#   python gil.py lock SECONDS      "waiter" blocked on a threading.Lock that "holder" keeps while
-#                                   it sleeps, beside 2 threads of pure-Python work (worker-0, -1)
+#   python gil.py lock N SECONDS    the same, beside "waiter" blocked on a threading.Lock that
+#                                   "holder" keeps while it sleeps
 # Prints "ready" once every thread runs; the main thread then joins them (itself a lock wait).
 import sys
 import threading
@@ -20,13 +20,12 @@ def spin(deadline):
 
 
 def main():
-    if MODE == "gil":
-        n, secs = int(sys.argv[2]), float(sys.argv[3])
-        deadline = time.monotonic() + secs
-        threads = [threading.Thread(target=spin, args=(deadline,), name="worker-%d" % i) for i in range(n)]
-    elif MODE == "lock":
-        secs = float(sys.argv[2])
-        deadline = time.monotonic() + secs
+    if MODE not in ("gil", "lock"):
+        sys.exit("gil.py: unknown mode " + MODE)
+    n, secs = int(sys.argv[2]), float(sys.argv[3])
+    deadline = time.monotonic() + secs
+    threads = [threading.Thread(target=spin, args=(deadline,), name="worker-%d" % i) for i in range(n)]
+    if MODE == "lock":
         lock = threading.Lock()
         held = threading.Event()
 
@@ -40,11 +39,8 @@ def main():
             with lock:  # LOCK-WAIT
                 pass
 
-        threads = [threading.Thread(target=holder, name="holder"),
-                   threading.Thread(target=waiter, name="waiter")]
-        threads += [threading.Thread(target=spin, args=(deadline,), name="worker-%d" % i) for i in range(2)]
-    else:
-        sys.exit("gil.py: unknown mode " + MODE)
+        threads += [threading.Thread(target=holder, name="holder"),
+                    threading.Thread(target=waiter, name="waiter")]
     for t in threads:
         t.start()
     time.sleep(0.2)
