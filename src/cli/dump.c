@@ -80,6 +80,9 @@ static void print_state(const struct prs_sample *s)
 	case PRS_STATE_STOPPED:
 		printf("stopped (job control)");
 		break;
+	case PRS_STATE_RUNQUEUE:
+		printf("waiting for a CPU");
+		break;
 	default:
 		printf("unknown state");
 	}

@@ -24,7 +24,6 @@ from conftest import REPO, TARGET_BIN, TARGET_SRC, assert_bad_input, assert_clea
 SCHEMA_DIR = REPO / "tests" / "schema"
 VALIDATOR = SCHEMA_DIR / "validate-schema.js"
 PHASE_FILES = ("phase1.md", "phase1.json", "phase4.md", "phase4.json")
-GIL_XFAIL = "sampler does not set PRS_SAMPLE_GIL_WAIT yet"
 
 
 def python_exe():
@@ -264,11 +263,6 @@ def test_rust_threads_on_one_mutex_are_lock_contended(rec):
     assert r.share("lock") >= 0.3, r.describe()
 
 
-def gil_flag_on_main():
-    return "PRS_SAMPLE_GIL_WAIT" in (REPO / "include" / "pyrsprof" / "profile.h").read_text()
-
-
-@pytest.mark.xfail(reason=GIL_XFAIL, strict=False)
 def test_four_python_threads_are_gil_serialized(rec):
     r = rec(python_exe(), TARGET_SRC / "py" / "bounds.py", "gil", 3)
     assert r.p1["time_budget"]["gil_measured"], "the sampler reported no GIL wait"
@@ -278,18 +272,6 @@ def test_four_python_threads_are_gil_serialized(rec):
     assert len(workers) == 4
     for t in workers:
         assert t["gil"]["wait_share"] >= 0.3, t
-
-
-def test_four_python_threads_without_gil_flags_are_probably_gil(rec):
-    """What the verdict says today, while the sampler does not report GIL waits: the futex waits
-    of 4 Python threads on about one core are "GIL-serialized (probable)", low confidence, and
-    never a lock verdict."""
-    r = rec(python_exe(), TARGET_SRC / "py" / "bounds.py", "gil", 3)
-    if r.p1["time_budget"]["gil_measured"]:
-        pytest.skip("the sampler reports GIL waits: test_four_python_threads_are_gil_serialized applies")
-    assert r.v["id"] == "gil", r.describe()
-    assert r.v["label"] == "GIL-serialized (probable)" and r.v["confidence"] == "low"
-    assert "lock" not in r.rules()
 
 
 # ---- the machine's share: cgroup quota ------------------------------------------------------
