@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets" / "py"))
 import pyrs_testlib as T  # noqa: E402
+from pyrs_testlib import python_or_skip  # noqa: E402
 from conftest import assert_clean, parse_frame, steady_run  # noqa: E402
 
 PARAMS = [pytest.param(py, id=name, marks=() if py else pytest.mark.skip(reason=why))
@@ -22,13 +23,6 @@ PARAMS = [pytest.param(py, id=name, marks=() if py else pytest.mark.skip(reason=
 FFI = T.REPO / "build" / "targets" / "py" / "libpyrs_ffi.so"
 
 _HDR = re.compile(r'^Thread (?P<tid>\d+)(?: "(?P<name>[^"]*)")? \((?P<state>.*)\)\s*$')
-
-
-def python_or_skip(py):
-    exe = T.resolve(py)
-    if not exe:
-        pytest.skip("interpreter not available: %s" % py)
-    return exe
 
 
 def parse_dump(text):

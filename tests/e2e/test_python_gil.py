@@ -22,19 +22,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets" / "py"))
 import pyrs_testlib as T  # noqa: E402
+from pyrs_testlib import python_or_skip  # noqa: E402
 from conftest import assert_clean, parse_folded  # noqa: E402
 
 INTERPRETERS = [(name, py, why) for name, py, why in T.interpreters() if name != "venv"]
 PARAMS = [pytest.param(py, id=name, marks=() if py else pytest.mark.skip(reason=why))
           for name, py, why in INTERPRETERS]
 FUTEX = 202
-
-
-def python_or_skip(py):
-    exe = T.resolve(py)
-    if not exe:
-        pytest.skip("interpreter not available: %s" % py)
-    return exe
 
 
 def minor_of(exe):

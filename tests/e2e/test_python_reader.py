@@ -12,6 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets" / "py"))
 import pyrs_testlib as T  # noqa: E402
+from pyrs_testlib import python_or_skip  # noqa: E402
 from conftest import steady_run  # noqa: E402
 
 PARAMS = [pytest.param(py, id=name, marks=() if py else pytest.mark.skip(reason=why))
@@ -24,13 +25,6 @@ def pystacks():
     if not p or not p.exists():
         pytest.skip("tools/pystacks is not built (make BUILD=... $BUILD/tools/pystacks)")
     return p
-
-
-def python_or_skip(py):
-    exe = T.resolve(py)
-    if not exe:
-        pytest.skip("interpreter not available: %s" % py)
-    return exe
 
 
 @pytest.mark.parametrize("py", PARAMS)

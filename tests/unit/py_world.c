@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "py_image.h"
+#include "python/python-internal.h"
 
 #include "util/banned.h"
 
@@ -36,6 +37,29 @@ void world_init(struct world *w, unsigned minor)
 	w->walk.interp_head_var = w->interp_head_var;
 	w->walk.tstate_current_var = w->tstate_current_var;
 	w->walk.tid_off = minor <= 10 ? WORLD_TID_OFF : -1;
+}
+
+void world_fresh(struct world *w, unsigned minor, const struct prs_memreader *mr, struct prs_py **py,
+		 struct prs_profile **prof)
+{
+	struct prs_py *r = NULL;
+
+	prs_py_free(*py);
+	prs_profile_free(*prof);
+	*py = NULL;
+	img_clear();
+	world_init(w, minor);
+	cr_assert_eq(prs_py_new_raw(w->L, mr, w->L->version_hex, &r), 0);
+	r->walk.runtime = w->runtime;
+	r->walk.interp_head_var = w->interp_head_var;
+	r->walk.tstate_current_var = w->tstate_current_var;
+	r->walk.tid_off = w->walk.tid_off;
+	r->code_type = w->t_code;
+	r->str_type = w->t_str;
+	r->bytes_type = w->t_bytes;
+	*py = r;
+	*prof = prs_profile_new();
+	cr_assert(*prof);
 }
 
 /* The address of the pointer that links to the next of a list whose head is at *head. */

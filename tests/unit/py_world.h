@@ -13,7 +13,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "pyrsprof/memreader.h"
+#include "pyrsprof/profile.h"
 #include "python/walk.h"
+
+struct prs_py;
 
 #define WORLD_TID_OFF 0x2d0 /* where the tid sits in the fake struct pthread (glibc 2.36 x86_64) */
 
@@ -27,6 +31,14 @@ struct world {
 
 /* Lays out types and anchors for the row of 3.minor (the image must be cleared). */
 void world_init(struct world *w, unsigned minor);
+/*
+ * Starts a test over a fresh world of 3.minor: frees *py and *prof, clears the image, lays out the
+ * world (world_init), and makes a CPython reader over mr with the world's layout row, anchors,
+ * kernel tid offset and type objects (python-internal.h's prs_py_new_raw) and a new profile.
+ * Fails the test when out of memory.
+ */
+void world_fresh(struct world *w, unsigned minor, const struct prs_memreader *mr, struct prs_py **py,
+		 struct prs_profile **prof);
 /* A new interpreter, linked after the last one; its GIL (3.12+ its own, 3.7-3.11 the runtime's,
  * 3.6 _PyThreadState_Current) says nobody holds it. */
 uint64_t world_interp(struct world *w);

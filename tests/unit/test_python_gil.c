@@ -43,21 +43,6 @@ static void teardown(void)
 
 TestSuite(python_gil, .init = setup, .fini = teardown);
 
-static void fresh(unsigned minor)
-{
-	prs_py_free(py);
-	prs_profile_free(prof);
-	img_clear();
-	world_init(&W, minor);
-	cr_assert_eq(prs_py_new_raw(W.L, &mr, W.L->version_hex, &py), 0);
-	py->walk.runtime = W.runtime;
-	py->walk.interp_head_var = W.interp_head_var;
-	py->walk.tstate_current_var = W.tstate_current_var;
-	py->walk.tid_off = W.walk.tid_off;
-	prof = prs_profile_new();
-	cr_assert(prof);
-}
-
 static int sample(void)
 {
 	struct prs_err err;
@@ -102,7 +87,7 @@ Test(python_gil, every_version_from_open_and_walk)
 		struct prs_py_range r[PRS_PY_MAX_GIL_RANGES];
 		uint64_t in, gil;
 
-		fresh(minor);
+		world_fresh(&W, minor, &mr, &py, &prof);
 		in = world_interp(&W);
 		world_gil(&W, in, world_thread(&W, in, 100));
 		gil = gil_of(in);
@@ -129,7 +114,7 @@ Test(python_gil, python_3_6_static_variables)
 	const uint64_t base = BASE + 0x2000;
 	uint64_t in;
 
-	fresh(6);
+	world_fresh(&W, 6, &mr, &py, &prof);
 	in = world_interp(&W);
 	world_gil(&W, in, world_thread(&W, in, 100));
 	prs_py_gil_fixed(py, base + 0xae0, 48); /* gil_cond */
@@ -156,7 +141,7 @@ Test(python_gil, interpreters_with_their_own_gil)
 	struct prs_py_range r[PRS_PY_MAX_GIL_RANGES];
 	uint64_t main_in, sub, shared, main_gil, sub_gil;
 
-	fresh(12);
+	world_fresh(&W, 12, &mr, &py, &prof);
 	main_in = world_interp(&W);
 	world_thread(&W, main_in, 100);
 	sub = world_interp(&W); /* PEP 684: a GIL of its own */
@@ -187,7 +172,7 @@ Test(python_gil, garbage_gil_pointers_add_nothing)
 	struct prs_py_range r[PRS_PY_MAX_GIL_RANGES];
 	uint64_t in, gil;
 
-	fresh(13);
+	world_fresh(&W, 13, &mr, &py, &prof);
 	in = world_interp(&W);
 	world_thread(&W, in, 100);
 	gil = gil_of(in);
@@ -209,7 +194,7 @@ Test(python_gil, many_interpreters_are_bounded)
 	uint64_t in[PRS_PY_MAX_GIL_RANGES + 4];
 	unsigned n = PRS_PY_MAX_GIL_RANGES + 4;
 
-	fresh(12);
+	world_fresh(&W, 12, &mr, &py, &prof);
 	for (unsigned i = 0; i < n; i++) {
 		in[i] = world_interp(&W);
 		world_thread(&W, in[i], 100 + (int32_t)i);

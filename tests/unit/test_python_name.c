@@ -53,20 +53,7 @@ TestSuite(python_name, .init = setup, .fini = teardown);
 /* A fresh image with the world of 3.minor, and a reader over it. */
 static void fresh(unsigned minor)
 {
-	prs_py_free(py);
-	prs_profile_free(prof);
-	img_clear();
-	world_init(&W, minor);
-	cr_assert_eq(prs_py_new_raw(W.L, &mr, W.L->version_hex, &py), 0);
-	py->walk.runtime = W.runtime;
-	py->walk.interp_head_var = W.interp_head_var;
-	py->walk.tstate_current_var = W.tstate_current_var;
-	py->walk.tid_off = W.walk.tid_off;
-	py->code_type = W.t_code;
-	py->str_type = W.t_str;
-	py->bytes_type = W.t_bytes;
-	prof = prs_profile_new();
-	cr_assert(prof);
+	world_fresh(&W, minor, &mr, &py, &prof);
 }
 
 /* Checks frame i of thread 0: its name, and its file (NULL: not checked) and line (< 0: not). */

@@ -196,6 +196,21 @@ static json_t *load(const char *name)
 	return j;
 }
 
+/* The text of the report `name` of the last write_reports into buf (NUL-terminated). */
+static void slurp(const char *name, char *buf, size_t size)
+{
+	char path[128];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "%s", path);
+	n = fread(buf, 1, size - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
 static void cleanup(void)
 {
 	char cmd[128];
@@ -305,9 +320,7 @@ Test(report, gil_hold_and_wait_per_thread)
 	struct prs_profile *p = gil_profile(true);
 	struct prs_phase4_top top;
 	json_t *j, *th, *v;
-	char path[128], md[16384];
-	FILE *f;
-	size_t n;
+	char md[16384];
 
 	write_reports(p, &top);
 	j = load("phase1.json");
@@ -329,12 +342,7 @@ Test(report, gil_hold_and_wait_per_thread)
 	cr_assert_str_eq(json_string_value(json_object_get(v, "confidence")), "high");
 	cr_assert(strstr(json_string_value(json_object_get(v, "detail")), "confirmed"));
 	json_decref(j);
-	snprintf(path, sizeof(path), "%s/phase1.md", dir);
-	f = fopen(path, "r");
-	cr_assert_not_null(f);
-	n = fread(md, 1, sizeof(md) - 1, f);
-	md[n] = '\0';
-	fclose(f);
+	slurp("phase1.md", md, sizeof(md));
 	/* on-CPU, waiting for a CPU, IO, GIL wait, lock, sleep, other, holds the GIL */
 	cr_assert(strstr(md, "| 11 | a | yes | yes | 60 % | 0 % | 0 % | 40 % | 0 % | 0 % | 0 % | 60 % |\n"), "%s", md);
 	cr_assert(strstr(md, "| 12 | b | yes | yes | 40 % | 0 % | 0 % | 60 % | 0 % | 0 % | 0 % | 40 % |\n"), "%s", md);
@@ -343,12 +351,7 @@ Test(report, gil_hold_and_wait_per_thread)
 	/* without the sampler's GIL flags, a Python thread's GIL wait is not measured */
 	p = gil_profile(false);
 	write_reports(p, &top);
-	snprintf(path, sizeof(path), "%s/phase1.md", dir);
-	f = fopen(path, "r");
-	cr_assert_not_null(f);
-	n = fread(md, 1, sizeof(md) - 1, f);
-	md[n] = '\0';
-	fclose(f);
+	slurp("phase1.md", md, sizeof(md));
 	cr_assert(strstr(md, "| 11 | a | yes | yes | 60 % | 0 % | 0 % | not measured | 40 % | 0 % | 0 % | 60 % |\n"), "%s", md);
 	cleanup();
 	prs_profile_free(p);
@@ -359,9 +362,7 @@ Test(report, phase4_json_and_stop_hint)
 	struct prs_profile *p = hot_profile();
 	struct prs_phase4_top top;
 	json_t *j, *cpu, *row;
-	char path[128], md[8192];
-	FILE *f;
-	size_t n;
+	char md[8192];
 
 	write_reports(p, &top);
 	j = load("phase4.json");
@@ -384,11 +385,7 @@ Test(report, phase4_json_and_stop_hint)
 	cr_assert_str_eq(top.rows[0].name, "hot");
 	json_decref(j);
 	/* a hostile name is escaped in the Markdown */
-	snprintf(path, sizeof(path), "%s/phase4.md", dir);
-	f = fopen(path, "r");
-	n = fread(md, 1, sizeof(md) - 1, f);
-	md[n] = '\0';
-	fclose(f);
+	slurp("phase4.md", md, sizeof(md));
 	cr_assert(strstr(md, "cold\\|\\*\\<b\\>"), "%s", md);
 	cr_assert_null(strstr(md, "<b>"));
 	cleanup();

@@ -77,6 +77,15 @@ def resolve(py):
     return py
 
 
+def python_or_skip(py):
+    """The interpreter's path (resolve), or the test is skipped naming it."""
+    exe = resolve(py)
+    if not exe:
+        import pytest
+        pytest.skip("interpreter not available: %s" % py)
+    return exe
+
+
 def marker_line(script: str, tag: str) -> int:
     for i, line in enumerate((HERE / script).read_text(encoding="utf-8").splitlines(), 1):
         if line.rstrip().endswith("# " + tag):
