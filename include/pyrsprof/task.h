@@ -26,6 +26,26 @@ char prs_task_state(pid_t pid, pid_t tid);
  * open, a read and a close (measured after 10 ms asleep: 5-15 us against 14-48 us). */
 char prs_task_state_fd(pid_t pid, pid_t tid, int *fd);
 
+/* What the text of a stat file (/proc/PID/stat, /proc/PID/task/TID/stat) says (man 5 proc). */
+struct prs_task_stat {
+	char state;     /* 'R', 'S', 'D', ... */
+	uint64_t flags; /* the kernel's PF_* flags of the task */
+};
+#define PRS_PF_KTHREAD 0x00200000u /* PF_KTHREAD: a kernel thread (no user space) */
+
+/*
+ * Parsers of /proc text, used by the readers here and fed hostile bytes by the fuzz tests
+ * (tests/fuzz). Each takes the NUL-terminated text of one file.
+ * prs_task_parse_state: the state letter of a stat file, 0 when it is not one ("tid (comm) S ...":
+ * comm may hold spaces and parentheses, so the last ')' ends it). prs_task_parse_stat: the state
+ * and the flags; 0 or -EINVAL.
+ */
+char prs_task_parse_state(const char *stat);
+int prs_task_parse_stat(const char *stat, struct prs_task_stat *out);
+
+/* True if pid is a kernel thread (PF_KTHREAD in its stat flags): nothing to sample in user space. */
+bool prs_proc_is_kthread(pid_t pid);
+
 /* A thread's scheduler statistics (/proc/PID/task/TID/schedstat). */
 struct prs_schedstat {
 	uint64_t cpu_ns;  /* CPU time used (exact when the thread is off a CPU; while it runs, it lags
@@ -33,6 +53,9 @@ struct prs_schedstat {
 	uint64_t wait_ns; /* time spent runnable, waiting for a CPU */
 	uint64_t slices;  /* times it was given a CPU: unchanged, with cpu_ns, means it never ran */
 };
+
+/* Parses the text of a schedstat file ("cpu_ns wait_ns slices"). Returns 0 or -EINVAL. */
+int prs_task_parse_schedstat(const char *text, struct prs_schedstat *out);
 
 /*
  * Reads a thread's scheduler statistics. *fd caches the open file between calls: pass -1 the
@@ -62,11 +85,22 @@ int prs_task_syscall_fd(pid_t pid, pid_t tid, int *fd, struct prs_task_sys *out)
 
 /* True if tid is a thread of process pid (/proc/PID/task/TID exists; one access() call). */
 bool prs_task_exists(pid_t pid, pid_t tid);
+/* Parses the text of a syscall file into *out (zeroed first). Returns 0 or -EINVAL. */
+int prs_task_parse_syscall(const char *text, struct prs_task_sys *out);
 
 /* True if process pid exists (it may be a zombie). */
 bool prs_proc_exists(pid_t pid);
 
 /* Reads /proc/PID/cmdline as one line (arguments joined by spaces, bounded) into buf. Returns 0 or -errno. */
 int prs_proc_cmdline(pid_t pid, char *buf, size_t size);
+
+/*
+ * The value of "Key:\tvalue" in the text of a status file (/proc/PID/status), leading blanks
+ * removed, into val (truncated to size, NUL-terminated). Returns 0, or -ENOENT when no line has
+ * that key. prs_proc_status_field reads /proc/PID/status (its first 8 KiB) and does the same;
+ * it returns -errno when the file cannot be read.
+ */
+int prs_proc_parse_status(const char *text, const char *key, char *val, size_t size);
+int prs_proc_status_field(pid_t pid, const char *key, char *val, size_t size);
 
 #endif

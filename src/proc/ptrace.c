@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pyrsprof/task.h"
 #include "util/banned.h"
 
 int prs_ptrace_seize(pid_t tid, struct prs_err *err)
@@ -178,41 +179,24 @@ enum prs_state prs_state_from_regs(const struct prs_regs *regs, int *syscall)
 	return PRS_STATE_RUNNING;
 }
 
-/* Reads "Key:\tvalue" from /proc/<pid>/status into val. Returns 0 or -1. */
-static int status_field(pid_t pid, const char *key, char *val, size_t size)
-{
-	char path[64], line[256];
-	size_t klen = strlen(key);
-	FILE *f;
-	int rc = -1;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
-			const char *v = line + klen + 1;
-
-			while (*v == ' ' || *v == '\t')
-				v++;
-			snprintf(val, size, "%s", v);
-			val[strcspn(val, "\n")] = '\0';
-			rc = 0;
-			break;
-		}
-	}
-	fclose(f);
-	return rc;
-}
-
 const char *prs_explain_eperm(pid_t pid, char *buf, size_t size)
 {
 	char val[128];
 	FILE *f;
 	int scope = -1;
 
-	if (status_field(pid, "TracerPid", val, sizeof(val)) == 0 && atoi(val) != 0) {
+	if (prs_proc_is_kthread(pid)) {
+		char comm[64];
+
+		if (prs_task_comm(pid, pid, comm, sizeof(comm)) != 0)
+			comm[0] = '\0';
+		snprintf(buf, size,
+			 "pid %d%s%s%s is a kernel thread: it has no user space to sample (a profiler of "
+			 "the kernel, such as perf, can)", (int)pid, comm[0] ? " (" : "", comm,
+			 comm[0] ? ")" : "");
+		return buf;
+	}
+	if (prs_proc_status_field(pid, "TracerPid", val, sizeof(val)) == 0 && atoi(val) != 0) {
 		snprintf(buf, size,
 			 "pid %d is already traced by pid %s (a debugger or another profiler); "
 			 "detach it first", (int)pid, val);
@@ -238,7 +222,7 @@ const char *prs_explain_eperm(pid_t pid, char *buf, size_t size)
 			 "for everyone until reboot", (int)pid);
 		return buf;
 	}
-	if (status_field(pid, "Uid", val, sizeof(val)) == 0) {
+	if (prs_proc_status_field(pid, "Uid", val, sizeof(val)) == 0) {
 		unsigned ruid = 0, euid = 0;
 
 		if (sscanf(val, "%u %u", &ruid, &euid) == 2 && (euid != geteuid() || ruid != getuid()) &&

@@ -67,15 +67,40 @@ int prs_task_comm(pid_t pid, pid_t tid, char *buf, size_t size)
 	return 0;
 }
 
-/* The state letter in the text of a stat file: "tid (comm) S ...". comm may contain spaces and
- * parentheses, so the last ')' is taken. */
-static char state_of(const char *buf)
+char prs_task_parse_state(const char *stat)
 {
-	const char *p = strrchr(buf, ')');
+	/* comm may contain spaces and parentheses: the last ')' ends it */
+	const char *p = strrchr(stat, ')');
 
 	if (!p || p[1] != ' ' || p[2] == '\0')
 		return 0;
 	return p[2];
+}
+
+int prs_task_parse_stat(const char *stat, struct prs_task_stat *out)
+{
+	const char *p = strrchr(stat, ')');
+	char *end;
+
+	memset(out, 0, sizeof(*out));
+	if (!p || p[1] != ' ' || p[2] == '\0' || p[2] == ' ')
+		return -EINVAL;
+	out->state = p[2];
+	p += 3;
+	/* after the state: ppid pgrp session tty_nr tpgid, then flags (man 5 proc) */
+	for (int i = 0; i < 6; i++, p = end) {
+		uint64_t v;
+
+		if (*p != ' ')
+			return -EINVAL;
+		errno = 0;
+		v = strtoull(p + 1, &end, 10);
+		if (end == p + 1 || errno)
+			return -EINVAL;
+		if (i == 5)
+			out->flags = v;
+	}
+	return 0;
 }
 
 char prs_task_state(pid_t pid, pid_t tid)
@@ -85,7 +110,17 @@ char prs_task_state(pid_t pid, pid_t tid)
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
 	if (read_small(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	return state_of(buf);
+	return prs_task_parse_state(buf);
+}
+
+bool prs_proc_is_kthread(pid_t pid)
+{
+	char path[64], buf[1024];
+	struct prs_task_stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	return read_small(path, buf, sizeof(buf)) > 0 && prs_task_parse_stat(buf, &st) == 0 &&
+	       (st.flags & PRS_PF_KTHREAD);
 }
 
 /* Opens /proc/PID/task/TID/<name> into *fd if it is not open yet, then preads it into buf
@@ -122,17 +157,15 @@ char prs_task_state_fd(pid_t pid, pid_t tid, int *fd)
 
 	if (pread_kept(pid, tid, "stat", fd, buf, sizeof(buf)) <= 0)
 		return 0;
-	return state_of(buf);
+	return prs_task_parse_state(buf);
 }
 
-int prs_task_schedstat(pid_t pid, pid_t tid, int *fd, struct prs_schedstat *out)
+int prs_task_parse_schedstat(const char *text, struct prs_schedstat *out)
 {
-	char buf[128], *p = buf, *end;
+	const char *p = text;
+	char *end;
 	uint64_t v[3];
-	ssize_t n = pread_kept(pid, tid, "schedstat", fd, buf, sizeof(buf));
 
-	if (n < 0)
-		return (int)n;
 	for (int i = 0; i < 3; i++, p = end) {
 		v[i] = strtoull(p, &end, 10);
 		if (end == p)
@@ -144,18 +177,26 @@ int prs_task_schedstat(pid_t pid, pid_t tid, int *fd, struct prs_schedstat *out)
 	return 0;
 }
 
-int prs_task_syscall_fd(pid_t pid, pid_t tid, int *fd, struct prs_task_sys *out)
+int prs_task_schedstat(pid_t pid, pid_t tid, int *fd, struct prs_schedstat *out)
 {
-	char buf[256], *p = buf, *end;
+	char buf[128];
+	ssize_t n = pread_kept(pid, tid, "schedstat", fd, buf, sizeof(buf));
+
+	if (n < 0)
+		return (int)n;
+	return prs_task_parse_schedstat(buf, out);
+}
+
+int prs_task_parse_syscall(const char *text, struct prs_task_sys *out)
+{
+	const char *p = text;
+	char *end;
 	uint64_t v[8];
-	ssize_t n = pread_kept(pid, tid, "syscall", fd, buf, sizeof(buf));
 	long nr;
 	int k;
 
 	memset(out, 0, sizeof(*out));
-	if (n < 0)
-		return (int)n;
-	if (strncmp(buf, "running", 7) == 0) {
+	if (strncmp(text, "running", 7) == 0) {
 		out->running = true;
 		out->nr = -1;
 		return 0;
@@ -187,12 +228,76 @@ bool prs_task_exists(pid_t pid, pid_t tid)
 	return access(path, F_OK) == 0;
 }
 
+int prs_task_syscall_fd(pid_t pid, pid_t tid, int *fd, struct prs_task_sys *out)
+{
+	char buf[256];
+	ssize_t n = pread_kept(pid, tid, "syscall", fd, buf, sizeof(buf));
+
+	if (n < 0) {
+		memset(out, 0, sizeof(*out));
+		return (int)n;
+	}
+	return prs_task_parse_syscall(buf, out);
+}
+
 bool prs_proc_exists(pid_t pid)
 {
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
 	return access(path, F_OK) == 0;
+}
+
+int prs_proc_parse_status(const char *text, const char *key, char *val, size_t size)
+{
+	size_t klen = strlen(key);
+
+	for (const char *line = text; *line; ) {
+		const char *eol = strchr(line, '\n');
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+
+		if (len > klen && strncmp(line, key, klen) == 0 && line[klen] == ':') {
+			const char *v = line + klen + 1, *end = line + len;
+
+			while (v < end && (*v == ' ' || *v == '\t'))
+				v++;
+			if (size)
+				snprintf(val, size, "%.*s", (int)(end - v), v);
+			return 0;
+		}
+		if (!eol)
+			break;
+		line = eol + 1;
+	}
+	return -ENOENT;
+}
+
+int prs_proc_status_field(pid_t pid, const char *key, char *val, size_t size)
+{
+	char path[64], buf[8192];
+	size_t n = 0;
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (n < sizeof(buf) - 1) {
+		ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			rc = -errno;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (rc)
+		return rc;
+	buf[n] = '\0';
+	return prs_proc_parse_status(buf, key, val, size);
 }
 
 int prs_proc_cmdline(pid_t pid, char *buf, size_t size)
