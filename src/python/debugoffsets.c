@@ -16,6 +16,64 @@
 
 #include "util/banned.h"
 
+/* off (absent when negative) and the width bytes after it lie inside the first head bytes. */
+static bool in(int32_t off, int32_t width, int64_t head)
+{
+	return off < 0 || (int64_t)off + width <= head;
+}
+
+/* The heads the reader copies of each object, and the buffers they go to (sample.c,
+ * threadnames.c): a frame min(size, 256), a thread state 4096, a code object min(size,
+ * PRS_PY_CODE_HDR), a bytes object bytes_sval <= 64 (24 for co_code's), a str
+ * str_compact_size <= 88; for thread names, dicts, keys, modules and ints <= 64, a type <= 1024,
+ * and an object's window from 32 bytes before it, 96 long. */
+static bool frames_fit(const struct prs_py_layout *L)
+{
+	int64_t frame = L->frame_size < 256 ? L->frame_size : 256;
+	int64_t code = L->code_size < PRS_PY_CODE_HDR ? L->code_size : PRS_PY_CODE_HDR;
+	int64_t ts = 4096, ascii = L->str_ascii_size;
+
+	return in(L->frame_back, 8, frame) && in(L->frame_code, 8, frame) && in(L->frame_instr, 8, frame) &&
+	       in(L->frame_lasti, 4, frame) && in(L->frame_owner, 1, frame) && in(L->frame_is_entry, 1, frame) &&
+	       in(L->tstate_next, 8, ts) && in(L->tstate_interp, 8, ts) && in(L->tstate_thread_id, 8, ts) &&
+	       in(L->tstate_native_thread_id, 4, ts) && in(L->tstate_frame, 8, ts) &&
+	       in(L->tstate_cframe, 8, ts) && in(L->tstate_current_frame, 8, ts) &&
+	       in(L->ob_type, 8, code) && in(L->ob_size, 8, code) && in(L->code_name, 8, code) &&
+	       in(L->code_filename, 8, code) && in(L->code_qualname, 8, code) &&
+	       in(L->code_linetable, 8, code) && in(L->code_code, 8, code) &&
+	       in(L->code_firstlineno, 4, code) && in(L->code_firsttraceable, 4, code) &&
+	       in(L->code_version, 4, code) &&
+	       L->bytes_sval >= 0 && L->bytes_sval <= 64 && in(L->ob_type, 8, L->bytes_sval) &&
+	       in(L->ob_size, 8, L->bytes_sval) && in(L->ob_size, 8, 24) &&
+	       L->str_compact_size >= 0 && L->str_compact_size <= 88 && ascii >= 0 &&
+	       ascii <= L->str_compact_size && in(L->ob_type, 8, ascii) && in(L->str_length, 16, ascii) &&
+	       in(L->str_state, 4, ascii) && L->str_kind_shift >= 0 && L->str_kind_shift < 29 &&
+	       L->str_compact_bit >= 0 && L->str_compact_bit < 32 && L->str_ascii_bit >= 0 &&
+	       L->str_ascii_bit < 32;
+}
+
+static bool names_fit(const struct prs_py_layout *L)
+{
+	int64_t type = (int64_t)L->ht_cached_keys + 8, lng = (int64_t)L->long_digit + 12;
+	int64_t dict = (int64_t)L->dict_values + 8;
+
+	return dict <= 64 && in(L->ob_type, 8, dict) && in(L->dict_keys, 8, dict) &&
+	       L->dk_indices >= 0 && L->dk_indices <= 64 && in(L->dk_nentries, 8, L->dk_indices) &&
+	       in(L->dk_size, 8, L->dk_indices) && in(L->dk_log2_size, 1, L->dk_indices) &&
+	       in(L->dk_log2_index_bytes, 1, L->dk_indices) && in(L->dk_kind, 1, L->dk_indices) &&
+	       L->dict_entry_size >= 24 && (L->dict_uentry_size < 0 || L->dict_uentry_size >= 16) &&
+	       L->module_dict >= 0 && L->module_dict + 8 <= 64 && in(L->ob_type, 8, L->module_dict + 8) &&
+	       type <= 1024 && in(L->tp_flags, 8, type) && in(L->tp_basicsize, 8, type) &&
+	       in(L->tp_dictoffset, 8, type) && in(L->tp_name, 8, type) &&
+	       lng <= 64 && in(L->ob_type, 8, lng) && in(L->long_tag, 8, lng) && in(L->long_size, 8, lng) &&
+	       L->long_shift > 0 && L->long_shift < 64 && in(L->ob_type, 8, 96 - 32);
+}
+
+bool prs_py_layout_check(const struct prs_py_layout *L)
+{
+	return frames_fit(L) && (L->interp_modules < 0 || names_fit(L));
+}
+
 static bool get(const uint8_t *dbg, size_t len, int32_t pos, uint64_t bound, int32_t *out)
 {
 	uint64_t v;
@@ -121,5 +179,9 @@ int prs_py_layout_from_debug_offsets(const uint8_t *dbg, size_t len, const struc
 		L->gil_cond = L->gil_locked + (base->gil_cond - base->gil_locked);
 		L->gil_size = L->gil_locked + (base->gil_size - base->gil_locked);
 	}
-	return 0;
+	/* offsets the target chose: each must fall inside what the reader copies of its object;
+	 * where those of the thread names do not, they are not read (the frames still are) */
+	if (!names_fit(L))
+		L->interp_modules = -1;
+	return prs_py_layout_check(L) ? 0 : -ENOTSUP;
 }

@@ -128,6 +128,15 @@ void prs_py_gil_walk_begin(struct prs_py *py);
 void prs_py_gil_walk_seen(struct prs_py *py, uint64_t gil);
 void prs_py_gil_walk_end(struct prs_py *py);
 
+/*
+ * True if every field offset of L lies inside the head the reader copies of its object (a frame,
+ * a thread state, a code, bytes, str, dict, keys, module, type or int object) and the shifts are
+ * in range; the thread names' fields are checked only where they are read (interp_modules >= 0).
+ * Layouts built from a target's _Py_DebugOffsets must pass it (a hostile target chooses those
+ * offsets: names whose fields do not fit are not read); every generated row does.
+ */
+bool prs_py_layout_check(const struct prs_py_layout *L);
+
 /* Frees the thread-name cache (threadnames.c); called by prs_py_free. */
 void prs_py_names_free(struct prs_py *py);
 
