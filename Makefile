@@ -26,10 +26,17 @@ WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat
 ifeq ($(WERROR),1)
 WARN += -Werror
 endif
+ifeq ($(VARIANT),fuzz)
+WARN += -Wno-unknown-warning-option # clang: gcc's -Wno-format-truncation
+endif
 
 CFLAGS_release := -O2 -g
 CFLAGS_asan := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 LDFLAGS_asan := -fsanitize=address,undefined
+# the fuzz targets' tree (mk/fuzz.mk), built by clang
+CFLAGS_fuzz := -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
+	-fno-sanitize-recover=undefined
+LDFLAGS_fuzz := -fsanitize=address,undefined
 
 CFLAGS := -std=gnu11 $(CFLAGS_$(VARIANT)) $(WARN) -D_GNU_SOURCE -Iinclude -Isrc -I$(GEN) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS := $(LDFLAGS_$(VARIANT)) $(EXTRA_LDFLAGS)
@@ -67,9 +74,10 @@ all: bin/pyrsprof
 help:
 	@echo "make            build bin/pyrsprof"
 	@echo "make deps       install the Debian packages the build and tests need (idempotent)"
-	@echo "make test       deps, build, C unit tests, end-to-end tests (what CI runs)"
+	@echo "make test       deps, build, C unit tests, end-to-end tests, fuzz targets briefly (what CI runs)"
 	@echo "make asan       the same tests on an ASan+UBSan build"
 	@echo "make bench      benchmarks, printed as tables"
+	@echo "make fuzz       each fuzz target for FUZZ_SECONDS (default 300) with ASan+UBSan"
 	@echo "make demo       profile a bundled Rust program and print where the flame graphs are"
 	@echo "make install PREFIX=/usr/local"
 	@echo "make clean"
@@ -121,6 +129,7 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory unit
 	$(Q)$(MAKE) --no-print-directory e2e
+	$(Q)$(MAKE) --no-print-directory fuzz-check
 
 # LeakSanitizer reports leaks inside libraries we link (suppressed there); ours fail the run.
 ASAN_ENV := ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \

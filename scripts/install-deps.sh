@@ -17,6 +17,7 @@ pkgs=(
   golang-github-google-pprof-dev     # pprof's own profile.proto, compiled with protoc-c (mk/pprof.mk)
   libjansson-dev                     # JSON (speedscope, phase reports)
   libcriterion-dev                   # C unit tests
+  clang-14 libclang-rt-14-dev        # fuzz targets: libFuzzer, ASan, UBSan (mk/fuzz.mk)
   python3 python3-pytest             # end-to-end tests (Debian's python3)
   golang-go                          # go tool pprof reads our pprof in tests
   chromium                           # browser checks of the SVGs

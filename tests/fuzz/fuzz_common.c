@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared pieces of the fuzz targets (see fuzz.h). */
+#include "fuzz.h"
+
+#include <stdlib.h>
+
+#include "pyrsprof/diff.h"
+#include "pyrsprof/export.h"
+#include "pyrsprof/flamegraph.h"
+#include "pyrsprof/profile.h"
+
+#include "util/banned.h"
+
+FILE *fuzz_sink(void)
+{
+	static FILE *sink;
+
+	if (!sink)
+		sink = fopen("/dev/null", "we");
+	if (!sink)
+		abort();
+	return sink;
+}
+
+static void render(const struct prs_profile *p, enum prs_view view, bool per_thread)
+{
+	struct prs_err err;
+	struct prs_fg_opts o;
+	struct prs_fg *fg = prs_fg_new();
+	char sub[512];
+
+	if (!fg)
+		return;
+	prs_fg_opts_init(&o);
+	o.subtitle = prs_fg_describe_profile(p, view, sub, sizeof(sub));
+	if (prs_fg_from_profile(fg, p, view, per_thread, &err) == 0)
+		prs_fg_write_svg(fg, fuzz_sink(), &o, &err);
+	prs_fg_free(fg);
+}
+
+void fuzz_consume_profile(const struct prs_profile *p, size_t input_size)
+{
+	struct prs_diff_summary sum;
+	struct prs_diff_row *rows = NULL;
+	struct prs_err err;
+	size_t nrows = 0;
+	uint32_t ids[64];
+
+	for (unsigned v = PRS_VIEW_CPU; v <= PRS_VIEW_WALL; v++) {
+		prs_export_folded(p, v, 0, fuzz_sink(), &err);
+		prs_export_folded(p, v, PRS_FOLDED_LINES | PRS_FOLDED_PER_THREAD, fuzz_sink(), &err);
+		if (input_size > FUZZ_CONSUME_MAX)
+			continue;
+		render(p, v, v == PRS_VIEW_WALL);
+		prs_export_speedscope(p, v, fuzz_sink(), &err);
+		prs_export_pprof(p, v, fuzz_sink(), &err);
+	}
+	if (input_size > FUZZ_CONSUME_MAX)
+		return;
+	if (prs_diff_compute(p, p, PRS_VIEW_WALL, &rows, &nrows, &sum, &err) == 0)
+		free(rows);
+	for (size_t i = 0; i < p->nsamples && i < 64; i++) {
+		char label[256];
+
+		prs_profile_offcpu_label(&p->samples[i], label, sizeof(label), &(enum prs_kind){ 0 });
+		prs_profile_stack_frames(p, p->samples[i].stack, ids, 64);
+	}
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzz target: the parser of /proc/PID/status (prs_proc_parse_status), on at most the bytes its
+ * reader reads (8192 - 1). Seeds: real status files.
+ */
+#include "fuzz.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pyrsprof/task.h"
+
+#include "util/banned.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char text[8192];
+
+	if (size > sizeof(text) - 1)
+		size = sizeof(text) - 1;
+	memcpy(text, data, size);
+	text[size] = '\0';
+	{
+		static const char *const keys[] = { "TracerPid", "Uid", "Name", "Kthread", "State" };
+		char val[128];
+
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+			if (prs_proc_parse_status(text, keys[k], val, sizeof(val)) == 0 &&
+			    strlen(val) >= sizeof(val))
+				abort();
+	}
+	return 0;
+}
