@@ -15,3 +15,9 @@ $(BUILD)/bench/view_bench: $(BUILD)/tests/bench/view_bench.o $(BUILD)/libpyrspro
 .PHONY: profile-bench
 profile-bench: $(BUILD)/bench/profile_bench $(BUILD)/bench/view_bench
 bench: $(BUILD)/bench/profile_bench $(BUILD)/bench/view_bench
+
+# `pyrs_size FILE.pyrs...`: bytes per sample of profile.pyrs as the sampler writes it (flushed
+# every second), for comparing writers on the same recordings.
+$(BUILD)/bench/pyrs_size: $(BUILD)/tests/bench/pyrs_size.o $(BUILD)/libpyrsprof.a
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libpyrsprof.a $(LDLIBS)

@@ -153,6 +153,9 @@ struct prs_profile {
 	struct prs_acct_record *acct; /* accounting records, in the order added (or read) */
 	uint32_t nacct;
 	bool complete; /* the reader found the END record */
+	/* the file offset of the damaged zstd frame where the reader stopped (what precedes it is
+	 * here), 0 = none */
+	uint64_t damaged_at;
 	/* private: interning tables */
 	struct prs_profile_index *index;
 };
@@ -256,8 +259,9 @@ int prs_recorder_open(const char *path, struct prs_recorder **out, struct prs_er
 /* The profile being built; borrowed, valid until prs_recorder_close(). Add to it with the
  * prs_profile_* functions: the recorder writes whatever was added since the last flush. */
 struct prs_profile *prs_recorder_profile(struct prs_recorder *r);
-/* Compresses and writes everything added since the last flush, and flushes the zstd stream so the
- * file on disk is readable up to here. Call about once a second. Returns 0 or a negative errno. */
+/* Compresses and writes everything added since the last flush as one zstd frame (none when
+ * nothing was added), so the file on disk is readable up to here. Call about once a second.
+ * Returns 0 or a negative errno. */
 int prs_recorder_flush(struct prs_recorder *r, struct prs_err *err);
 /* Flushes, writes the END record, closes the file. Returns 0 or a negative errno. The profile is
  * handed to the caller in *profile (may be NULL to free it). r is freed in every case. */
@@ -267,8 +271,12 @@ int prs_recorder_close(struct prs_recorder *r, struct prs_profile **profile, str
 
 /*
  * Reads a .pyrs file. A truncated file is accepted: every complete record is kept,
- * p->complete is false and *warning (if not NULL) is set to a one-line message. An empty, corrupt
- * or foreign file fails with -EINVAL (or the errno of the failed read) and a message in err.
+ * p->complete is false and *warning (if not NULL) is set to a one-line message ("FILE: truncated
+ * after N samples ..."). A file damaged after some samples is accepted too: every zstd frame
+ * before the damaged one is kept, p->damaged_at is the damaged frame's offset, and the warning
+ * says "FILE: damaged at byte N (why) after M samples; showing what precedes". An empty or
+ * foreign file, or one damaged before any sample, fails with -EINVAL (or the errno of the failed
+ * read) and a message in err.
  */
 int prs_pyrs_read(const char *path, struct prs_profile **out, char *warning, size_t wsize,
 		  struct prs_err *err);

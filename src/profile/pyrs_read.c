@@ -5,7 +5,10 @@
  * against what has been read so far (so no id ever points forward and the stack trie cannot
  * have cycles), and nothing is allocated from a size the file claims, only from data it actually
  * contains. A file cut short (the recording crashed or is still running) is accepted with a
- * warning; bad magic, a newer format version, zstd corruption or an invalid record fail with
+ * warning. Damage is found per zstd frame (the writer ends one at every flush, each with its
+ * checksum): a frame's records are parsed only once the frame has decoded whole, so a damaged
+ * frame costs its own records and those after it, and every frame before it is kept, with a
+ * warning. Bad magic, a newer format version, or damage before any sample was saved fail with
  * -EINVAL and a message naming the file. Format: docs/pyrs-format.md.
  */
 #include "profile/profile-internal.h"
@@ -20,6 +23,14 @@
 
 #include "util/banned.h"
 
+/*
+ * Decoded bytes of one zstd frame are held back (in reader.frame) until the frame ends and its
+ * checksum has been checked, then parsed. Frames of version-1 files written before the writer
+ * ended a frame at each flush can hold a whole recording: past this many decoded bytes the frame
+ * is parsed as it comes (as every frame was before), and damage found later in it fails the read.
+ */
+#define FRAME_HOLD_MAX (32u << 20)
+
 struct reader {
 	const char *name;
 	struct prs_profile *p;
@@ -27,13 +38,21 @@ struct reader {
 	uint8_t hdr[PRS_PYRS_HEADER_LEN];
 	size_t hdr_len;
 	struct prs_buf pending; /* decompressed bytes not yet parsed (at most one partial record) */
+	struct prs_buf frame;   /* decoded bytes of the current zstd frame, not yet checked whole */
 	uint8_t *zout;
 	size_t zout_cap;
 	uint64_t records, stream_off; /* records parsed; offset of pending[0] in the stream */
 	uint64_t last_time_ns;
 	uint64_t nexpand;
 	struct prs_pyrs_pids pids; /* the pid of a sample that does not carry one */
+	uint64_t file_off;   /* bytes of the file fed so far */
+	uint64_t frame_off;  /* file offset of the current zstd frame's first byte */
+	bool in_frame;       /* the current frame has started (some of its bytes were fed) */
+	bool parsed_ahead;   /* part of the current frame was parsed before it ended */
 	bool ended;
+	bool damaged;        /* stopped at a damaged frame (p->damaged_at) */
+	const char *damage;  /* what was wrong with it (zstd's words, or rd->detail) */
+	char detail[200];    /* the last invalid record: "record N: why" */
 	struct prs_err *err;
 };
 
@@ -80,6 +99,7 @@ static int corrupt(struct reader *rd, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
+	snprintf(rd->detail, sizeof(rd->detail), "record %" PRIu64 ": %s", rd->records + 1, detail);
 	return prs_err_set(rd->err, -EINVAL, "%s: corrupt profile (record %" PRIu64 ": %s)", rd->name,
 			   rd->records + 1, detail);
 }
@@ -369,10 +389,43 @@ static int check_header(struct reader *rd)
 	return 0;
 }
 
+/*
+ * The current frame is damaged: keep every frame before it, stop reading. Records of the damaged
+ * frame that were already parsed (parsed ahead of a huge frame's end) cannot be taken back: then
+ * the whole read fails.
+ */
+static int damaged(struct reader *rd, const char *what, int rc)
+{
+	if (rd->parsed_ahead)
+		return rc;
+	rd->damaged = true;
+	rd->damage = what;
+	rd->p->damaged_at = rd->frame_off;
+	prs_buf_reset(&rd->frame);
+	return 0;
+}
+
+/* Moves the held bytes of the current frame to the parser. */
+static int parse_frame(struct reader *rd)
+{
+	int rc;
+
+	if (!rd->frame.len)
+		return 0;
+	if (prs_buf_append(&rd->pending, rd->frame.data, rd->frame.len))
+		return prs_err_set(rd->err, -ENOMEM, "%s: out of memory", rd->name);
+	prs_buf_reset(&rd->frame);
+	rc = parse_pending(rd);
+	/* an invalid record in a frame that decoded whole (a writer's bug or a crafted file): the
+	 * records before it stay */
+	return rc == -EINVAL ? damaged(rd, rd->detail, rc) : rc;
+}
+
 /* Feeds len bytes of the file. */
 static int feed(struct reader *rd, const uint8_t *data, size_t len)
 {
 	ZSTD_inBuffer in;
+	uint64_t base;
 	int rc;
 
 	if (rd->hdr_len < PRS_PYRS_HEADER_LEN) {
@@ -382,6 +435,7 @@ static int feed(struct reader *rd, const uint8_t *data, size_t len)
 			n = len;
 		memcpy(rd->hdr + rd->hdr_len, data, n);
 		rd->hdr_len += n;
+		rd->file_off += n;
 		data += n;
 		len -= n;
 		/* reject foreign files as soon as the magic is in */
@@ -395,22 +449,38 @@ static int feed(struct reader *rd, const uint8_t *data, size_t len)
 		if (rc)
 			return rc;
 	}
+	base = rd->file_off;
+	rd->file_off += len;
 	in = (ZSTD_inBuffer){ data, len, 0 };
-	while (!rd->ended && in.pos < in.size) {
+	while (!rd->ended && !rd->damaged && in.pos < in.size) {
 		ZSTD_outBuffer out = { rd->zout, rd->zout_cap, 0 };
-		size_t ret = ZSTD_decompressStream(rd->dctx, &out, &in);
+		size_t ret;
 
-		if (ZSTD_isError(ret))
-			return prs_err_set(rd->err, -EINVAL,
-					   "%s: corrupt profile (zstd: %s, after %zu samples)", rd->name,
-					   ZSTD_getErrorName(ret), rd->p->nsamples);
-		if (out.pos) {
-			if (prs_buf_append(&rd->pending, rd->zout, out.pos))
-				return prs_err_set(rd->err, -ENOMEM, "%s: out of memory", rd->name);
-			rc = parse_pending(rd);
-			if (rc)
-				return rc;
+		if (!rd->in_frame) {
+			rd->in_frame = true;
+			rd->frame_off = base + in.pos;
 		}
+		ret = ZSTD_decompressStream(rd->dctx, &out, &in);
+		if (ZSTD_isError(ret))
+			return damaged(rd, ZSTD_getErrorName(ret),
+				       prs_err_set(rd->err, -EINVAL,
+						   "%s: corrupt profile (zstd: %s, after %zu samples)", rd->name,
+						   ZSTD_getErrorName(ret), rd->p->nsamples));
+		if (out.pos && prs_buf_append(&rd->frame, rd->zout, out.pos))
+			return prs_err_set(rd->err, -ENOMEM, "%s: out of memory", rd->name);
+		if (ret == 0) {
+			/* the frame ended and its checksum matched */
+			rc = parse_frame(rd);
+			rd->in_frame = false;
+			rd->parsed_ahead = false;
+		} else if (rd->frame.len > FRAME_HOLD_MAX) {
+			rd->parsed_ahead = true;
+			rc = parse_frame(rd);
+		} else {
+			rc = 0;
+		}
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -427,8 +497,27 @@ static int finish(struct reader *rd, struct prs_profile **out, char *warning, si
 				   "%s: not a pyrsprof profile (file too short: %zu bytes)", rd->name,
 				   rd->hdr_len);
 	}
+	if (!rd->ended && !rd->damaged) {
+		/* cut short inside a frame: its records decoded so far are what was saved; they were
+		 * not checked whole, so an invalid one among them fails the read */
+		int rc;
+
+		rd->parsed_ahead = true;
+		rc = parse_frame(rd);
+
+		if (rc)
+			return rc;
+	}
+	if (rd->damaged && rd->p->nsamples == 0)
+		return prs_err_set(rd->err, -EINVAL,
+				   "%s: corrupt profile (%s in the zstd frame at byte %" PRIu64
+				   ", before any sample)", rd->name, rd->damage, rd->p->damaged_at);
 	rd->p->complete = rd->ended;
-	if (!rd->ended && warning && wsize)
+	if (rd->damaged && warning && wsize)
+		snprintf(warning, wsize,
+			 "%s: damaged at byte %" PRIu64 " (%s) after %zu samples; showing what precedes",
+			 rd->name, rd->p->damaged_at, rd->damage, rd->p->nsamples);
+	else if (!rd->ended && warning && wsize)
 		snprintf(warning, wsize,
 			 "%s: truncated after %zu samples (the recording did not finish); showing what was saved",
 			 rd->name, rd->p->nsamples);
@@ -444,6 +533,7 @@ static int reader_init(struct reader *rd, const char *name, struct prs_err *err)
 	rd->err = err;
 	prs_buf_init(&rd->pending);
 	prs_pyrs_pids_init(&rd->pids);
+	prs_buf_init(&rd->frame);
 	rd->p = prs_profile_new();
 	rd->dctx = ZSTD_createDCtx();
 	rd->zout_cap = ZSTD_DStreamOutSize();
@@ -463,6 +553,7 @@ static void reader_release(struct reader *rd)
 	free(rd->zout);
 	prs_buf_release(&rd->pending);
 	prs_pyrs_pids_release(&rd->pids);
+	prs_buf_release(&rd->frame);
 }
 
 int prs_pyrs_read_mem(const void *data, size_t len, struct prs_profile **out, char *warning,

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The recorder: owns the profile being sampled and streams it to profile.pyrs. The file is a
- * 16-byte header then one zstd stream of records (docs/pyrs-format.md). Each flush encodes only
+ * 16-byte header then a zstd stream of records (docs/pyrs-format.md). Each flush encodes only
  * the entries added since the previous flush (one "written up to" counter per array, no copy of
- * the data) and ends with ZSTD_e_flush, so the file on disk decodes up to the last flush and a
- * crash of the profiler loses at most the time since then.
+ * the data) and ends a zstd frame (ZSTD_e_end, with its checksum), so the file on disk decodes up
+ * to the last flush, a crash of the profiler loses at most the time since then, and bytes damaged
+ * later on disk cost the reader only the frame that holds them and what follows.
  */
 #include "profile/profile-internal.h"
 
@@ -269,9 +270,9 @@ int prs_recorder_flush(struct prs_recorder *r, struct prs_err *err)
 		return prs_err_set(err, r->failed, "%s: an earlier write failed: %s", r->path,
 				   strerror(-r->failed));
 	rc = encode_new(r, err);
-	if (rc)
-		return rc;
-	return compress_out(r, ZSTD_e_flush, err);
+	if (rc || r->rec.len == 0)
+		return rc; /* nothing new: no empty frame */
+	return compress_out(r, ZSTD_e_end, err);
 }
 
 int prs_recorder_close(struct prs_recorder *r, struct prs_profile **profile, struct prs_err *err)
@@ -285,7 +286,10 @@ int prs_recorder_close(struct prs_recorder *r, struct prs_profile **profile, str
 	if (r->fd >= 0) {
 		struct prs_profile *p = r->p;
 
-		rc = prs_recorder_flush(r, err);
+		/* what is new and the END record, in the last frame */
+		rc = r->failed ? prs_err_set(err, r->failed, "%s: an earlier write failed: %s", r->path,
+					     strerror(-r->failed))
+			       : encode_new(r, err);
 		if (!rc) {
 			if ((rc = put(r, p->nstrings)) || (rc = put(r, p->nmappings)) ||
 			    (rc = put(r, p->nframes)) || (rc = put(r, p->nstacks)) ||
