@@ -13,7 +13,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
+#include "pyrsprof/err.h"
 #include "pyrsprof/types.h"
 
 /* ---- array growth ---- */
@@ -154,6 +156,29 @@ uint32_t prs_idset_find(const struct prs_idset *s, uint32_t hash, prs_idset_eq_f
 			const void *ctx, const void *key);
 /* Adds id with this hash (the caller checked it is absent). 0, -EINVAL or -ENOMEM. */
 int prs_idset_insert(struct prs_idset *s, uint32_t hash, uint32_t id);
+
+/* ---- files that appear whole or not at all ---- */
+
+struct prs_atomic {
+	char path[4096]; /* the final name */
+	char tmp[4096];  /* the temporary one: ".NAME.XXXXXX" in the same folder */
+	FILE *f;
+	bool in_place;   /* path is not a regular file (a device, a FIFO): written directly */
+};
+
+/*
+ * Opens a new temporary file beside path (".NAME.XXXXXX" in the same folder, mode 0666 & ~umask)
+ * for writing; prs_atomic_close renames it over path. A path that exists and is not a regular
+ * file (/dev/stdout, a FIFO) is written in place instead; a folder is refused. Returns the stream,
+ * or NULL with err set ("cannot write 'PATH': why"). Not thread-safe (it reads the umask).
+ */
+FILE *prs_atomic_open(struct prs_atomic *a, const char *path, struct prs_err *err);
+/*
+ * Ends the write. ok: flushes the file to disk (fsync), closes it and renames it over path;
+ * returns 0, or a negative errno with err set when any of that failed (then the temporary file is
+ * removed and path is left as it was). !ok: closes and removes the temporary file, returns 0.
+ */
+int prs_atomic_close(struct prs_atomic *a, bool ok, struct prs_err *err);
 
 /* ---- time ---- */
 

@@ -12,7 +12,6 @@
 #include "pyrsprof/diff.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -20,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "pyrsprof/export.h"
 #include "pyrsprof/report.h"
