@@ -212,6 +212,11 @@ const char *prs_fg_describe_profile(const struct prs_profile *p, enum prs_view v
 	       !offcpu ? "" : view == PRS_VIEW_CPU ? "on-CPU" : "wall", offcpu ? " " : "");
 	if (rate && rate[0])
 		APPEND(" · %s Hz", rate);
+	/* a profile read back that did not end whole says so on the graph itself */
+	if (p->damaged_at)
+		APPEND(" · damaged at byte %" PRIu64 ": what precedes", p->damaged_at);
+	else if (!p->complete)
+		APPEND(" · cut short: the recording did not finish");
 #undef APPEND
 	return buf;
 }

@@ -82,7 +82,9 @@ int prs_fg_diff_from_profiles(struct prs_fg *fg, const struct prs_profile *befor
 /*
  * A subtitle for a profile's graph into buf, e.g.
  * "./app --n 3 · 4.02 s · 803 samples · 200 Hz" (fields that the profile lacks are left out;
- * the samples are those of `view`). Returns buf. The text is not escaped (the writer does it).
+ * the samples are those of `view`), ending " · cut short: the recording did not finish" or
+ * " · damaged at byte N: what precedes" for a profile read back incomplete. Returns buf. The text
+ * is not escaped (the writer does it).
  */
 const char *prs_fg_describe_profile(const struct prs_profile *p, enum prs_view view, char *buf,
 				    size_t size);

@@ -152,7 +152,7 @@ struct prs_profile {
 	uint32_t nexpand_ids;
 	struct prs_acct_record *acct; /* accounting records, in the order added (or read) */
 	uint32_t nacct;
-	bool complete; /* the reader found the END record */
+	bool complete; /* whole: the reader found the END record, the recorder wrote it, folded input */
 	/* the file offset of the damaged zstd frame where the reader stopped (what precedes it is
 	 * here), 0 = none */
 	uint64_t damaged_at;
@@ -264,7 +264,8 @@ struct prs_profile *prs_recorder_profile(struct prs_recorder *r);
  * Returns 0 or a negative errno. */
 int prs_recorder_flush(struct prs_recorder *r, struct prs_err *err);
 /* Flushes, writes the END record, closes the file. Returns 0 or a negative errno. The profile is
- * handed to the caller in *profile (may be NULL to free it). r is freed in every case. */
+ * handed to the caller in *profile (may be NULL to free it), complete when the file was written
+ * whole. r is freed in every case. */
 int prs_recorder_close(struct prs_recorder *r, struct prs_profile **profile, struct prs_err *err);
 
 /* ---- readers ---- */
