@@ -3,6 +3,7 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pyrsprof/util.h"
 #include "util/banned.h"
 
 void cli_msg(const char *fmt, ...)
@@ -35,6 +37,74 @@ void cli_err(const struct prs_err *err, const char *what)
 		cli_msg("%s: %s", what, strerror(-err->code));
 	else
 		cli_msg("%s failed", what);
+}
+
+/* The options of longopts whose name starts with the len bytes at name, as "--a, --b". */
+static void candidates(const struct option *longopts, const char *name, size_t len, char *buf, size_t size)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (const struct option *o = longopts; o->name && off < size; o++)
+		if (strncmp(o->name, name, len) == 0) {
+			int k = snprintf(buf + off, size - off, "%s--%s", off ? ", " : "", o->name);
+
+			off = k < 0 ? size : off + (size_t)k;
+		}
+}
+
+/* "CMD: unknown option '--x'", naming the options it is the start of (glibc took or refused it as
+ * an abbreviation). */
+static void unknown_long(const struct option *longopts, const char *arg, const char *cmd)
+{
+	size_t len = strncmp(arg, "--", 2) == 0 ? strcspn(arg + 2, "=") : 0;
+	char alts[256];
+
+	candidates(longopts, arg + 2, len, alts, sizeof(alts));
+	if (len && alts[0])
+		cli_msg("%s: unknown option '%.*s' (options are not abbreviated: did you mean %s?)", cmd,
+			(int)len + 2, arg, alts);
+	else
+		cli_msg("%s: unknown option '%s' (see pyrsprof %s --help)", cmd, arg, cmd);
+}
+
+int cli_getopt(int argc, char **argv, const char *optstring, const struct option *longopts,
+	       const char *cmd)
+{
+	char opts[64];
+	int c, idx = -1;
+	bool plus = optstring[0] == '+';
+
+	/* ':' first (after a '+'): a missing value is told from an unknown option */
+	snprintf(opts, sizeof(opts), "%s:%s", plus ? "+" : "", optstring + plus);
+	opterr = 0;
+	c = getopt_long(argc, argv, opts, longopts, &idx);
+	if (c == -1)
+		return c;
+	if (c == '?' || c == ':') {
+		const char *arg = argv[optind - 1];
+
+		if (c == ':' && optopt && !(arg[0] == '-' && arg[1] == '-'))
+			cli_msg("%s: option -%c needs a value", cmd, optopt);
+		else if (c == ':')
+			cli_msg("%s: option %s needs a value", cmd, arg);
+		else if (optopt)
+			cli_msg("%s: unknown option -%c (see pyrsprof %s --help)", cmd, optopt, cmd);
+		else
+			unknown_long(longopts, arg, cmd);
+		return '?';
+	}
+	if (idx >= 0) {
+		/* the element that named it: "--name=value", or "--name" (its value may follow) */
+		const char *arg = longopts[idx].has_arg && optarg == argv[optind - 1] ? argv[optind - 2]
+										       : argv[optind - 1];
+
+		if (strncmp(arg, "--", 2) != 0 || strcspn(arg + 2, "=") != strlen(longopts[idx].name)) {
+			unknown_long(longopts, arg, cmd);
+			return '?';
+		}
+	}
+	return c;
 }
 
 bool cli_parse_number(const char *opt, const char *s, double min, double max, double *out)
@@ -127,6 +197,15 @@ bool cli_parse_pid(const char *s, pid_t *out)
 	return true;
 }
 
+bool cli_folder_ok(const char *dir, const char *cmd)
+{
+	if (dir && strcmp(dir, "-") == 0) {
+		cli_msg("%s: -o -: %s writes a folder of files, not one stream; give a folder name", cmd, cmd);
+		return false;
+	}
+	return true;
+}
+
 int cli_make_dir(const char *dir, bool *created)
 {
 	char path[4096];
@@ -174,53 +253,33 @@ int cli_make_dir(const char *dir, bool *created)
 
 void *cli_atomic_open(struct cli_atomic *a, const char *path)
 {
-	struct stat st;
-	FILE *f;
+	struct prs_err err = { 0 };
 
-	snprintf(a->path, sizeof(a->path), "%s", path);
-	a->tmp[0] = '\0';
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		/* A device, FIFO or /dev/stdout: write in place; renaming over it would replace it. */
-		if (S_ISDIR(st.st_mode)) {
-			cli_msg("cannot write '%s': it is a folder", path);
-			a->f = NULL;
-			return NULL;
-		}
-		f = fopen(path, "we");
-	} else {
-		snprintf(a->tmp, sizeof(a->tmp), "%s.tmp%d", path, (int)getpid());
-		f = fopen(a->tmp, "we");
-	}
-	if (!f) {
-		cli_msg("cannot write '%s': %s", path, strerror(errno));
-		a->f = NULL;
+	a->to_stdout = strcmp(path, "-") == 0;
+	if (a->to_stdout) /* "-o -": standard output, where the command allows a stream */
+		return stdout;
+	if (!prs_atomic_open(&a->file, path, &err)) {
+		cli_err(&err, path);
 		return NULL;
 	}
-	a->f = f;
-	return f;
+	return a->file.f;
 }
 
 int cli_atomic_close(struct cli_atomic *a, bool ok)
 {
-	FILE *f = a->f;
-	bool in_place = a->tmp[0] == '\0';
-	int e = 0;
+	struct prs_err err = { 0 };
 
-	if (!f)
-		return -EINVAL;
-	if (fflush(f) != 0 || ferror(f))
-		e = errno ? errno : EIO;
-	if (fclose(f) != 0 && !e)
-		e = errno;
-	a->f = NULL;
-	if (ok && !e && !in_place && rename(a->tmp, a->path) != 0)
-		e = errno;
-	if (!ok || e) {
-		if (!in_place)
-			unlink(a->tmp);
-		if (ok && e)
-			cli_msg("cannot write '%s': %s", a->path, strerror(e));
-		return ok && e ? -e : -ECANCELED;
+	if (a->to_stdout) {
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			if (ok)
+				cli_msg("cannot write to standard output: %s", strerror(errno ? errno : EIO));
+			return ok ? -EIO : -ECANCELED;
+		}
+		return ok ? 0 : -ECANCELED;
 	}
-	return 0;
+	if (prs_atomic_close(&a->file, ok, &err) != 0) {
+		cli_err(&err, a->file.path);
+		return err.code;
+	}
+	return ok ? 0 : -ECANCELED;
 }

@@ -12,6 +12,7 @@
 
 #include "pyrsprof/err.h"
 #include "pyrsprof/python.h"
+#include "pyrsprof/util.h"
 
 /* Exit codes of pyrsprof itself (a launched program's own code passes through instead). */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NOCMD = 127 };
@@ -25,6 +26,18 @@ void cli_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints err's message as one line, or "what: strerror(-code)" when it has none. */
 void cli_err(const struct prs_err *err, const char *what);
 
+struct option;
+/*
+ * getopt_long for every subcommand, with exact option names: glibc takes any unique prefix of a
+ * long option ("--native" for "--native-all"); this refuses it and names the options it could
+ * mean. Unknown options, missing values and prefixes are reported here, as one line naming cmd
+ * ("CMD: unknown option '--x' (see pyrsprof CMD --help)"); the caller returns EXIT_USAGE on '?'.
+ * optstring as for getopt_long (a leading '+' stops at the first non-option); call with optind
+ * reset to 1 before the first call.
+ */
+int cli_getopt(int argc, char **argv, const char *optstring, const struct option *longopts,
+	       const char *cmd);
+
 /* Parses a sampling rate in Hz (0 < r <= PRS_MAX_RATE_HZ). Prints the problem and returns false. */
 bool cli_parse_rate(const char *s, double *out);
 /* Parses a duration in seconds (0 < d <= PRS_MAX_DURATION_S; "10", "2.5", "30s", "5m"). */
@@ -34,20 +47,27 @@ bool cli_parse_pid(const char *s, pid_t *out);
 /* Parses a positive number with an upper bound, for widths and the like. */
 bool cli_parse_number(const char *opt, const char *s, double min, double max, double *out);
 
+/* False (with a message) when the -o of a command that writes a folder is "-" (standard output). */
+bool cli_folder_ok(const char *dir, const char *cmd);
+
 /*
  * Makes sure dir exists and is writable (creating it and its parents). Returns 0 or -errno with a
  * message printed. *created tells whether it made the last component (to remove it on failure).
  */
 int cli_make_dir(const char *dir, bool *created);
 
-/* Writes path through a temporary file renamed into place at the end, so a reader never sees a
- * half-written file. Returns a FILE* for writing, or NULL with a message printed. */
+/*
+ * Writes path whole or not at all (prs_atomic_open: a temporary file in the same folder, renamed
+ * into place at the end), every output file of every command goes through here. "-" is standard
+ * output. Returns a FILE* for writing, or NULL with a message printed.
+ */
 struct cli_atomic {
-	char path[4096], tmp[4096];
-	void *f;
+	struct prs_atomic file;
+	bool to_stdout;
 };
 void *cli_atomic_open(struct cli_atomic *a, const char *path);
-/* Closes and renames (ok) or removes the temporary file (!ok). Returns 0 or -errno (message printed). */
+/* Closes and renames (ok) or removes the temporary file (!ok). Returns 0 or -errno (message
+ * printed), -ECANCELED for !ok. */
 int cli_atomic_close(struct cli_atomic *a, bool ok);
 
 /* The CPython reader's options from the PYRSPROF_PY_* environment variables (pyenv.c; all off when

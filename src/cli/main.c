@@ -14,7 +14,7 @@ static const char usage[] =
 	"  run [-r HZ] [-d SEC] [-o DIR] -- CMD ARGS...   launch CMD and profile it until it exits\n"
 	"  attach PID [-r HZ] [-d SEC] [-o DIR]           profile a live process (Ctrl-C stops)\n"
 	"  dump PID                                       print every thread's stack now\n"
-	"  report FILE [-o DIR]                           re-render the graphs and the phase reports\n"
+	"  report FILE|DIR [-o DIR]                       re-render the graphs and the phase reports\n"
 	"  flamegraph IN -o OUT.svg [options]             flame graph of a .pyrs profile or folded stacks\n"
 	"  export FILE --format folded|speedscope|pprof [-o OUT]   convert a profile\n"
 	"  diff BEFORE AFTER -o DIR                       what moved: differential flame graph + deltas\n"

@@ -30,6 +30,7 @@ struct rec_opts {
 	bool print_stats;
 	bool native_all;
 	bool merge_processes; /* for the graphs only */
+	bool force; /* --force: replace the recording already in the output folder */
 	enum prs_source source;
 	struct cli_symopts sym;
 	struct cli_phase_opts phase; /* --target, --dim, --no-classify */
@@ -41,6 +42,7 @@ static const char run_usage[] =
 	"  -r, --rate HZ        samples per second per thread (default 100)\n"
 	"  -d, --duration SEC   stop sampling after SEC seconds\n"
 	"  -o, --output DIR     output folder (default ./pyrsprof-<prog>-<time>/)\n"
+	"      --force          replace the recording already in DIR\n"
 	"      --stack-bytes N  stack bytes copied per sample (default 65536)\n"
 	"      --stats          print the sampler's own costs\n"
 	"      --mode MODE      ptrace (default: native + Python frames) or vm (Python frames\n"
@@ -63,6 +65,7 @@ static const char attach_usage[] =
 	"  -r, --rate HZ        samples per second per thread (default 100)\n"
 	"  -d, --duration SEC   stop after SEC seconds\n"
 	"  -o, --output DIR     output folder (default ./pyrsprof-<prog>-<time>/)\n"
+	"      --force          replace the recording already in DIR\n"
 	"      --stack-bytes N  stack bytes copied per sample (default 65536)\n"
 	"      --stats          print the sampler's own costs\n"
 	"      --mode MODE      ptrace (default: native + Python frames) or vm (Python frames\n"
@@ -92,6 +95,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 		{ "dim", required_argument, NULL, CLI_OPT_DIM },
 		{ "no-classify", no_argument, NULL, CLI_OPT_NO_CLASSIFY },
 		{ "merge-processes", no_argument, NULL, 'P' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -105,12 +109,12 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 	o->print_stats = false;
 	o->native_all = false;
 	o->merge_processes = false;
+	o->force = false;
 	o->source = PRS_SOURCE_PTRACE;
 	o->sym.ndirs = 0;
 	memset(&o->phase, 0, sizeof(o->phase));
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, run ? "+r:d:o:h" : "r:d:o:h", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, run ? "+r:d:o:h" : "r:d:o:h", longopts, run ? "run" : "attach")) != -1) {
 		switch (c) {
 		case 'r':
 			if (!cli_parse_rate(optarg, &o->rate_hz))
@@ -152,27 +156,21 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 		case 'P':
 			o->merge_processes = true;
 			break;
+		case 'F':
+			o->force = true;
+			break;
 		case 'h':
 			fputs(run ? run_usage : attach_usage, stdout);
 			return EXIT_OK;
 		case '?':
-			if (optopt && strncmp(argv[optind - 1], "--", 2) == 0) /* a long one, valueless */
-				cli_msg("option %s needs a value", argv[optind - 1]);
-			else if (optopt)
-				cli_msg("option -%c: %s", optopt,
-					strchr("rdo", optopt) ? "needs a value" : "unknown option");
-			else
-				cli_msg("unknown option '%s' (see pyrsprof %s --help)", argv[optind - 1],
-					run ? "run" : "attach");
-			return EXIT_USAGE;
-		case ':':
-			cli_msg("option -%c needs a value", optopt);
 			return EXIT_USAGE;
 		default:
 			if ((rc = cli_phase_opt(c, optarg, &o->phase)) >= 0)
 				return rc;
 		}
 	}
+	if (!cli_folder_ok(o->outdir, run ? "run" : "attach"))
+		return EXIT_USAGE;
 	return -1;
 }
 
@@ -294,9 +292,15 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 	cli_symbolize(p, &o->sym, true, &sym);
 	nthreads = (size_t)st.threads_seen;
 	if (prs_recorder_close(rec, &done, &err) < 0) {
+		/* profile.pyrs stops at the failed write (its reader will say so); the samples are all
+		 * in memory, and the graphs are drawn from them */
 		cli_err(&err, "write profile");
-		prs_profile_free(done);
-		return EXIT_FAIL;
+		cli_msg("%s/profile.pyrs is cut short; the flame graphs hold all %zu samples", dir,
+			done ? done->nsamples : 0);
+		rc = EXIT_FAIL;
+		if (!done)
+			return rc;
+		done->complete = true;
 	}
 	if (cli_render_recording(done, dir, o->merge_processes) != 0)
 		rc = EXIT_FAIL;
@@ -318,17 +322,68 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 	return rc;
 }
 
+/* What a recording writes into its folder. */
+static const char *const recording_files[] = { "profile.pyrs", "cpu.svg", "wall.svg", "stats.json" };
+
+/* True if dir holds any file of a recording. */
+static bool holds_recording(const char *dir)
+{
+	char path[4096];
+
+	for (size_t i = 0; i < sizeof(recording_files) / sizeof(recording_files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, recording_files[i]);
+		if (access(path, F_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Chooses the output folder: -o DIR, refused when it holds a recording unless --force (whose old
+ * files are then removed, so that the folder never mixes two recordings); else the default name,
+ * made unique with -2, -3... when a recording of the same second exists. Returns 0 or an exit code.
+ */
+static int choose_dir(const struct rec_opts *o, const char *prog, char *dir, size_t dsize)
+{
+	char path[4096];
+
+	if (!o->outdir) {
+		size_t len;
+
+		default_dir(prog, dir, dsize);
+		len = strlen(dir);
+		for (int n = 2; holds_recording(dir) && n < 1000; n++)
+			snprintf(dir + len, dsize - len, "-%d", n);
+		return 0;
+	}
+	snprintf(dir, dsize, "%s", o->outdir);
+	if (!holds_recording(dir))
+		return 0;
+	if (!o->force) {
+		cli_msg("'%s' already holds a recording; give another -o DIR, or --force to replace it", dir);
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < sizeof(recording_files) / sizeof(recording_files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, recording_files[i]);
+		if (unlink(path) != 0 && errno != ENOENT) {
+			cli_msg("--force: cannot remove '%s': %s", path, strerror(errno));
+			return EXIT_FAIL;
+		}
+	}
+	return 0;
+}
+
 /* Opens DIR/profile.pyrs. Returns 0, or an exit code after printing why. */
 static int open_recording(const struct rec_opts *o, const char *prog, char *dir, size_t dsize,
 			  bool *created, struct prs_recorder **rec)
 {
 	char path[4096];
 	struct prs_err err = { 0 };
+	int rc;
 
-	if (o->outdir)
-		snprintf(dir, dsize, "%s", o->outdir);
-	else
-		default_dir(prog, dir, dsize);
+	*created = false;
+	if ((rc = choose_dir(o, prog, dir, dsize)) != 0)
+		return rc;
 	if (cli_make_dir(dir, created) != 0)
 		return EXIT_FAIL;
 	snprintf(path, sizeof(path), "%s/profile.pyrs", dir);

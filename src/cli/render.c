@@ -78,7 +78,7 @@ struct prs_profile *cli_load_profile(const char *path)
 {
 	struct prs_profile *p = NULL;
 	struct prs_err err = { 0 };
-	char warning[512] = "";
+	char warning[512] = "", inside[4096];
 	struct stat st;
 	FILE *f;
 
@@ -87,8 +87,14 @@ struct prs_profile *cli_load_profile(const char *path)
 		return NULL;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		cli_msg("'%s' is a folder; give the profile.pyrs inside it", path);
-		return NULL;
+		/* a recording's folder: its profile */
+		snprintf(inside, sizeof(inside), "%s/profile.pyrs", path);
+		if (stat(inside, &st) != 0 || S_ISDIR(st.st_mode)) {
+			cli_msg("'%s' is a folder without a profile.pyrs (give a recording's folder or a profile)",
+				path);
+			return NULL;
+		}
+		path = inside;
 	}
 	if (prs_pyrs_sniff(path)) {
 		if (prs_pyrs_read(path, &p, warning, sizeof(warning), &err) != 0) {

@@ -21,8 +21,9 @@ int cli_render_svg(const struct prs_profile *p, const char *path, const struct c
 int cli_render_recording(const struct prs_profile *p, const char *dir, bool merge_processes);
 
 /*
- * Loads IN as a .pyrs profile (a truncated one with a warning printed) or as folded stacks.
- * Returns the profile, or NULL after printing a one-line reason.
+ * Loads IN as a .pyrs profile (a truncated or damaged one with a warning printed) or as folded
+ * stacks; a recording's folder stands for its profile.pyrs. Returns the profile, or NULL after
+ * printing a one-line reason.
  */
 struct prs_profile *cli_load_profile(const char *path);
 

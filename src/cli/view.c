@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -47,17 +48,6 @@ static bool parse_view(const char *s, enum prs_view *v)
 	return true;
 }
 
-static int bad_option(char **argv, const char *cmd)
-{
-	if (optopt && strncmp(argv[optind - 1], "--", 2) == 0) /* a long one, valueless */
-		cli_msg("%s: option %s needs a value", cmd, argv[optind - 1]);
-	else if (optopt)
-		cli_msg("%s: option -%c is unknown or needs a value (see pyrsprof %s --help)", cmd, optopt, cmd);
-	else
-		cli_msg("%s: unknown option '%s' (see pyrsprof %s --help)", cmd, argv[optind - 1], cmd);
-	return EXIT_USAGE;
-}
-
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -74,13 +64,13 @@ int cmd_report(int argc, char **argv)
 	struct cli_phase_opts po;
 	struct prs_profile *p;
 	char dirbuf[4096];
+	struct stat st;
 	bool created, merge = false;
 	int c, rc;
 
 	memset(&po, 0, sizeof(po));
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "o:h", longopts, "report")) != -1) {
 		if (c == 'o')
 			outdir = optarg;
 		else if (c == 'G') {
@@ -89,31 +79,34 @@ int cmd_report(int argc, char **argv)
 		} else if (c == 'P') {
 			merge = true;
 		} else if (c == 'h') {
-			puts("usage: pyrsprof report FILE [-o DIR] [--debug-dir DIR] [--target EXPR]\n"
+			puts("usage: pyrsprof report FILE|DIR [-o DIR] [--debug-dir DIR] [--target EXPR]\n"
 			     "       [--dim N=T[..MAX]]... [--merge-processes]\n"
-			     "  Re-renders cpu.svg and wall.svg of a profile (default DIR: the file's folder)\n"
-			     "  and writes the Phase-1 and Phase-4 reports again from what it holds (a\n"
-			     "  target or dimensions given here replace the recorded ones). A profile of\n"
-			     "  several processes has a root per process (\"python pool.py [1234]\"), or per\n"
-			     "  command with --merge-processes.\n"
+			     "  Re-renders cpu.svg and wall.svg of a profile, or of a recording's folder (its\n"
+			     "  profile.pyrs; default output: that folder, or the file's), and writes the\n"
+			     "  Phase-1 and Phase-4 reports again from what it holds (a target or dimensions\n"
+			     "  given here replace the recorded ones). A profile of several processes has a\n"
+			     "  root per process (\"python pool.py [1234]\"), or per command with\n"
+			     "  --merge-processes.\n"
 			     CLI_DEBUG_DIR_HELP
 			     "                       Given debug folders, native frames are named again.");
 			return EXIT_OK;
 		} else if ((rc = cli_phase_opt(c, optarg, &po)) > 0)
 			return rc;
 		else if (rc == 0)
-			return bad_option(argv, "report");
+			return EXIT_USAGE;
 	}
 	if (optind != argc - 1) {
 		cli_msg("report: give one profile file (usage: pyrsprof report FILE [-o DIR])");
 		return EXIT_USAGE;
 	}
+	if (!cli_folder_ok(outdir, "report"))
+		return EXIT_USAGE;
 	p = cli_load_profile(argv[optind]);
 	if (!p)
 		return EXIT_FAIL;
-	if (!outdir) {
+	if (!outdir) { /* the file's folder, or the recording's folder given */
 		snprintf(dirbuf, sizeof(dirbuf), "%s", argv[optind]);
-		outdir = dirname(dirbuf);
+		outdir = stat(argv[optind], &st) == 0 && S_ISDIR(st.st_mode) ? argv[optind] : dirname(dirbuf);
 	}
 	if (cli_make_dir(outdir, &created) != 0) {
 		prs_profile_free(p);
@@ -123,11 +116,17 @@ int cmd_report(int argc, char **argv)
 	rc = cli_render_recording(p, outdir, merge);
 	if (cli_write_reports(p, outdir, true, &po) != 0)
 		rc = -1;
+	if (!rc && p->damaged_at)
+		cli_msg("wrote %s/{cpu.svg,wall.svg,phase1.md,phase1.json,phase4.md,phase4.json} of the %zu "
+			"samples before the damage at byte %llu", outdir, p->nsamples,
+			(unsigned long long)p->damaged_at);
+	else if (!rc && !p->complete)
+		cli_msg("wrote %s/{cpu.svg,wall.svg,phase1.md,phase1.json,phase4.md,phase4.json} of the %zu "
+			"samples saved before the recording was cut short", outdir, p->nsamples);
+	else if (!rc)
+		cli_msg("wrote %s/{cpu.svg,wall.svg,phase1.md,phase1.json,phase4.md,phase4.json}", outdir);
 	prs_profile_free(p);
-	if (rc)
-		return EXIT_FAIL;
-	cli_msg("wrote %s/{cpu.svg,wall.svg,phase1.md,phase1.json,phase4.md,phase4.json}", outdir);
-	return EXIT_OK;
+	return rc ? EXIT_FAIL : EXIT_OK;
 }
 
 int cmd_flamegraph(int argc, char **argv)
@@ -155,8 +154,7 @@ int cmd_flamegraph(int argc, char **argv)
 	o.view.view = PRS_VIEW_CPU;
 	o.view.per_process = true;
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "o:h", longopts, "flamegraph")) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -199,7 +197,7 @@ int cmd_flamegraph(int argc, char **argv)
 			     "  --merge-processes.");
 			return EXIT_OK;
 		default:
-			return bad_option(argv, "flamegraph");
+			return EXIT_USAGE;
 		}
 	}
 	if (optind != argc - 1) {
@@ -240,8 +238,7 @@ int cmd_export(int argc, char **argv)
 	int c, rc;
 
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "o:f:h", longopts, "export")) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -269,10 +266,11 @@ int cmd_export(int argc, char **argv)
 			     "  --per-thread a root frame per thread; a root frame per process when the profile\n"
 			     "  holds several, one per command with --merge-processes); speedscope: JSON for\n"
 			     "  speedscope.app, a profile per process and thread; pprof: gzip'd profile.proto\n"
-			     "  for `go tool pprof`, labelled with pid and thread (needs -o).");
+			     "  for `go tool pprof`, labelled with pid and thread (-o, or a pipe). Without -o,\n"
+			     "  or with -o -, the output goes to standard output.");
 			return EXIT_OK;
 		default:
-			return bad_option(argv, "export");
+			return EXIT_USAGE;
 		}
 	}
 	if (optind != argc - 1) {
@@ -288,8 +286,8 @@ int cmd_export(int argc, char **argv)
 		cli_msg("export: unknown format '%s' (folded, speedscope or pprof)", format);
 		return EXIT_USAGE;
 	}
-	if (strcmp(format, "pprof") == 0 && !out && isatty(STDOUT_FILENO)) {
-		cli_msg("export: pprof is binary: give -o FILE.pb.gz");
+	if (strcmp(format, "pprof") == 0 && (!out || strcmp(out, "-") == 0) && isatty(STDOUT_FILENO)) {
+		cli_msg("export: pprof is binary and standard output is a terminal: give -o FILE.pb.gz");
 		return EXIT_USAGE;
 	}
 	p = cli_load_profile(argv[optind]);
@@ -341,8 +339,7 @@ int cmd_diff(int argc, char **argv)
 	FILE *f;
 
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "o:h", longopts, "diff")) != -1) {
 		switch (c) {
 		case 'o':
 			outdir = optarg;
@@ -358,7 +355,7 @@ int cmd_diff(int argc, char **argv)
 			     "  DIR/diff.json (per-function deltas, with which are beyond sampling noise).");
 			return EXIT_OK;
 		default:
-			return bad_option(argv, "diff");
+			return EXIT_USAGE;
 		}
 	}
 	if (optind != argc - 2) {
@@ -369,6 +366,8 @@ int cmd_diff(int argc, char **argv)
 		cli_msg("diff: no output folder (-o DIR)");
 		return EXIT_USAGE;
 	}
+	if (!cli_folder_ok(outdir, "diff"))
+		return EXIT_USAGE;
 	before = cli_load_profile(argv[optind]);
 	if (!before)
 		return EXIT_FAIL;
