@@ -14,6 +14,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/*
+ * The input as the NUL-terminated text a /proc reader hands its parser: at most size - 1 bytes
+ * (what a read into a buffer of `size` bytes gets), into buf. Returns buf.
+ */
+char *fuzz_text(const uint8_t *data, size_t len, char *buf, size_t size);
+
 /* A stream that discards what is written (opened once, kept for the life of the process). */
 FILE *fuzz_sink(void);
 

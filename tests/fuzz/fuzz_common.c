@@ -3,6 +3,7 @@
 #include "fuzz.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "pyrsprof/diff.h"
 #include "pyrsprof/export.h"
@@ -10,6 +11,15 @@
 #include "pyrsprof/profile.h"
 
 #include "util/banned.h"
+
+char *fuzz_text(const uint8_t *data, size_t len, char *buf, size_t size)
+{
+	if (len > size - 1)
+		len = size - 1;
+	memcpy(buf, data, len);
+	buf[len] = '\0';
+	return buf;
+}
 
 FILE *fuzz_sink(void)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target: the parser of /proc/PID/status (prs_proc_parse_status), on at most the bytes its
- * reader reads (8192 - 1). Seeds: real status files.
+ * Fuzz target: the parser of a status file (/proc/PID/status: prs_proc_parse_status), on at most
+ * the bytes its reader reads, for the keys pyrsprof asks for. Seeds: real status files.
  */
 #include "fuzz.h"
 
@@ -14,20 +14,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char text[8192];
+	static const char *const keys[] = { "TracerPid", "Uid", "Name", "Kthread", "State" };
+	char text[8192], val[128];
 
-	if (size > sizeof(text) - 1)
-		size = sizeof(text) - 1;
-	memcpy(text, data, size);
-	text[size] = '\0';
-	{
-		static const char *const keys[] = { "TracerPid", "Uid", "Name", "Kthread", "State" };
-		char val[128];
-
-		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
-			if (prs_proc_parse_status(text, keys[k], val, sizeof(val)) == 0 &&
-			    strlen(val) >= sizeof(val))
-				abort();
-	}
+	fuzz_text(data, size, text, sizeof(text));
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		if (prs_proc_parse_status(text, keys[k], val, sizeof(val)) == 0 && strlen(val) >= sizeof(val))
+			abort();
 	return 0;
 }

@@ -19,28 +19,13 @@
 
 #include "pyrsprof/util.h"
 
+#include "unit_tmpdir.h"
+
 #include "util/banned.h"
-
-static char dir[64];
-
-static void setup(void)
-{
-	snprintf(dir, sizeof(dir), "/tmp/prs-unit-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
-}
-
-static void teardown(void)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		cr_log_warn("could not remove %s", dir);
-}
 
 static int entries(void)
 {
-	DIR *d = opendir(dir);
+	DIR *d = opendir(unit_tmpdir);
 	struct dirent *e;
 	int n = 0;
 
@@ -73,7 +58,7 @@ static void assert_content(const char *path, const char *want)
 	cr_assert_str_eq(buf, want);
 }
 
-TestSuite(atomic, .init = setup, .fini = teardown);
+TestSuite(atomic, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove);
 
 Test(atomic, appears_at_close)
 {
@@ -84,7 +69,7 @@ Test(atomic, appears_at_close)
 	mode_t mask = umask(022);
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/out.svg", dir);
+	snprintf(path, sizeof(path), "%s/out.svg", unit_tmpdir);
 	put(path, "old");
 	f = prs_atomic_open(&a, path, &err);
 	cr_assert_not_null(f, "%s", err.msg);
@@ -92,7 +77,7 @@ Test(atomic, appears_at_close)
 	fflush(f);
 	assert_content(path, "old");
 	assert_content(a.tmp, "new");
-	cr_assert(strncmp(a.tmp, dir, strlen(dir)) == 0 && strstr(a.tmp, "/.out.svg."), "%s", a.tmp);
+	cr_assert(strncmp(a.tmp, unit_tmpdir, strlen(unit_tmpdir)) == 0 && strstr(a.tmp, "/.out.svg."), "%s", a.tmp);
 	cr_assert_eq(prs_atomic_close(&a, true, &err), 0, "%s", err.msg);
 	assert_content(path, "new");
 	cr_assert_eq(stat(path, &st), 0);
@@ -107,7 +92,7 @@ Test(atomic, abandoned_write_leaves_the_old_file)
 	struct prs_atomic a;
 	struct prs_err err;
 
-	snprintf(path, sizeof(path), "%s/out.json", dir);
+	snprintf(path, sizeof(path), "%s/out.json", unit_tmpdir);
 	put(path, "old");
 	cr_assert_not_null(prs_atomic_open(&a, path, &err));
 	fputs("half", a.f);
@@ -115,7 +100,7 @@ Test(atomic, abandoned_write_leaves_the_old_file)
 	assert_content(path, "old");
 	cr_assert_eq(entries(), 1);
 	/* and a new name stays absent */
-	snprintf(path, sizeof(path), "%s/new.json", dir);
+	snprintf(path, sizeof(path), "%s/new.json", unit_tmpdir);
 	cr_assert_not_null(prs_atomic_open(&a, path, &err));
 	fputs("half", a.f);
 	prs_atomic_close(&a, false, &err);
@@ -130,7 +115,7 @@ Test(atomic, failed_write_leaves_the_old_file)
 	struct prs_atomic a;
 	struct prs_err err;
 
-	snprintf(path, sizeof(path), "%s/out.folded", dir);
+	snprintf(path, sizeof(path), "%s/out.folded", unit_tmpdir);
 	put(path, "old");
 	/* this test's own process (Criterion forks one per test): writes past 4 KiB fail with EFBIG */
 	signal(SIGXFSZ, SIG_IGN);
@@ -150,13 +135,13 @@ Test(atomic, folder_refused_device_in_place)
 	struct prs_atomic a;
 	struct prs_err err;
 
-	cr_assert_null(prs_atomic_open(&a, dir, &err));
+	cr_assert_null(prs_atomic_open(&a, unit_tmpdir, &err));
 	cr_assert_eq(err.code, -EISDIR);
 	cr_assert(strstr(err.msg, "it is a folder"), "%s", err.msg);
 	cr_assert_not_null(prs_atomic_open(&a, "/dev/null", &err), "%s", err.msg);
 	cr_assert(a.in_place);
 	fputs("x", a.f);
 	cr_assert_eq(prs_atomic_close(&a, true, &err), 0, "%s", err.msg);
-	cr_assert_null(prs_atomic_open(&a, "/nonexistent-dir/x.svg", &err));
+	cr_assert_null(prs_atomic_open(&a, "/nonexistent-unit_tmpdir/x.svg", &err));
 	cr_assert_eq(err.code, -ENOENT);
 }

@@ -20,6 +20,8 @@
 #include "pyrsprof/profile.h"
 #include "pyrsprof/util.h"
 
+#include "unit_tmpdir.h"
+
 #include "util/banned.h"
 
 static uint32_t S(struct prs_profile *p, const char *s)
@@ -330,23 +332,6 @@ Test(profile, offcpu_leaves)
 
 /* ---- .pyrs ---- */
 
-static char tmpdir[64];
-
-static void make_tmpdir(void)
-{
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/prs-unit-XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
-}
-
-static void rm_tmpdir(void)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		cr_log_warn("could not remove %s", tmpdir);
-}
-
 static char *read_all(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -419,13 +404,13 @@ static size_t records_of(const struct prs_profile *p)
 	return n;
 }
 
-Test(pyrs, round_trip, .init = make_tmpdir, .fini = rm_tmpdir)
+Test(pyrs, round_trip, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
 {
 	char path[128], warn[256];
 	struct prs_profile *w, *r;
 	struct prs_err err;
 
-	snprintf(path, sizeof(path), "%s/profile.pyrs", tmpdir);
+	snprintf(path, sizeof(path), "%s/profile.pyrs", unit_tmpdir);
 	w = record_small(path);
 	check_invariants(w);
 	cr_assert(prs_pyrs_sniff(path));
@@ -442,7 +427,7 @@ Test(pyrs, round_trip, .init = make_tmpdir, .fini = rm_tmpdir)
 	prs_profile_free(r);
 }
 
-Test(pyrs, truncated_at_every_byte, .init = make_tmpdir, .fini = rm_tmpdir)
+Test(pyrs, truncated_at_every_byte, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
 {
 	char path[128], warn[256];
 	struct prs_profile *w, *r;
@@ -451,7 +436,7 @@ Test(pyrs, truncated_at_every_byte, .init = make_tmpdir, .fini = rm_tmpdir)
 	char *data;
 	int partial_seen = 0;
 
-	snprintf(path, sizeof(path), "%s/profile.pyrs", tmpdir);
+	snprintf(path, sizeof(path), "%s/profile.pyrs", unit_tmpdir);
 	w = record_small(path);
 	full = records_of(w);
 	data = read_all(path, &len);
@@ -498,7 +483,7 @@ static void write_file(const char *path, const void *d, size_t n)
 	fclose(f);
 }
 
-Test(pyrs, empty_and_foreign_files, .init = make_tmpdir, .fini = rm_tmpdir)
+Test(pyrs, empty_and_foreign_files, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
 {
 	static const unsigned char png[] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13,
 					     'I', 'H', 'D', 'R', 0, 0, 0, 1 };
@@ -516,7 +501,7 @@ Test(pyrs, empty_and_foreign_files, .init = make_tmpdir, .fini = rm_tmpdir)
 	struct prs_err err;
 	size_t i;
 
-	snprintf(path, sizeof(path), "%s/x.txt", tmpdir);
+	snprintf(path, sizeof(path), "%s/x.txt", unit_tmpdir);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		write_file(path, cases[i].d, cases[i].n);
 		cr_assert_eq(prs_pyrs_read(path, &r, warn, sizeof(warn), &err), -EINVAL, "case %zu", i);
@@ -528,7 +513,7 @@ Test(pyrs, empty_and_foreign_files, .init = make_tmpdir, .fini = rm_tmpdir)
 	cr_assert_not(prs_pyrs_sniff(path) && 0);
 	write_file(path, text, sizeof(text) - 1);
 	cr_assert_not(prs_pyrs_sniff(path));
-	snprintf(path, sizeof(path), "%s/missing.pyrs", tmpdir);
+	snprintf(path, sizeof(path), "%s/missing.pyrs", unit_tmpdir);
 	cr_assert_eq(prs_pyrs_read(path, &r, NULL, 0, &err), -ENOENT);
 	cr_assert(strstr(err.msg, "No such file"), "%s", err.msg);
 }
@@ -656,15 +641,15 @@ static size_t sample_payloads(const char *path, size_t *lens, size_t max)
 	return n;
 }
 
-Test(pyrs, processes_round_trip, .init = make_tmpdir, .fini = rm_tmpdir)
+Test(pyrs, processes_round_trip, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
 {
 	char path[128], path0[128], warn[256];
 	size_t with[64], without[64], n, k;
 	struct prs_profile *w, *r, *w0;
 	struct prs_err err;
 
-	snprintf(path, sizeof(path), "%s/tree.pyrs", tmpdir);
-	snprintf(path0, sizeof(path0), "%s/one.pyrs", tmpdir);
+	snprintf(path, sizeof(path), "%s/tree.pyrs", unit_tmpdir);
+	snprintf(path0, sizeof(path0), "%s/one.pyrs", unit_tmpdir);
 	w = record_tree(path, true);
 	w0 = record_tree(path0, false);
 	cr_assert_eq(prs_pyrs_read(path, &r, warn, sizeof(warn), &err), 0, "%s", err.msg);
@@ -811,13 +796,13 @@ static unsigned seed_from_env(void)
 	return s ? (unsigned)strtoul(s, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
 }
 
-Test(pyrs, randomized_round_trip, .init = make_tmpdir, .fini = rm_tmpdir)
+Test(pyrs, randomized_round_trip, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
 {
 	unsigned seed = seed_from_env(), iter;
 	char path[128], warn[256];
 
 	fprintf(stderr, "pyrs.randomized_round_trip: seed %u (PRS_TEST_SEED=%u to replay)\n", seed, seed);
-	snprintf(path, sizeof(path), "%s/rand.pyrs", tmpdir);
+	snprintf(path, sizeof(path), "%s/rand.pyrs", unit_tmpdir);
 	for (iter = 0; iter < 20; iter++) {
 		struct prs_recorder *rc;
 		struct prs_profile *p, *w, *r;
@@ -928,7 +913,7 @@ Test(pyrs, randomized_round_trip, .init = make_tmpdir, .fini = rm_tmpdir)
 }
 
 /* The example of docs/pyrs-format.md, byte for byte: the document is the truth. */
-Test(pyrs, matches_the_documented_example, .init = make_tmpdir, .fini = rm_tmpdir)
+Test(pyrs, matches_the_documented_example, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
 {
 	static const uint8_t want[] = {
 		0x01, 0x04, 'm', 'a', 'i', 'n',
@@ -951,7 +936,7 @@ Test(pyrs, matches_the_documented_example, .init = make_tmpdir, .fini = rm_tmpdi
 	ZSTD_inBuffer in;
 	ZSTD_outBuffer ob = { out, sizeof(out), 0 };
 
-	snprintf(path, sizeof(path), "%s/ex.pyrs", tmpdir);
+	snprintf(path, sizeof(path), "%s/ex.pyrs", unit_tmpdir);
 	cr_assert_eq(prs_recorder_open(path, &r, &err), 0);
 	p = prs_recorder_profile(r);
 	f0 = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "main"), 0, 0);
@@ -971,7 +956,7 @@ Test(pyrs, matches_the_documented_example, .init = make_tmpdir, .fini = rm_tmpdi
 }
 
 /* While the recorder runs, the file on disk holds exactly what was flushed. */
-Test(pyrs, readable_while_recording, .init = make_tmpdir, .fini = rm_tmpdir)
+Test(pyrs, readable_while_recording, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
 {
 	struct prs_recorder *r;
 	struct prs_profile *p, *back;
@@ -979,7 +964,7 @@ Test(pyrs, readable_while_recording, .init = make_tmpdir, .fini = rm_tmpdir)
 	char path[128], warn[256];
 	uint32_t f, st, round, i;
 
-	snprintf(path, sizeof(path), "%s/live.pyrs", tmpdir);
+	snprintf(path, sizeof(path), "%s/live.pyrs", unit_tmpdir);
 	cr_assert_eq(prs_recorder_open(path, &r, &err), 0);
 	p = prs_recorder_profile(r);
 	for (round = 1; round <= 5; round++) {
@@ -1014,7 +999,7 @@ Test(pyrs, readable_while_recording, .init = make_tmpdir, .fini = rm_tmpdir)
 }
 
 /* .pyrs -> folded -> folded reader -> folded: the text is stable. */
-Test(pyrs, folded_from_recording, .init = make_tmpdir, .fini = rm_tmpdir)
+Test(pyrs, folded_from_recording, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
 {
 	char path[128], *t1 = NULL, *t2 = NULL;
 	size_t l1 = 0, l2 = 0;
@@ -1022,7 +1007,7 @@ Test(pyrs, folded_from_recording, .init = make_tmpdir, .fini = rm_tmpdir)
 	struct prs_err err;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/profile.pyrs", tmpdir);
+	snprintf(path, sizeof(path), "%s/profile.pyrs", unit_tmpdir);
 	w = record_small(path);
 	f = open_memstream(&t1, &l1);
 	cr_assert_eq(prs_export_folded(w, &(struct prs_view_opts){ .view = PRS_VIEW_WALL, .per_thread = true }, f, &err), 0);
@@ -1049,7 +1034,7 @@ Test(pyrs, folded_from_recording, .init = make_tmpdir, .fini = rm_tmpdir)
  * Flipped bytes inside the decompressed records (recompressed without a checksum, so that every
  * corruption reaches the record validator): never a crash, a consistent profile or -EINVAL.
  */
-Test(pyrs, flipped_record_bytes, .init = make_tmpdir, .fini = rm_tmpdir)
+Test(pyrs, flipped_record_bytes, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
 {
 	char path[128], *file;
 	uint8_t recs[8192];
@@ -1062,7 +1047,7 @@ Test(pyrs, flipped_record_bytes, .init = make_tmpdir, .fini = rm_tmpdir)
 	ZSTD_inBuffer in;
 	ZSTD_outBuffer ob = { recs, sizeof(recs), 0 };
 
-	snprintf(path, sizeof(path), "%s/profile.pyrs", tmpdir);
+	snprintf(path, sizeof(path), "%s/profile.pyrs", unit_tmpdir);
 	w = record_small(path);
 	file = read_all(path, &len);
 	in = (ZSTD_inBuffer){ file + 16, len - 16, 0 };

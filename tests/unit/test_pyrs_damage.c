@@ -20,26 +20,11 @@
 
 #include "pyrsprof/profile.h"
 
+#include "unit_tmpdir.h"
+
 #include "util/banned.h"
 
 #define MAX_FRAMES 64
-
-static char tmpdir[64];
-
-static void make_tmpdir(void)
-{
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/prs-unit-XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
-}
-
-static void rm_tmpdir(void)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		cr_log_warn("could not remove %s", tmpdir);
-}
 
 static size_t file_size(const char *path)
 {
@@ -197,7 +182,7 @@ static enum outcome check_damaged(const struct prs_profile *w, const char *data,
 	return o;
 }
 
-Test(pyrs_damage, every_flipped_bit_keeps_the_frames_before, .init = make_tmpdir, .fini = rm_tmpdir)
+Test(pyrs_damage, every_flipped_bit_keeps_the_frames_before, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
 {
 	enum { NF = 4, PER = 30 };
 	size_t ends[NF + 1], len, start;
@@ -205,7 +190,7 @@ Test(pyrs_damage, every_flipped_bit_keeps_the_frames_before, .init = make_tmpdir
 	char path[128], what[64], *data;
 	int seen[4] = { 0 }, flips = 0;
 
-	snprintf(path, sizeof(path), "%s/profile.pyrs", tmpdir);
+	snprintf(path, sizeof(path), "%s/profile.pyrs", unit_tmpdir);
 	w = record_frames(path, NF, PER, ends);
 	data = read_all(path, &len);
 	cr_assert_eq(len, ends[NF]);
@@ -228,7 +213,7 @@ Test(pyrs_damage, every_flipped_bit_keeps_the_frames_before, .init = make_tmpdir
 }
 
 /* The case: 64 flipped bytes in the middle of a file of many frames, read from the file. */
-Test(pyrs_damage, flipped_bytes_in_the_middle, .init = make_tmpdir, .fini = rm_tmpdir)
+Test(pyrs_damage, flipped_bytes_in_the_middle, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
 {
 	enum { NF = 40, PER = 250 };
 	size_t ends[NF + 1], len, start;
@@ -237,8 +222,8 @@ Test(pyrs_damage, flipped_bytes_in_the_middle, .init = make_tmpdir, .fini = rm_t
 	char path[128], bad[128], warn[512], *data;
 	unsigned k;
 
-	snprintf(path, sizeof(path), "%s/profile.pyrs", tmpdir);
-	snprintf(bad, sizeof(bad), "%s/damaged.pyrs", tmpdir);
+	snprintf(path, sizeof(path), "%s/profile.pyrs", unit_tmpdir);
+	snprintf(bad, sizeof(bad), "%s/damaged.pyrs", unit_tmpdir);
 	w = record_frames(path, NF, PER, ends);
 	data = read_all(path, &len);
 	k = frame_of(ends, NF, len / 2, &start);
@@ -259,7 +244,7 @@ Test(pyrs_damage, flipped_bytes_in_the_middle, .init = make_tmpdir, .fini = rm_t
 
 /* Damage spread over several frames: the first damaged frame decides. Frames larger than the
  * reader's read size (so a frame spans reads). */
-Test(pyrs_damage, first_damaged_frame_decides, .init = make_tmpdir, .fini = rm_tmpdir)
+Test(pyrs_damage, first_damaged_frame_decides, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
 {
 	enum { NF = 12, PER = 60000 };
 	size_t ends[NF + 1], len, start;
@@ -267,8 +252,8 @@ Test(pyrs_damage, first_damaged_frame_decides, .init = make_tmpdir, .fini = rm_t
 	struct prs_err err;
 	char path[128], bad[128], warn[512], *data;
 
-	snprintf(path, sizeof(path), "%s/profile.pyrs", tmpdir);
-	snprintf(bad, sizeof(bad), "%s/damaged.pyrs", tmpdir);
+	snprintf(path, sizeof(path), "%s/profile.pyrs", unit_tmpdir);
+	snprintf(bad, sizeof(bad), "%s/damaged.pyrs", unit_tmpdir);
 	w = record_frames(path, NF, PER, ends);
 	data = read_all(path, &len);
 	for (unsigned first = 1; first < NF; first += 3) {
@@ -293,7 +278,7 @@ Test(pyrs_damage, first_damaged_frame_decides, .init = make_tmpdir, .fini = rm_t
 	prs_profile_free(w);
 }
 
-Test(pyrs_damage, a_flush_with_nothing_new_writes_nothing, .init = make_tmpdir, .fini = rm_tmpdir)
+Test(pyrs_damage, a_flush_with_nothing_new_writes_nothing, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
 {
 	struct prs_recorder *r;
 	struct prs_profile *p;
@@ -301,7 +286,7 @@ Test(pyrs_damage, a_flush_with_nothing_new_writes_nothing, .init = make_tmpdir, 
 	char path[128];
 	size_t before;
 
-	snprintf(path, sizeof(path), "%s/profile.pyrs", tmpdir);
+	snprintf(path, sizeof(path), "%s/profile.pyrs", unit_tmpdir);
 	cr_assert_eq(prs_recorder_open(path, &r, &err), 0, "%s", err.msg);
 	p = prs_recorder_profile(r);
 	cr_assert_eq(prs_profile_sample(p, &(struct prs_sample){ .syscall = -1, .weight = 1 }), 0);
