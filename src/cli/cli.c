@@ -107,6 +107,16 @@ int cli_getopt(int argc, char **argv, const char *optstring, const struct option
 	return c;
 }
 
+void cli_output_err(const struct prs_err *err, const char *path)
+{
+	const char *why = err && err->msg[0] ? err->msg : err && err->code ? strerror(-err->code) : "failed";
+
+	if (strcmp(path, "-") == 0)
+		cli_msg("cannot write to standard output: %s", why);
+	else
+		cli_msg("cannot write '%s': %s", path, why);
+}
+
 bool cli_parse_number(const char *opt, const char *s, double min, double max, double *out)
 {
 	char *end;

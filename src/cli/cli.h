@@ -38,6 +38,9 @@ struct option;
 int cli_getopt(int argc, char **argv, const char *optstring, const struct option *longopts,
 	       const char *cmd);
 
+/* Prints why writing the output path (or "-": standard output) failed: "cannot write 'PATH': why". */
+void cli_output_err(const struct prs_err *err, const char *path);
+
 /* Parses a sampling rate in Hz (0 < r <= PRS_MAX_RATE_HZ). Prints the problem and returns false. */
 bool cli_parse_rate(const char *s, double *out);
 /* Parses a duration in seconds (0 < d <= PRS_MAX_DURATION_S; "10", "2.5", "30s", "5m"). */

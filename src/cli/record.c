@@ -268,6 +268,30 @@ static void add_meta_num(struct prs_profile *p, const char *key, double v)
 	prs_profile_meta(p, key, buf);
 }
 
+/* The closing line: what was recorded, and which files were written whole (and which not). */
+static void summary_line(const struct prs_sampler_stats *st, size_t nthreads, double rate_hz,
+			 const char *dir, bool pyrs_ok, bool graphs_ok, bool reports_ok)
+{
+	static const char *const names[3] = { "profile.pyrs", "cpu.svg,wall.svg",
+					      "phase1.md,phase1.json,phase4.md,phase4.json" };
+	const bool ok[3] = { pyrs_ok, graphs_ok, reports_ok };
+	char good[256] = "", bad[256] = "", files[600] = "";
+
+	for (int i = 0; i < 3; i++) {
+		char *b = ok[i] ? good : bad;
+		size_t len = strlen(b);
+
+		snprintf(b + len, sizeof(good) - len, "%s%s", len ? "," : "", names[i]);
+	}
+	if (good[0])
+		snprintf(files, sizeof(files), "wrote %s/{%s}", dir, good);
+	if (bad[0])
+		snprintf(files + strlen(files), sizeof(files) - strlen(files), "%scould not write %s/{%s}%s",
+			 good[0] ? "; " : "", dir, bad, pyrs_ok ? "" : " (profile.pyrs is cut short)");
+	cli_msg("%llu samples of %zu thread%s in %.1f s (%g Hz); %s", (unsigned long long)st->thread_samples,
+		nthreads, nthreads == 1 ? "" : "s", st->duration_s, rate_hz, files);
+}
+
 /* Symbolizes, closes the profile, renders the graphs and the stats. Returns an exit code. */
 static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *dir,
 		  const struct rec_opts *o, struct cli_collect *col)
@@ -278,6 +302,7 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 	struct prs_err err = { 0 };
 	const char *mode;
 	int rc = EXIT_OK;
+	bool pyrs_ok = true, graphs_ok, stats_ok, reports_ok;
 	size_t nthreads;
 
 	prs_sampler_get_stats(s, &st);
@@ -298,13 +323,14 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 		cli_msg("%s/profile.pyrs is cut short; the flame graphs hold all %zu samples", dir,
 			done ? done->nsamples : 0);
 		rc = EXIT_FAIL;
+		pyrs_ok = false;
 		if (!done)
 			return rc;
 		done->complete = true;
 	}
-	if (cli_render_recording(done, dir, o->merge_processes) != 0)
-		rc = EXIT_FAIL;
-	if (write_stats(dir, &st, o->rate_hz, &sym) != 0)
+	graphs_ok = cli_render_recording(done, dir, o->merge_processes) == 0;
+	stats_ok = write_stats(dir, &st, o->rate_hz, &sym) == 0;
+	if (!graphs_ok || !stats_ok)
 		rc = EXIT_FAIL;
 	if (o->print_stats)
 		fprintf(stderr,
@@ -312,12 +338,10 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 			"unwind %.1f us; %llu missed ticks\n",
 			st.sample_cost.median / 1000, st.sample_cost.p10 / 1000, st.sample_cost.p90 / 1000,
 			st.stop.median / 1000, st.unwind.median / 1000, (unsigned long long)st.missed_ticks);
-	if (cli_write_reports(done, dir, true, NULL) != 0)
+	reports_ok = cli_write_reports(done, dir, true, NULL) == 0;
+	if (!reports_ok)
 		rc = EXIT_FAIL;
-	cli_msg("%llu samples of %zu thread%s in %.1f s (%g Hz); wrote %s/{profile.pyrs,cpu.svg,wall.svg,"
-		"phase1.md,phase1.json,phase4.md,phase4.json}",
-		(unsigned long long)st.thread_samples, nthreads, nthreads == 1 ? "" : "s", st.duration_s,
-		o->rate_hz, dir);
+	summary_line(&st, nthreads, o->rate_hz, dir, pyrs_ok, graphs_ok, reports_ok);
 	prs_profile_free(done);
 	return rc;
 }

@@ -43,7 +43,7 @@ int cli_render_svg(const struct prs_profile *p, const char *path, const struct c
 	rc = prs_fg_write_svg(fg, f, &fo, &err);
 	prs_fg_free(fg);
 	if (rc) {
-		cli_err(&err, path);
+		cli_output_err(&err, path);
 		cli_atomic_close(&a, false);
 		return -1;
 	}

@@ -307,7 +307,7 @@ int cmd_export(int argc, char **argv)
 		rc = prs_export_folded(p, &vo, f, &err);
 	prs_profile_free(p);
 	if (rc)
-		cli_err(&err, "export");
+		cli_output_err(&err, out ? out : "-");
 	if (out)
 		return cli_atomic_close(&a, rc == 0) == 0 && rc == 0 ? EXIT_OK : EXIT_FAIL;
 	if (fflush(stdout) != 0) {
@@ -400,7 +400,7 @@ int cmd_diff(int argc, char **argv)
 	if (!f)
 		goto out;
 	if (prs_fg_write_svg(fg, f, &fo, &err) != 0) {
-		cli_err(&err, path);
+		cli_output_err(&err, path);
 		cli_atomic_close(&a, false);
 		goto out;
 	}
