@@ -39,8 +39,6 @@ struct reader {
 	size_t hdr_len;
 	struct prs_buf pending; /* decompressed bytes not yet parsed (at most one partial record) */
 	struct prs_buf frame;   /* decoded bytes of the current zstd frame, not yet checked whole */
-	uint8_t *zout;
-	size_t zout_cap;
 	uint64_t records, stream_off; /* records parsed; offset of pending[0] in the stream */
 	uint64_t last_time_ns;
 	uint64_t nexpand;
@@ -412,8 +410,15 @@ static int parse_frame(struct reader *rd)
 
 	if (!rd->frame.len)
 		return 0;
-	if (prs_buf_append(&rd->pending, rd->frame.data, rd->frame.len))
+	if (rd->pending.len == 0) {
+		/* frames end at a record boundary (the writer's): hand the buffer over, no copy */
+		struct prs_buf t = rd->pending;
+
+		rd->pending = rd->frame;
+		rd->frame = t;
+	} else if (prs_buf_append(&rd->pending, rd->frame.data, rd->frame.len)) {
 		return prs_err_set(rd->err, -ENOMEM, "%s: out of memory", rd->name);
+	}
 	prs_buf_reset(&rd->frame);
 	rc = parse_pending(rd);
 	/* an invalid record in a frame that decoded whole (a writer's bug or a crafted file): the
@@ -453,9 +458,13 @@ static int feed(struct reader *rd, const uint8_t *data, size_t len)
 	rd->file_off += len;
 	in = (ZSTD_inBuffer){ data, len, 0 };
 	while (!rd->ended && !rd->damaged && in.pos < in.size) {
-		ZSTD_outBuffer out = { rd->zout, rd->zout_cap, 0 };
+		ZSTD_outBuffer out;
 		size_t ret;
 
+		/* decoded straight into the frame's buffer */
+		if (prs_buf_reserve(&rd->frame, ZSTD_DStreamOutSize()))
+			return prs_err_set(rd->err, -ENOMEM, "%s: out of memory", rd->name);
+		out = (ZSTD_outBuffer){ rd->frame.data + rd->frame.len, rd->frame.cap - rd->frame.len, 0 };
 		if (!rd->in_frame) {
 			rd->in_frame = true;
 			rd->frame_off = base + in.pos;
@@ -466,8 +475,7 @@ static int feed(struct reader *rd, const uint8_t *data, size_t len)
 				       prs_err_set(rd->err, -EINVAL,
 						   "%s: corrupt profile (zstd: %s, after %zu samples)", rd->name,
 						   ZSTD_getErrorName(ret), rd->p->nsamples));
-		if (out.pos && prs_buf_append(&rd->frame, rd->zout, out.pos))
-			return prs_err_set(rd->err, -ENOMEM, "%s: out of memory", rd->name);
+		rd->frame.len += out.pos;
 		if (ret == 0) {
 			/* the frame ended and its checksum matched */
 			rc = parse_frame(rd);
@@ -504,7 +512,6 @@ static int finish(struct reader *rd, struct prs_profile **out, char *warning, si
 
 		rd->parsed_ahead = true;
 		rc = parse_frame(rd);
-
 		if (rc)
 			return rc;
 	}
@@ -536,9 +543,7 @@ static int reader_init(struct reader *rd, const char *name, struct prs_err *err)
 	prs_buf_init(&rd->frame);
 	rd->p = prs_profile_new();
 	rd->dctx = ZSTD_createDCtx();
-	rd->zout_cap = ZSTD_DStreamOutSize();
-	rd->zout = malloc(rd->zout_cap);
-	if (!rd->p || !rd->dctx || !rd->zout)
+	if (!rd->p || !rd->dctx)
 		return prs_err_set(err, -ENOMEM, "%s: out of memory", name);
 	/* bound the decoder's window (16 MiB; the writer uses 2 MiB) so a hostile frame header
 	 * cannot make it allocate gigabytes */
@@ -550,7 +555,6 @@ static void reader_release(struct reader *rd)
 {
 	prs_profile_free(rd->p);
 	ZSTD_freeDCtx(rd->dctx);
-	free(rd->zout);
 	prs_buf_release(&rd->pending);
 	prs_pyrs_pids_release(&rd->pids);
 	prs_buf_release(&rd->frame);

@@ -19,7 +19,12 @@
 #include "util/banned.h"
 
 #define ZSTD_LEVEL 3
-#define CHUNK_BYTES (256u * 1024u) /* records are handed to zstd in chunks of about this size */
+/*
+ * Records are handed to zstd in chunks of about this size, each ending a frame: a flush of many
+ * samples (a burst of threads, or a caller that flushes rarely) still makes frames the reader can
+ * check and parse while they are in its cache, and damage costs at most this much of the file.
+ */
+#define CHUNK_BYTES (256u * 1024u)
 
 struct prs_recorder {
 	struct prs_profile *p;
@@ -98,7 +103,7 @@ static int put(struct prs_recorder *r, uint64_t v)
 
 static int chunk(struct prs_recorder *r, struct prs_err *err)
 {
-	return r->rec.len >= CHUNK_BYTES ? compress_out(r, ZSTD_e_continue, err) : 0;
+	return r->rec.len >= CHUNK_BYTES ? compress_out(r, ZSTD_e_end, err) : 0;
 }
 
 static int encode_new(struct prs_recorder *r, struct prs_err *err)
