@@ -206,8 +206,7 @@ static int parse_opts(int argc, char **argv, struct cli_symopts *sym)
 	int c;
 
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "+h", longopts, "dump")) != -1) {
 		if (c == 'G' && !cli_add_debug_dir(sym, optarg))
 			return EXIT_USAGE;
 		if (c == 'h') {
@@ -216,13 +215,8 @@ static int parse_opts(int argc, char **argv, struct cli_symopts *sym)
 			      stdout);
 			return EXIT_OK;
 		}
-		if (c == '?') {
-			if (optopt == 'G')
-				cli_msg("dump: --debug-dir needs a folder");
-			else
-				cli_msg("dump: unknown option '%s' (see pyrsprof dump --help)", argv[optind - 1]);
+		if (c == '?')
 			return EXIT_USAGE;
-		}
 	}
 	return -1;
 }

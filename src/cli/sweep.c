@@ -60,8 +60,7 @@ static int parse_opts(int argc, char **argv, struct sweep_opts *o)
 	o->rate_hz = 100;
 	o->repeat = 1;
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+o:r:h", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "+o:r:h", longopts, "sweep")) != -1) {
 		switch (c) {
 		case 'D':
 			if (o->dim_arg) {
@@ -90,11 +89,6 @@ static int parse_opts(int argc, char **argv, struct sweep_opts *o)
 			fputs(sweep_usage, stdout);
 			return EXIT_OK;
 		default:
-			if (optopt)
-				cli_msg("option -%c: %s", optopt, strchr("or", optopt) ? "needs a value"
-										: "unknown option");
-			else
-				cli_msg("unknown option '%s' (see pyrsprof sweep --help)", argv[optind - 1]);
 			return EXIT_USAGE;
 		}
 	}

@@ -202,7 +202,7 @@ bool sweep_run_once(const char *rate_arg, char **cmd, const char *dir, struct pr
 	snprintf(logpath, sizeof(logpath), "%s/output.log", dir);
 	while (cmd[n])
 		n++;
-	argv = calloc(n + 7, sizeof(*argv));
+	argv = calloc(n + 8, sizeof(*argv));
 	if (!argv) {
 		cli_msg("sweep: out of memory");
 		return false;
@@ -212,6 +212,7 @@ bool sweep_run_once(const char *rate_arg, char **cmd, const char *dir, struct pr
 	argv[argc++] = (char *)rate_arg;
 	argv[argc++] = (char *)"-o";
 	argv[argc++] = (char *)dir;
+	argv[argc++] = (char *)"--force"; /* the sweep's own run folder */
 	argv[argc++] = (char *)"--";
 	for (size_t i = 0; i < n; i++)
 		argv[argc++] = cmd[i];

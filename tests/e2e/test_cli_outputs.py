@@ -249,6 +249,8 @@ def test_default_folders_do_not_collide(run_prs, targets, outdir):
     (["export", "{p}", "--form", "folded"], "--format"),
     (["report", "{p}", "--out", "{o}/r"], "--output"),
     (["diff", "{p}", "{p}", "-o", "{o}/d", "--vi", "wall"], "--view"),
+    (["dump", "--debug", "{o}", "1"], "--debug-dir"),
+    (["sweep", "--dim", "n=1,2", "--rep", "2", "-o", "{o}/s", "--", "touch", "{m}"], "--repeat"),
 ])
 def test_abbreviations_are_refused(run_prs, rec, outdir, args, means):
     marker = outdir / "started"
