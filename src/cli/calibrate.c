@@ -58,8 +58,7 @@ int cmd_calibrate(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", longopts, "calibrate")) != -1) {
 		switch (c) {
 		case 's':
 			if (!cli_parse_number("--seconds", optarg, 0.2, 60, &seconds))
@@ -72,7 +71,6 @@ int cmd_calibrate(int argc, char **argv)
 			fputs(usage, stdout);
 			return EXIT_OK;
 		default:
-			cli_msg("calibrate: unknown option '%s' (see pyrsprof calibrate --help)", argv[optind - 1]);
 			return EXIT_USAGE;
 		}
 	}

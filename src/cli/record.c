@@ -347,7 +347,9 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 }
 
 /* What a recording writes into its folder. */
-static const char *const recording_files[] = { "profile.pyrs", "cpu.svg", "wall.svg", "stats.json" };
+static const char *const recording_files[] = { "profile.pyrs", "cpu.svg",     "wall.svg",
+						"stats.json",   "phase1.md",   "phase1.json",
+						"phase4.md",    "phase4.json" };
 
 /* True if dir holds any file of a recording. */
 static bool holds_recording(const char *dir)

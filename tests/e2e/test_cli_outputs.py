@@ -221,10 +221,14 @@ def test_run_does_not_overwrite_a_recording(run_prs, targets, outdir):
     assert_bad_input(res, 2, str(d), "--force")
     assert not marker.exists(), "the command ran although the folder was refused"
     assert (d / "profile.pyrs").read_bytes() == first
+    files = listing(d)
+    (d / "phase1.md").unlink()  # --force removes a recording's files before recording again:
+    (d / "wall.svg").write_text("stale")  # the folder never mixes two recordings
     res = run_prs(["run", "-o", d, "--force", "--", targets / "exitwith", "0", "0.5"])
     assert res.rc == 0, res.describe()
     assert (d / "profile.pyrs").read_bytes() != first
-    assert listing(d) == ["cpu.svg", "profile.pyrs", "stats.json", "wall.svg"]
+    assert listing(d) == files
+    assert "stale" not in (d / "wall.svg").read_text()
 
 
 def test_default_folders_do_not_collide(run_prs, targets, outdir):
@@ -250,6 +254,7 @@ def test_default_folders_do_not_collide(run_prs, targets, outdir):
     (["report", "{p}", "--out", "{o}/r"], "--output"),
     (["diff", "{p}", "{p}", "-o", "{o}/d", "--vi", "wall"], "--view"),
     (["dump", "--debug", "{o}", "1"], "--debug-dir"),
+    (["calibrate", "--sh"], "--show"),
     (["sweep", "--dim", "n=1,2", "--rep", "2", "-o", "{o}/s", "--", "touch", "{m}"], "--repeat"),
 ])
 def test_abbreviations_are_refused(run_prs, rec, outdir, args, means):
