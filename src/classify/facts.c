@@ -283,7 +283,8 @@ static struct recs thread_records(const struct recs *r, int64_t tid)
 	}
 	for (end = lo; end < r->n && r->a[end].type == PRS_ACCT_THREAD && r->a[end].id == tid; end++)
 		;
-	return (struct recs){ r->a + lo, end - lo };
+	/* none (no accounting records: folded input, older files): r->a may be NULL, no offset */
+	return (struct recs){ end > lo ? r->a + lo : NULL, end - lo };
 }
 
 static void thread_kernel(struct prs_facts *f, const struct recs *r)

@@ -25,8 +25,8 @@ FILE *fuzz_sink(void);
 
 /*
  * Renders p every way the CLI does (folded with its flags, both views of the flame graph as SVG,
- * speedscope, pprof, a diff against itself, the off-CPU labels): what a hostile file that the
- * reader accepted reaches next. For inputs over FUZZ_CONSUME_MAX bytes only the folded export:
+ * speedscope, pprof, a diff against itself, the off-CPU labels, the classifier's facts, verdict
+ * and hot spots): what a hostile file that the reader accepted reaches next. For inputs over FUZZ_CONSUME_MAX bytes only the folded export:
  * the renderers' cost would otherwise dominate (a 20 KB input: 16 ms, 60 runs a second).
  */
 #define FUZZ_CONSUME_MAX 4096

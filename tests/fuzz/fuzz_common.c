@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pyrsprof/classify.h"
 #include "pyrsprof/diff.h"
 #include "pyrsprof/export.h"
 #include "pyrsprof/flamegraph.h"
 #include "pyrsprof/profile.h"
+#include "pyrsprof/report.h"
 
 #include "util/banned.h"
 
@@ -48,6 +50,27 @@ static void render(const struct prs_profile *p, enum prs_view view, bool per_thr
 	prs_fg_free(fg);
 }
 
+/* What `report` judges of a profile: the facts (its accounting records reconciled with its
+ * samples), the verdict, and the hot spots of both views. */
+static void classify(const struct prs_profile *p)
+{
+	struct prs_facts f;
+	struct prs_verdict v;
+	struct prs_hotspot *rows;
+	struct prs_err err;
+	double total;
+	size_t n;
+
+	if (prs_facts_build(p, &f, &err) == 0) {
+		prs_classify(&f, &v);
+		prs_facts_release(&f);
+	}
+	for (unsigned view = PRS_VIEW_CPU; view <= PRS_VIEW_WALL; view++)
+		for (unsigned flags = 0; flags <= (PRS_HOT_LINES | PRS_HOT_BY_NAME); flags++)
+			if (prs_hotspots(p, view, flags, &rows, &n, &total, &err) == 0)
+				free(rows);
+}
+
 void fuzz_consume_profile(const struct prs_profile *p, size_t input_size)
 {
 	struct prs_diff_summary sum;
@@ -67,6 +90,7 @@ void fuzz_consume_profile(const struct prs_profile *p, size_t input_size)
 	}
 	if (input_size > FUZZ_CONSUME_MAX)
 		return;
+	classify(p);
 	if (prs_diff_compute(p, p, PRS_VIEW_WALL, &rows, &nrows, &sum, &err) == 0)
 		free(rows);
 	for (size_t i = 0; i < p->nsamples && i < 64; i++) {
