@@ -176,16 +176,16 @@ void py_mem_run(const uint8_t *data, size_t size, struct prs_buf *sig)
 	h.version_hex = 0x03000000u | (uint32_t)h.minor << 16 | (h.version_hex & 0xffff);
 	if (prs_py_new_raw(row, &mr, h.version_hex, &py) != 0)
 		return;
-	py->runtime = row->runtime_interp_head >= 0 ? h.runtime : 0;
-	py->interp_head_var = h.interp_head_var;
-	py->tstate_current_var = h.tstate_current_var;
+	py->walk.runtime = row->runtime_interp_head >= 0 ? h.runtime : 0;
+	py->walk.interp_head_var = h.interp_head_var;
+	py->walk.tstate_current_var = h.tstate_current_var;
 	py->code_type = h.code_type;
 	py->str_type = h.str_type;
 	py->bytes_type = h.bytes_type;
 	py->dict_type = h.dict_type;
 	py->long_type = h.long_type;
 	py->module_type = h.module_type;
-	py->tid_off = h.tid_off >= 0 && h.tid_off < 4096 ? h.tid_off : -1;
+	py->walk.tid_off = h.tid_off >= 0 && h.tid_off < 4096 ? h.tid_off : -1;
 	py->eval_lo[0] = h.eval_lo;
 	py->eval_hi[0] = h.eval_hi;
 	py->neval = 1;

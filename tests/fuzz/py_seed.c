@@ -233,7 +233,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	pid = (pid_t)atoi(argv[1]);
-	if (prs_py_open(pid, &py, &err) != 0) {
+	if (prs_py_open(pid, NULL, &py, &err) != 0) {
 		fprintf(stderr, "py_seed: %s\n", err.msg);
 		return 1;
 	}
@@ -245,9 +245,9 @@ int main(int argc, char **argv)
 	h.minor = (uint8_t)(py->version_hex >> 16);
 	h.flags = strcmp(py->layout_source, "debug-offsets") == 0 ? PY_MEM_DEBUG_OFFSETS : 0;
 	h.version_hex = py->version_hex;
-	h.runtime = py->runtime;
-	h.interp_head_var = py->interp_head_var;
-	h.tstate_current_var = py->tstate_current_var;
+	h.runtime = py->walk.runtime;
+	h.interp_head_var = py->walk.interp_head_var;
+	h.tstate_current_var = py->walk.tstate_current_var;
 	h.code_type = py->code_type;
 	h.str_type = py->str_type;
 	h.bytes_type = py->bytes_type;
@@ -269,7 +269,7 @@ int main(int argc, char **argv)
 	kill(pid, SIGSTOP);
 	py_mem_exercise(py, p, &h, NULL);
 	kill(pid, SIGCONT);
-	h.tid_off = py->tid_off; /* calibrated while sampling (≤3.10) */
+	h.tid_off = py->walk.tid_off; /* calibrated while sampling (≤3.10) */
 	merge_log();
 	write_seed(argv[2], &h);
 	fprintf(stderr, "py_seed: python %s (%s), %zu reads, %zu samples of %u frames\n", py->version,
