@@ -11,6 +11,7 @@
 #include "pyrsprof/flamegraph.h"
 #include "pyrsprof/profile.h"
 #include "pyrsprof/report.h"
+#include "pyrsprof/view.h"
 
 #include "util/banned.h"
 
@@ -34,7 +35,7 @@ FILE *fuzz_sink(void)
 	return sink;
 }
 
-static void render(const struct prs_profile *p, enum prs_view view, bool per_thread)
+static void render(const struct prs_profile *p, const struct prs_view_opts *vo)
 {
 	struct prs_err err;
 	struct prs_fg_opts o;
@@ -44,8 +45,8 @@ static void render(const struct prs_profile *p, enum prs_view view, bool per_thr
 	if (!fg)
 		return;
 	prs_fg_opts_init(&o);
-	o.subtitle = prs_fg_describe_profile(p, view, sub, sizeof(sub));
-	if (prs_fg_from_profile(fg, p, view, per_thread, &err) == 0)
+	o.subtitle = prs_fg_describe_profile(p, vo->view, sub, sizeof(sub));
+	if (prs_fg_from_profile(fg, p, vo, &err) == 0)
 		prs_fg_write_svg(fg, fuzz_sink(), &o, &err);
 	prs_fg_free(fg);
 }
@@ -80,11 +81,15 @@ void fuzz_consume_profile(const struct prs_profile *p, size_t input_size)
 	uint32_t ids[64];
 
 	for (unsigned v = PRS_VIEW_CPU; v <= PRS_VIEW_WALL; v++) {
-		prs_export_folded(p, v, 0, fuzz_sink(), &err);
-		prs_export_folded(p, v, PRS_FOLDED_LINES | PRS_FOLDED_PER_THREAD, fuzz_sink(), &err);
+		struct prs_view_opts plain = { .view = v, .per_process = true };
+		struct prs_view_opts all = { .view = v, .per_thread = true, .per_process = true,
+					     .merge_processes = v == PRS_VIEW_WALL, .lines = true };
+
+		prs_export_folded(p, &plain, fuzz_sink(), &err);
+		prs_export_folded(p, &all, fuzz_sink(), &err);
 		if (input_size > FUZZ_CONSUME_MAX)
 			continue;
-		render(p, v, v == PRS_VIEW_WALL);
+		render(p, v == PRS_VIEW_WALL ? &all : &plain);
 		prs_export_speedscope(p, v, fuzz_sink(), &err);
 		prs_export_pprof(p, v, fuzz_sink(), &err);
 	}
