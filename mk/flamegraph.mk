@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: MIT
 # The flame graph renderer's build pieces (owner: h-flamegraph):
 # - tools/embed turns flamegraph/fg.js and fg.css into $(GEN)/fg_assets.c (linked into the library);
-# - tools/fgdemo: a small driver, folded stacks or .pyrs -> SVG (`fgdemo flamegraph IN -o OUT ...`);
 # - bench/fg_bench: the render-speed benchmark (200k unique stacks, 2M samples), run by `make bench`.
 
 FG_EMBED := $(BUILD)/tools/embed
@@ -16,14 +15,10 @@ $(GEN)/fg_assets.c: $(FG_EMBED) $(FG_ASSETS)
 	@mkdir -p $(dir $@)
 	$(call say,EMBED,$@)$(FG_EMBED) $@ prs_fg_asset_js flamegraph/fg.js prs_fg_asset_css flamegraph/fg.css
 
-$(BUILD)/tools/fgdemo: $(BUILD)/tools/fgdemo.o $(BUILD)/libpyrsprof.a
-	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libpyrsprof.a $(LDLIBS)
-
 $(BUILD)/bench/fg_bench: $(BUILD)/tests/bench/fg_bench.o $(BUILD)/libpyrsprof.a
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libpyrsprof.a $(LDLIBS)
 
-.PHONY: fgdemo fg-bench
-fgdemo: $(BUILD)/tools/fgdemo
+.PHONY: fg-bench
 fg-bench: $(BUILD)/bench/fg_bench
 bench: $(BUILD)/bench/fg_bench

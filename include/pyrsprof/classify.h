@@ -3,7 +3,7 @@
  * What bounds the program: the time accounting of every thread (on-CPU, waiting for a CPU,
  * blocked by reason) built from a profile's samples and its accounting records
  * (prs_facts_build), and the verdict (prs_classify): the first rule that fires in the order of
- * the design (../shared/notes/bounds.md §2, docs/classify.md), every other rule that fires as
+ * the design (docs/classify.md §2), every other rule that fires as
  * "also", each with its measured value, threshold, source and confidence; CPU-bound split into
  * compute / memory-latency / memory-bandwidth when counters allow; cores used against threads;
  * and the lever in the playbook's terms.

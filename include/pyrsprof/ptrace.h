@@ -5,7 +5,7 @@
  * continue, detach; and decoding of waitpid() statuses into events. Every call here is a thin,
  * allocation-free wrapper: safe to use on the sampling hot path.
  *
- * Facts this relies on (see ../shared/notes/limits.md §5): a PTRACE_INTERRUPT stop arrives as
+ * Facts this relies on (man 2 ptrace, "Group-stop" and PTRACE_INTERRUPT; checked on Linux 6.x): a PTRACE_INTERRUPT stop arrives as
  * WIFSTOPPED with status>>16 == PTRACE_EVENT_STOP and WSTOPSIG == SIGTRAP; a group-stop also arrives
  * as PTRACE_EVENT_STOP but with the stop signal, and must be resumed with PTRACE_LISTEN, not CONT, or
  * the job-control stop would be undone; any other stop is a signal-delivery stop whose signal must

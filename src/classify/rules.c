@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The verdict: the rules of ../shared/notes/bounds.md §2 (plus the addendum's CPU-quota rule),
+ * The verdict: the rules of docs/classify.md §2 (the research note's order, plus its CPU-quota rule),
  * tried in order; the first that fires is the verdict, every other that fires is listed as
  * "also". The thresholds are design choices (the note's dead bands, in the style of the
  * top-down convention), kept in this one table; docs/classify.md gives each with its source.

@@ -4,7 +4,7 @@
  *
  * Why three methods: libdw's Dwfl unwinder is correct on every binary we tried (C, Rust linked by
  * rust-lld, CPython) but costs ~1 µs per frame warm, because it re-finds the FDE, re-runs the CIE
- * and FDE programs and mallocs a frame state for every frame (../../../shared/notes/limits.md §3).
+ * and FDE programs and mallocs a frame state for every frame (docs/unwinding.md, "Numbers").
  * The FAST path asks libdw once per PC for the decoded row (dwarf_cfi_addrframe) and caches the
  * three rules an x86_64 unwind needs (CFA, RA, RBP) in a fixed-size open-addressing table, so a
  * warm unwind is a few loads per frame. Rows it cannot express fall back to Dwfl for the sample.

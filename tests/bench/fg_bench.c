@@ -136,7 +136,7 @@ static void generate(struct text *t, size_t nstacks, uint64_t nsamples)
 	free(counts);
 }
 
-/* The minimal folded reader (as tools/fgdemo.c): text -> prs_fg_add. Returns stacks read. */
+/* A minimal folded reader: text -> prs_fg_add, so the renderer alone is timed. Returns stacks read. */
 static size_t parse_into(struct prs_fg *fg, char *text, size_t len)
 {
 	static struct prs_fg_frame frames[PRS_MAX_STACK_FRAMES];

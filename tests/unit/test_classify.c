@@ -5,7 +5,7 @@
  * CPU split from counters (compute, memory-latency, memory-bandwidth with and without a
  * calibration, multiplexing) and without a PMU (never a memory verdict), steal lowering the
  * confidence, and the time budget's arithmetic. The truth of each case is the rule table of
- * ../shared/notes/bounds.md §2-3 applied by hand to the numbers built here.
+ * docs/classify.md §2-3 applied by hand to the numbers built here.
  */
 #include <criterion/criterion.h>
 #include <string.h>
