@@ -22,7 +22,8 @@ struct prs_taskstats;
  * says so), -ENOENT (no taskstats in this kernel) or another -errno, with err set.
  */
 int prs_taskstats_open(struct prs_taskstats **out, struct prs_err *err);
-/* Keeps the exits of thread group tgid from now on (those drained before are of no one). */
+/* Keeps the exits of thread group tgid from now on (those drained before are of no one). NULL
+ * (the listener could not be opened: not root) is fine. */
 void prs_taskstats_target(struct prs_taskstats *ts, pid_t tgid);
 /* Reads every queued message without blocking; keeps the target's. Returns the messages read.
  * NULL is fine. */

@@ -184,7 +184,8 @@ fail:
 
 void prs_taskstats_target(struct prs_taskstats *ts, pid_t tgid)
 {
-	ts->tgid = tgid;
+	if (ts)
+		ts->tgid = tgid;
 }
 
 /* One message's parse state: the id (PID or TGID attribute) and its stats. */
