@@ -11,6 +11,7 @@ pkgs=(
   debuginfod xz-utils dwz            # tests: a debuginfod server on loopback; MiniDebugInfo; dwz files
   libunwind-dev                      # kept for the in-process agent (local unwinding)
   libzstd-dev                        # profile.pyrs stream
+  zstd                               # tests: the e2e tests read profile.pyrs's records (pyrs_acct.py)
   libiberty-dev                      # Rust (legacy, v0) and C++ demangling
   zlib1g-dev                         # gzip'd pprof
   libprotobuf-c-dev protobuf-c-compiler

@@ -32,6 +32,8 @@ enum prs_event_kind {
 	PRS_EV_EXEC,        /* the thread group exec'ed; ev.tid is now the leader, other threads are gone */
 	PRS_EV_EXITED,      /* the thread exited with ev.code (the whole process, for the leader) */
 	PRS_EV_KILLED,      /* the thread was killed by signal ev.sig */
+	PRS_EV_EXITING,     /* PTRACE_EVENT_EXIT: the thread is exiting, its /proc files still there;
+			     * resume it (PTRACE_CONT) and its PRS_EV_EXITED follows */
 	PRS_EV_OTHER,       /* another ptrace event stop: just resume */
 };
 
@@ -44,8 +46,9 @@ struct prs_event {
 	bool core;      /* PRS_EV_KILLED: dumped core */
 };
 
-/* The options every seized thread gets: follow clones (new threads are traced automatically), see execs. */
-#define PRS_PTRACE_OPTIONS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC)
+/* The options every seized thread gets: follow clones (new threads are traced automatically), see
+ * execs, and stop once at each thread's exit (its final kernel accounting is read there). */
+#define PRS_PTRACE_OPTIONS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT)
 
 /*
  * PTRACE_SEIZE tid with PRS_PTRACE_OPTIONS. Returns 0 or -errno (-EPERM, -ESRCH) with err set;

@@ -48,6 +48,9 @@ struct prs_sampler_opts {
 	 * default such a thread is recorded again without being stopped or read): benchmarks,
 	 * comparisons. */
 	bool read_idle;
+	/* Store each traced thread's kernel accounting when it exits (a THREAD EXIT record of source
+	 * PRS_SRC_SAMPLER, acct.h): the classifier's collection (ptrace source only). */
+	bool acct_exits;
 	/* Called about once a second from the loop (e.g. for a status line); may be NULL. */
 	void (*progress)(void *arg, double elapsed_s, uint64_t thread_samples, size_t threads);
 	void *progress_arg;

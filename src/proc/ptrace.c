@@ -134,6 +134,9 @@ enum prs_event_kind prs_ptrace_decode(pid_t tid, int status, struct prs_event *e
 	case PTRACE_EVENT_EXEC:
 		ev->kind = PRS_EV_EXEC;
 		break;
+	case PTRACE_EVENT_EXIT:
+		ev->kind = PRS_EV_EXITING;
+		break;
 	default:
 		ev->kind = PRS_EV_OTHER;
 		break;

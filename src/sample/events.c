@@ -144,6 +144,10 @@ void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tic
 	case PRS_EV_EXEC:
 		on_exec(tg);
 		break;
+	case PRS_EV_EXITING:
+		prs_exit_acct_take(s, tg, tid);
+		prs_events_resume(t, 0);
+		break;
 	case PRS_EV_FORK:
 	case PRS_EV_OTHER:
 		prs_events_resume(t, 0);

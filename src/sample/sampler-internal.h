@@ -178,6 +178,26 @@ void prs_events_resume(struct prs_thr *t, int sig);
  * resume it or hold it for the Python read. */
 void prs_ptrace_take_sample(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t);
 
+/* ---- exit_acct.c ---- */
+
+/* Thread tid of tg is in its PTRACE_EVENT_EXIT stop: stores its final kernel accounting (a
+ * THREAD EXIT record) when opts.acct_exits. The caller resumes it. */
+void prs_exit_acct_take(struct prs_sampler *s, const struct prs_target *tg, pid_t tid);
+
+/* ---- diskwait.c ---- */
+
+/*
+ * Just after the interrupts of a tick: every thread of tg that has not stopped yet has its state
+ * letter read; one in uninterruptible sleep (D, usually disk IO) is marked (t->disk_seen). A short
+ * D wait (a 4 KiB O_DIRECT read, ~50 us) ends before the thread stops, and its stop alone would
+ * show it running.
+ */
+void prs_diskwait_check(struct prs_sampler *s, struct prs_target *tg);
+/* In t's interrupt stop, its state read from the registers: a thread seen in D before it stopped
+ * and found running (its syscall returned meanwhile) was waiting on the disk: returns true and
+ * sets the state and syscall. Clears the mark. */
+bool prs_diskwait_apply(struct prs_thr *t);
+
 /* ---- record.c ---- */
 
 /*

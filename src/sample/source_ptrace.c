@@ -64,6 +64,7 @@ static void state_from_regs(struct prs_sampler *s, struct prs_target *tg, struct
 	t->blocked_in = t->state == PRS_STATE_BLOCKED ? t->syscall : -1;
 	/* futex's word is its first argument, in RDI; a wait restarted as restart_syscall keeps it */
 	t->wait_addr = t->syscall == PRS_SYS_FUTEX ? t->regs.r[PRS_REG_RDI] : 0;
+	prs_diskwait_apply(t);
 	if (t->state == PRS_STATE_RUNNING)
 		t->state = cpu_or_runqueue(s, tg, t);
 	else
@@ -323,8 +324,10 @@ static void ptrace_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t n
 	plan(s, tg, &k);
 	warm(tg, &k);
 	tg->last_tick_ns = k.tick_ns;
-	if (interrupt_all(tg) > 0)
+	if (interrupt_all(tg) > 0) {
+		prs_diskwait_check(s, tg);
 		wait_for_stops(s, tg, k.tick_ns + STOP_WAIT_MAX_NS);
+	}
 	read_python(s, tg, &k);
 	release_held(tg);
 	if (tg->py && tg->npyt)

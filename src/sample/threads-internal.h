@@ -47,6 +47,7 @@ struct prs_thr {
 	int syscall;
 	int blocked_in;         /* the syscall of the last blocked sample, -1 after a running one */
 	uint64_t wait_addr;     /* blocked in futex: the word it sleeps on (futex's first argument) */
+	bool disk_seen;         /* found in D state after this tick's interrupt (diskwait.c) */
 	int schedstat_fd;       /* /proc/PID/task/TID/schedstat, kept open (-1: not open) */
 	int stat_fd;            /* /proc/PID/task/TID/stat, kept open (-1: not open) */
 	int syscall_fd;         /* /proc/PID/task/TID/syscall, kept open (-1: not open) */

@@ -7,9 +7,13 @@
  *   sleep            10 ms nanosleeps with a little work between
  *   pipe             main reads a pipe a feeder thread writes a byte to every 5 ms
  *   socket           main sends a request over loopback TCP, a server thread answers 5 ms later
- *   disk FILE        O_DIRECT reads of 1 MiB at random offsets of FILE (exit 77 with the reason
- *                    when the file system refuses O_DIRECT)
+ *   disk FILE [KIB]  O_DIRECT reads of KIB KiB (default 1024) at random offsets of FILE (exit 77
+ *                    with the reason when the file system refuses O_DIRECT); small reads are
+ *                    short D-state waits, over before an interrupted thread stops
  *   spinners N       N threads spinning
+ *   exits N          N threads, thread i spinning until it has used (i+1)*0.2 s of CPU, then
+ *                    exiting (each prints "truth exited tid=T cpu=C"); main joins them and sleeps
+ *                    SECONDS more, so the recording outlives them
  *   pool N           N threads parked on a condition variable, main spinning
  *   stream MB        a triad over three arrays of MB MiB each (streaming memory traffic)
  *   chase MB         pointer chasing over a random cycle through MB MiB
@@ -175,9 +179,9 @@ static void mode_socket(void)
 	pthread_join(t, NULL);
 }
 
-static void mode_disk(const char *path)
+static void mode_disk(const char *path, size_t kib)
 {
-	size_t bs = 1 << 20;
+	size_t bs = kib << 10;
 	int fd = open(path, O_RDONLY | O_DIRECT);
 	off_t size;
 	double t0, waited = 0;
@@ -189,7 +193,7 @@ static void mode_disk(const char *path)
 		exit(77);
 	}
 	size = lseek(fd, 0, SEEK_END);
-	if (size < (off_t)bs || posix_memalign(&buf, 4096, bs) != 0)
+	if (!bs || size < (off_t)bs || posix_memalign(&buf, 4096, bs) != 0)
 		exit(1);
 	t0 = mono();
 	while (mono() - t0 < seconds) {
@@ -226,6 +230,28 @@ static void run_threads(int n, void *(*fn)(void *), void *arg)
 	for (int i = 0; i < n; i++)
 		pthread_join(t[i], NULL);
 	free(t);
+}
+
+static void *exiting_spinner(void *arg)
+{
+	double want = 0.2 * (double)(1 + (intptr_t)arg), c0 = now(CLOCK_THREAD_CPUTIME_ID), c;
+
+	while ((c = now(CLOCK_THREAD_CPUTIME_ID)) - c0 < want)
+		sink += spin_work(20000);
+	printf("truth exited tid=%d cpu=%.4f\n", (int)gettid(), c);
+	return NULL;
+}
+
+static void mode_exits(int n)
+{
+	pthread_t *t = calloc((size_t)n, sizeof(*t));
+
+	for (intptr_t i = 0; i < n; i++)
+		pthread_create(&t[i], NULL, exiting_spinner, (void *)i);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	free(t);
+	sleep_ms(seconds * 1000);
 }
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
@@ -371,9 +397,11 @@ int main(int argc, char **argv)
 	else if (!strcmp(mode, "socket"))
 		mode_socket();
 	else if (!strcmp(mode, "disk") && arg)
-		mode_disk(arg);
+		mode_disk(arg, argc > 4 ? (size_t)atoi(argv[4]) : 1024);
 	else if (!strcmp(mode, "spinners"))
 		run_threads(arg ? atoi(arg) : 4, spinner, NULL);
+	else if (!strcmp(mode, "exits"))
+		mode_exits(arg ? atoi(arg) : 3);
 	else if (!strcmp(mode, "pool"))
 		mode_pool(arg ? atoi(arg) : 8);
 	else if (!strcmp(mode, "stream"))

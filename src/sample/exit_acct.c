@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Hook 1 of the classifier's collection (docs/classify.md section 6): at a traced thread's
+ * PTRACE_EVENT_EXIT stop its /proc files still hold its final counts (CPU and run-queue time,
+ * context switches, faults, IO), so they are read there and stored as a THREAD EXIT record. This
+ * gives every thread that ends before the recording does its kernel accounting without root
+ * (taskstats needs CAP_NET_ADMIN). Off the tick: a thread exits once.
+ */
+#include "pyrsprof/acct.h"
+#include "sample/sampler-internal.h"
+#include "util/banned.h"
+
+void prs_exit_acct_take(struct prs_sampler *s, const struct prs_target *tg, pid_t tid)
+{
+	struct prs_acct a;
+
+	if (!s->opts.acct_exits || !tg)
+		return;
+	if (prs_acct_read_thread(tg->pid, tid, PRS_PHASE_EXIT, &a) != 0)
+		return; /* killed meanwhile (SIGKILL does not wait for us): taskstats or nothing */
+	prs_acct_set(&a, PRS_TASK_SOURCE, PRS_SRC_SAMPLER);
+	/* -ENOMEM: the thread lacks its exit counts, which the report says (no kernel accounting) */
+	prs_acct_store(s->prof, &a);
+}
