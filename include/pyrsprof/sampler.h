@@ -51,6 +51,10 @@ struct prs_sampler_opts {
 	/* Store each traced thread's kernel accounting when it exits (a THREAD EXIT record of source
 	 * PRS_SRC_SAMPLER, acct.h): the classifier's collection (ptrace source only). */
 	bool acct_exits;
+	/* Kernel frames under the user stacks of running samples, from perf_event_open where
+	 * permitted (ptrace source only; src/sample/kstack-internal.h). prs_sampler_kernel_stacks()
+	 * says whether they are recorded. */
+	bool kernel_stacks;
 	/* Called about once a second from the loop (e.g. for a status line); may be NULL. */
 	void (*progress)(void *arg, double elapsed_s, uint64_t thread_samples, size_t threads);
 	void *progress_arg;
@@ -141,6 +145,10 @@ struct prs_wait_addr {
  * *n entries, borrowed until prs_sampler_free. For the WAIT_ADDR records of a recording.
  */
 const struct prs_wait_addr *prs_sampler_wait_addrs(const struct prs_sampler *s, size_t *n);
+
+/* Kernel stacks (opts.kernel_stacks): true when recorded; else, when they were asked for, why
+ * not and what to do, in one line into why (else ""). */
+bool prs_sampler_kernel_stacks(const struct prs_sampler *s, char *why, size_t size);
 
 /* Fills stats (durations summarised). */
 void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats *stats);

@@ -31,6 +31,7 @@ struct rec_opts {
 	bool native_all;
 	bool merge_processes; /* for the graphs only */
 	bool force; /* --force: replace the recording already in the output folder */
+	bool no_kernel_stacks;
 	enum prs_source source;
 	struct cli_symopts sym;
 	struct cli_phase_opts phase; /* --target, --dim, --no-classify */
@@ -49,6 +50,8 @@ static const char run_usage[] =
 	"                       only, read without stopping the program: lowest overhead)\n"
 	"      --native-all     keep the interpreter's own native frames in Python stacks\n"
 	"      --merge-processes  graphs with a root per command, not per process\n"
+	"      --no-kernel-stacks  no kernel frames under the user stacks (they need root,\n"
+	"                       CAP_PERFMON or kernel.perf_event_paranoid <= 1)\n"
 	CLI_DEBUG_DIR_HELP
 	"      --target EXPR    the Phase-0 target, e.g. 'wall<2s' (phase1.md says if it is met)\n"
 	"      --dim N=T[..MAX] an input dimension, typical value and max (repeatable)\n"
@@ -72,6 +75,8 @@ static const char attach_usage[] =
 	"                       only, read without stopping the program: lowest overhead)\n"
 	"      --native-all     keep the interpreter's own native frames in Python stacks\n"
 	"      --merge-processes  graphs with a root per command, not per process\n"
+	"      --no-kernel-stacks  no kernel frames under the user stacks (they need root,\n"
+	"                       CAP_PERFMON or kernel.perf_event_paranoid <= 1)\n"
 	CLI_DEBUG_DIR_HELP
 	"      --target EXPR    the Phase-0 target, e.g. 'wall<2s' (phase1.md says if it is met)\n"
 	"      --dim N=T[..MAX] an input dimension, typical value and max (repeatable)\n"
@@ -96,6 +101,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 		{ "no-classify", no_argument, NULL, CLI_OPT_NO_CLASSIFY },
 		{ "merge-processes", no_argument, NULL, 'P' },
 		{ "force", no_argument, NULL, 'F' },
+		{ "no-kernel-stacks", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -110,6 +116,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 	o->native_all = false;
 	o->merge_processes = false;
 	o->force = false;
+	o->no_kernel_stacks = false;
 	o->source = PRS_SOURCE_PTRACE;
 	o->sym.ndirs = 0;
 	memset(&o->phase, 0, sizeof(o->phase));
@@ -158,6 +165,9 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 			break;
 		case 'F':
 			o->force = true;
+			break;
+		case 'K':
+			o->no_kernel_stacks = true;
 			break;
 		case 'h':
 			fputs(run ? run_usage : attach_usage, stdout);
@@ -441,9 +451,22 @@ static void sampler_opts(const struct rec_opts *o, struct prs_sampler_opts *so)
 	so->stack_bytes = o->stack_bytes;
 	so->source = o->source;
 	so->native_all = o->native_all;
+	so->kernel_stacks = !o->no_kernel_stacks && o->source == PRS_SOURCE_PTRACE;
 	cli_py_opts_from_env(&so->py);
 	/* PYRSPROF_READ_IDLE (any value): read every thread at every tick (see the usage) */
 	so->read_idle = getenv("PYRSPROF_READ_IDLE") != NULL;
+}
+
+/* Meta kernel_stacks (on, off, or why not), and the reason on stderr when they were asked for
+ * and are not permitted. */
+static void report_kernel_stacks(const struct prs_sampler *s, struct prs_profile *p)
+{
+	char why[400];
+	bool on = prs_sampler_kernel_stacks(s, why, sizeof(why));
+
+	prs_profile_meta(p, "kernel_stacks", on ? "on" : why[0] ? why : "off");
+	if (why[0])
+		cli_msg("%s (--no-kernel-stacks silences this)", why);
 }
 
 /* Says which interpreter was profiled, or why Python frames are missing. */
@@ -546,6 +569,7 @@ int cmd_run(int argc, char **argv)
 											  : EXIT_FAIL;
 	}
 	set_common_meta(prs_recorder_profile(rec), &o, "run", command, prs_sampler_pid(s));
+	report_kernel_stacks(s, prs_recorder_profile(rec));
 	cli_collect_start(col, prs_sampler_pid(s), prs_recorder_profile(rec));
 	prs_sampler_run(s, &err);
 	report_python(s, &o);
@@ -615,6 +639,7 @@ int cmd_attach(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	set_common_meta(prs_recorder_profile(rec), &o, "attach", command, pid);
+	report_kernel_stacks(s, prs_recorder_profile(rec));
 	cli_collect_start(col, pid, prs_recorder_profile(rec));
 	if (!isatty(STDERR_FILENO) || o.duration_s == 0)
 		cli_msg("sampling pid %d (%s) at %g Hz; Ctrl-C to stop", (int)pid, comm, o.rate_hz);

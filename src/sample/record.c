@@ -43,6 +43,13 @@ void prs_record_stack(struct prs_sampler *s, struct prs_target *tg, struct prs_t
 		for (int i = n - 1; i >= 0; i--)
 			stack = prs_profile_stack(s->prof, stack, ids[i]);
 	}
+	/* the kernel's work for a running thread goes under the user frame that trapped */
+	if (s->kstack) {
+		struct prs_kstop ks = { smp->state == PRS_STATE_RUNNING && t->sampled, t->t_interrupt,
+					t->t_cont, t->regs.r[PRS_REG_RIP] };
+
+		stack = prs_kstack_push(s->kstack, s->prof, &t->kthr, t->tid, &ks, stack);
+	}
 	smp->time_ns = tick_ns - s->t0;
 	smp->tid = t->tid;
 	smp->stack = stack;

@@ -27,6 +27,7 @@
 #include "pyrsprof/sampler.h"
 #include "pyrsprof/unwind.h"
 #include "sample/durations-internal.h"
+#include "sample/kstack-internal.h"
 #include "sample/threads-internal.h"
 #include "sample/waits-internal.h"
 
@@ -106,6 +107,7 @@ struct prs_sampler {
 	struct prs_durations d_cost, d_stop, d_unwind, d_python, d_names;
 	struct prs_waits waits; /* the futex words threads were sampled blocked on */
 	bool gil_meta;          /* meta gil_wait=1 written: GIL waits are told from lock waits */
+	struct prs_kstack *kstack; /* kernel stacks (opts.kernel_stacks), NULL when not asked */
 };
 
 /* ---- session.c ---- */

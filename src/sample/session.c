@@ -74,7 +74,9 @@ int prs_session_new(enum prs_sampler_mode mode, const struct prs_sampler_opts *o
 	s->thr_common.stack_bytes = s->opts.stack_bytes;
 	s->period_ns = (int64_t)(1e9 / s->opts.rate_hz);
 	s->rng = (unsigned)prs_now_ns() | 1u;
-	if (session_buffers(s) != 0) {
+	if (s->opts.kernel_stacks && s->src->traces)
+		s->kstack = prs_kstack_new((uint64_t)s->period_ns);
+	if (session_buffers(s) != 0 || (s->opts.kernel_stacks && s->src->traces && !s->kstack)) {
 		prs_sampler_free(s);
 		return prs_err_set(err, -ENOMEM, "out of memory");
 	}
@@ -103,6 +105,7 @@ void prs_sampler_free(struct prs_sampler *s)
 	for (size_t i = 0; i < s->ntargets; i++)
 		prs_target_free(s->targets[i]);
 	free(s->targets);
+	prs_kstack_free(s->kstack);
 	free(s->merged);
 	free(s->pcs);
 	free(s->frame_ids);

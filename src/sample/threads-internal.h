@@ -36,6 +36,8 @@ enum prs_thr_life {
 	PRS_THR_GROUP_STOPPED, /* job-control stopped (resumed with PTRACE_LISTEN: it stays stopped) */
 };
 
+struct prs_kthr;
+
 struct prs_thr {
 	pid_t tid;
 	enum prs_thr_life life;
@@ -48,6 +50,7 @@ struct prs_thr {
 	int blocked_in;         /* the syscall of the last blocked sample, -1 after a running one */
 	uint64_t wait_addr;     /* blocked in futex: the word it sleeps on (futex's first argument) */
 	bool disk_seen;         /* found in D state after this tick's interrupt (diskwait.c) */
+	struct prs_kthr *kthr;  /* its kernel-stack event (kstack.c), NULL until it runs */
 	int schedstat_fd;       /* /proc/PID/task/TID/schedstat, kept open (-1: not open) */
 	int stat_fd;            /* /proc/PID/task/TID/stat, kept open (-1: not open) */
 	int syscall_fd;         /* /proc/PID/task/TID/syscall, kept open (-1: not open) */

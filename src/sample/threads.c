@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sample/kstack-internal.h"
 #include "util/banned.h"
 
 int prs_thr_table_init(struct prs_thr_table *tab, pid_t pid, struct prs_thr_common *common)
@@ -75,6 +76,7 @@ void prs_thr_remove(struct prs_thr_table *tab, struct prs_thr *t)
 	close_kept(tab, &t->schedstat_fd);
 	close_kept(tab, &t->stat_fd);
 	close_kept(tab, &t->syscall_fd);
+	prs_kthr_free(t->kthr);
 	prs_kept_release(&t->kept);
 	free(t->stack);
 	*t = tab->v[--tab->n];

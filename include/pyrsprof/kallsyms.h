@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel's text symbols from /proc/kallsyms, to name the kernel frames of a sample
+ * ("clear_page_erms"). Loaded once (about 120k symbols, ~10 MB read, tens of ms), looked up by
+ * binary search. The file is the kernel's, but read as hostile input all the same: lines are
+ * bounded, malformed ones skipped.
+ *
+ * Addresses are shown only to privileged readers (kernel.kptr_restrict, CAP_SYSLOG): when every
+ * address reads as 0 the table is refused with -EPERM.
+ */
+#ifndef PYRSPROF_KALLSYMS_H
+#define PYRSPROF_KALLSYMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pyrsprof/err.h"
+
+struct prs_kallsyms;
+
+/*
+ * Reads the text symbols (types t, T, w, W) of path (NULL: /proc/kallsyms), modules' included.
+ * Returns 0 and *out (free with prs_kallsyms_free), or -errno with err set: -EPERM when the
+ * addresses are hidden, -ENOENT when there is no text symbol, -ENOMEM.
+ */
+int prs_kallsyms_load(const char *path, struct prs_kallsyms **out, struct prs_err *err);
+/* The name of the symbol containing addr (the last one starting at or below it, not past the
+ * last text symbol), or NULL. Borrowed until free. */
+const char *prs_kallsyms_lookup(const struct prs_kallsyms *k, uint64_t addr);
+/* Symbols loaded. */
+size_t prs_kallsyms_count(const struct prs_kallsyms *k);
+/* NULL is fine. */
+void prs_kallsyms_free(struct prs_kallsyms *k);
+
+#endif

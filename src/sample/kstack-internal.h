@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Kernel stacks under the user stacks (issue 11 point 1). A ptrace stop shows only the user side
+ * of a thread: the work the kernel did for it (zeroing the pages a NumPy allocation faults in,
+ * copying a read()) is charged to the user frame that trapped, and named nowhere. Where permitted
+ * (root, CAP_PERFMON, or kernel.perf_event_paranoid <= 1) each traced thread gets a perf_event_open
+ * cpu-clock event sampling at PRS_KSTACK_OVERSAMPLE times the tick rate, with the kernel part of
+ * the callchain only (exclude_callchain_user) and CLOCK_MONOTONIC times, into a small mmap'd ring.
+ *
+ * Which kernel frames belong to a tick's user stack: those of the thread's last perf sample before
+ * the tick's PTRACE_INTERRUPT (but those of its previous stop), when that sample was taken in the
+ * kernel and its user registers (PERF_SAMPLE_REGS_USER: the IP) show the same user PC as the
+ * stop: the kernel was then working for the very instruction the tick's user stack ends in (a
+ * page fault resumes at the faulting instruction, a syscall after its `syscall`). Named from
+ * /proc/kallsyms, kind PRS_KIND_KERNEL. Not the same instant as the stop (the ptrace stop itself
+ * replaces the kernel context: the thread stops on its way back to user mode), but within a
+ * quarter of a tick of the thread's CPU time. Perf samples taken after the interrupt (the stop's
+ * own signal-delivery path: ptrace_stop, schedule) are never used.
+ *
+ * Per tick and thread: one ring read (no syscall), a PC -> frame cache lookup per kernel frame; a
+ * cache miss (a new kernel PC) is a binary search in the kallsyms table and the interning of a
+ * name: rare once warm.
+ */
+#ifndef PYRSPROF_SAMPLE_KSTACK_INTERNAL_H
+#define PYRSPROF_SAMPLE_KSTACK_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pyrsprof/profile.h"
+
+#define PRS_KSTACK_OVERSAMPLE 4 /* perf samples per tick period of CPU time */
+#define PRS_KSTACK_MAX 64       /* kernel frames kept per sample */
+
+struct prs_kstack;
+
+/* One thread's event (allocated when it is first recorded running). */
+struct prs_kthr {
+	int fd;                 /* the perf event, -1 when it could not be opened */
+	void *ring;             /* its mmap'd ring (MAP_FAILED when none) */
+	size_t ring_len;
+	uint64_t prev_intr_ns, prev_stop_ns; /* the previous stop: interrupt, resume */
+	uint64_t pcs[PRS_KSTACK_MAX]; /* the kernel frames matched this tick, innermost first */
+	int n;
+	uint64_t user_ip;       /* the user PC of that perf sample */
+};
+
+/* A tick's stop of a thread, as the kernel frames are matched with it. */
+struct prs_kstop {
+	bool on_cpu;            /* the sample is of a thread stopped running (else: rings drained) */
+	uint64_t interrupt_ns;  /* PTRACE_INTERRUPT sent: perf samples up to then are candidates */
+	uint64_t cont_ns;       /* resumed: perf samples up to then are of this tick */
+	uint64_t user_pc;       /* the user PC in the stop */
+};
+
+/*
+ * Sets up kernel stacks for a session sampling at period_ns: loads /proc/kallsyms and tries one
+ * event on the calling thread. Returns the state, or NULL (out of memory). When not permitted,
+ * prs_kstack_on() is false and prs_kstack_why() says why and what to do, in one line.
+ */
+struct prs_kstack *prs_kstack_new(uint64_t period_ns);
+bool prs_kstack_on(const struct prs_kstack *ks);
+const char *prs_kstack_why(const struct prs_kstack *ks);
+/* NULL is fine. */
+void prs_kstack_free(struct prs_kstack *ks);
+
+/*
+ * Thread tid is being recorded with user stack `stack`: consumes its ring, and returns stack
+ * extended with the kernel frames of its last perf sample before the interrupt (after the previous
+ * stop) when that sample was taken in the kernel for the same user PC as the stop's; else stack.
+ * *kt is the thread's state (allocated when first seen running; NULL stays NULL on failure).
+ */
+uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct prs_kthr **kt,
+			 pid_t tid, const struct prs_kstop *stop, uint32_t stack);
+/* Closes and frees a thread's state. NULL is fine. */
+void prs_kthr_free(struct prs_kthr *kt);
+
+#endif

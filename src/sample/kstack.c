@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Kernel stacks from per-thread perf_event_open rings, merged under the user stacks (see
+ * kstack-internal.h for what is matched with what, and why).
+ */
+#include "sample/kstack-internal.h"
+
+#include <errno.h>
+#include <asm/perf_regs.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pyrsprof/kallsyms.h"
+#include "sample/sampler-internal.h"
+#include "util/banned.h"
+
+#define RING_PAGES 8            /* data pages per thread (a power of 2): 32 KiB, ~50 ticks */
+#define CACHE_SLOTS 8192        /* kernel PC -> frame id, direct-mapped */
+#define KERNEL_HALF 0xffff800000000000ull /* x86-64: kernel addresses are above */
+
+struct prs_kstack {
+	struct prs_kallsyms *syms;
+	uint64_t sample_ns;     /* the events' period of CPU time */
+	bool on;
+	char why[320];
+	uint64_t cache_pc[CACHE_SLOTS];
+	uint32_t cache_id[CACHE_SLOTS];
+};
+
+static int open_event(pid_t tid, uint64_t sample_ns)
+{
+	struct perf_event_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_CPU_CLOCK;
+	a.sample_period = sample_ns;
+	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN |
+			PERF_SAMPLE_REGS_USER;
+	a.exclude_callchain_user = 1; /* the user side is the tick's own unwind */
+	a.sample_regs_user = 1ull << PERF_REG_X86_IP; /* where the user code trapped */
+	a.exclude_hv = 1;
+	a.use_clockid = 1;
+	a.clockid = CLOCK_MONOTONIC; /* the sampler's clock (prs_now_ns) */
+	a.sample_max_stack = PRS_KSTACK_MAX;
+	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static void explain(struct prs_kstack *ks, int e)
+{
+	char paranoid[16] = "?";
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+
+	if (f) {
+		if (!fgets(paranoid, sizeof(paranoid), f))
+			paranoid[0] = '\0';
+		paranoid[strcspn(paranoid, "\n")] = '\0';
+		fclose(f);
+	}
+	if (e == EACCES || e == EPERM)
+		snprintf(ks->why, sizeof(ks->why), "kernel stacks not permitted (kernel.perf_event_paranoid"
+			 " = %s): run as root, give pyrsprof CAP_PERFMON, or `sysctl kernel."
+			 "perf_event_paranoid=1`", paranoid);
+	else
+		snprintf(ks->why, sizeof(ks->why), "kernel stacks unavailable: perf_event_open: %s",
+			 strerror(e));
+}
+
+struct prs_kstack *prs_kstack_new(uint64_t period_ns)
+{
+	struct prs_kstack *ks = calloc(1, sizeof(*ks));
+	struct prs_err err = { 0 };
+	int fd;
+
+	if (!ks)
+		return NULL;
+	ks->sample_ns = period_ns / PRS_KSTACK_OVERSAMPLE;
+	if (ks->sample_ns < 100000)
+		ks->sample_ns = 100000;
+	/* the same event on ourselves: refused exactly when it would be on the target's threads
+	 * (we trace them, so ptrace access is given) */
+	fd = open_event(0, ks->sample_ns);
+	if (fd < 0) {
+		explain(ks, errno);
+		return ks;
+	}
+	close(fd);
+	if (prs_kallsyms_load(NULL, &ks->syms, &err) != 0) {
+		snprintf(ks->why, sizeof(ks->why), "kernel stacks off: %s", err.msg);
+		return ks;
+	}
+	ks->on = true;
+	return ks;
+}
+
+bool prs_kstack_on(const struct prs_kstack *ks)
+{
+	return ks && ks->on;
+}
+
+const char *prs_kstack_why(const struct prs_kstack *ks)
+{
+	return ks ? ks->why : "";
+}
+
+void prs_kstack_free(struct prs_kstack *ks)
+{
+	if (!ks)
+		return;
+	prs_kallsyms_free(ks->syms);
+	free(ks);
+}
+
+void prs_kthr_free(struct prs_kthr *kt)
+{
+	if (!kt)
+		return;
+	if (kt->ring != MAP_FAILED)
+		munmap(kt->ring, kt->ring_len);
+	if (kt->fd >= 0)
+		close(kt->fd);
+	free(kt);
+}
+
+static struct prs_kthr *kthr_new(struct prs_kstack *ks, pid_t tid)
+{
+	struct prs_kthr *kt = calloc(1, sizeof(*kt));
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (!kt)
+		return NULL;
+	kt->ring = MAP_FAILED;
+	kt->fd = open_event(tid, ks->sample_ns);
+	if (kt->fd < 0)
+		return kt; /* (a thread exiting): it stays without kernel frames */
+	kt->ring_len = (size_t)page * (1 + RING_PAGES);
+	kt->ring = mmap(NULL, kt->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, kt->fd, 0);
+	return kt;
+}
+
+/* ---- the ring ---- */
+
+struct ring {
+	const uint8_t *data;
+	uint64_t size; /* a power of 2 */
+};
+
+static void ring_copy(const struct ring *r, uint64_t off, void *dst, size_t len)
+{
+	uint64_t at = off & (r->size - 1);
+	size_t first = len < r->size - at ? len : (size_t)(r->size - at);
+
+	memcpy(dst, r->data + at, first);
+	memcpy((uint8_t *)dst + first, r->data, len - first);
+}
+
+struct ksample {
+	uint64_t ip, time, nr; /* nr: callchain entries */
+	uint64_t user_ip;      /* where the user code was (0: not known, a kernel thread) */
+};
+
+/* Decodes the sample record at off (len bytes): ip, time, callchain, user registers (abi, ip).
+ * Returns false for a malformed one. */
+static bool read_sample(const struct ring *r, uint64_t off, uint32_t len, struct ksample *k)
+{
+	size_t hdr = sizeof(struct perf_event_header), room;
+	uint64_t v[3], abi = 0;
+
+	if (len < hdr + sizeof(v))
+		return false;
+	ring_copy(r, off + hdr, v, sizeof(v));
+	k->ip = v[0];
+	k->time = v[1];
+	k->nr = v[2];
+	room = (len - hdr - sizeof(v)) / 8;
+	if (k->nr + 1 > room)
+		return false;
+	ring_copy(r, off + hdr + sizeof(v) + 8 * k->nr, &abi, 8);
+	k->user_ip = 0;
+	if (abi != PERF_SAMPLE_REGS_ABI_NONE && k->nr + 2 <= room)
+		ring_copy(r, off + hdr + sizeof(v) + 8 * (k->nr + 1), &k->user_ip, 8);
+	return true;
+}
+
+/* Keeps the kernel frames of a sample at off (nr callchain entries) in kt. */
+static void keep_chain(const struct ring *r, uint64_t off, uint64_t nr, struct prs_kthr *kt)
+{
+	uint64_t at = off + sizeof(struct perf_event_header) + 3 * 8;
+
+	kt->n = 0;
+	for (uint64_t i = 0; i < nr && kt->n < PRS_KSTACK_MAX; i++) {
+		uint64_t pc;
+
+		ring_copy(r, at + 8 * i, &pc, 8);
+		if (pc >= (uint64_t)PERF_CONTEXT_MAX) {
+			if (pc != (uint64_t)PERF_CONTEXT_KERNEL)
+				break; /* the user part (excluded) or another context */
+			continue;
+		}
+		if (pc >= KERNEL_HALF)
+			kt->pcs[kt->n++] = pc;
+	}
+}
+
+/* Consumes kt's ring up to until_ns; kt->n: the kernel frames of the last sample before it (0
+ * when it was in user mode), but those of the previous stop's own path; kt->user_ip: where its
+ * user code was. The last sample is kept from tick to tick: a thread that got little CPU since
+ * its last stop may have none since (its user PC tells whether it is still of the same trap). */
+static void drain(struct prs_kthr *kt, uint64_t until_ns)
+{
+	struct perf_event_mmap_page *mp = kt->ring;
+	struct ring r = { (const uint8_t *)kt->ring + mp->data_offset, mp->data_size };
+	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE), tail = mp->data_tail;
+
+	if (!mp->data_offset) {
+		r.data = (const uint8_t *)kt->ring + sysconf(_SC_PAGESIZE);
+		r.size = (uint64_t)RING_PAGES * (uint64_t)sysconf(_SC_PAGESIZE);
+	}
+	while (tail < head) {
+		struct perf_event_header h;
+		struct ksample k;
+
+		ring_copy(&r, tail, &h, sizeof(h));
+		if (h.size < sizeof(h) || h.size > head - tail) {
+			tail = head; /* malformed: drop what is there */
+			break;
+		}
+		if (h.type == PERF_RECORD_SAMPLE && read_sample(&r, tail, h.size, &k)) {
+			if (k.time > until_ns)
+				break; /* of the next tick: left in the ring */
+			/* (samples of the previous stop's own path are skipped) */
+			if (k.time <= kt->prev_intr_ns || k.time > kt->prev_stop_ns) {
+				kt->n = 0;
+				kt->user_ip = k.user_ip;
+				if (k.ip >= KERNEL_HALF)
+					keep_chain(&r, tail, k.nr, kt);
+			}
+		}
+		tail += h.size;
+	}
+	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+/* The frame of kernel PC pc: cached, else named from kallsyms (or by its address). */
+static uint32_t kframe(struct prs_kstack *ks, struct prs_profile *prof, uint64_t pc)
+{
+	size_t slot = (size_t)((pc >> 2) * 0x9E3779B97F4A7C15ull >> 51) & (CACHE_SLOTS - 1);
+	const char *name;
+	char hex[32];
+	uint32_t str, id;
+
+	if (ks->cache_pc[slot] == pc)
+		return ks->cache_id[slot];
+	name = prs_kallsyms_lookup(ks->syms, pc);
+	if (!name) {
+		snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)pc);
+		name = hex;
+	}
+	str = prs_profile_string(prof, name, strlen(name));
+	if (str == UINT32_MAX)
+		return UINT32_MAX;
+	id = prs_profile_named_frame(prof, PRS_KIND_KERNEL, str, 0, 0);
+	if (id != UINT32_MAX) {
+		ks->cache_pc[slot] = pc;
+		ks->cache_id[slot] = id;
+	}
+	return id;
+}
+
+uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct prs_kthr **kt,
+			 pid_t tid, const struct prs_kstop *stop, uint32_t stack)
+{
+	bool on_cpu = stop && stop->on_cpu;
+	struct prs_kthr *k;
+
+	if (!prs_kstack_on(ks))
+		return stack;
+	if (!*kt) {
+		if (!on_cpu)
+			return stack; /* opened once the thread is seen running */
+		*kt = kthr_new(ks, tid);
+		if (!*kt)
+			return stack;
+	}
+	k = *kt;
+	if (k->ring == MAP_FAILED)
+		return stack;
+	drain(k, on_cpu ? stop->interrupt_ns : UINT64_MAX);
+	if (!on_cpu)
+		return stack;
+	k->prev_intr_ns = stop->interrupt_ns;
+	k->prev_stop_ns = stop->cont_ns;
+	/* the kernel was working for the user code that trapped there: the tick's own user PC (a
+	 * fault returns to the faulting instruction, a syscall to the one after it) */
+	if (k->user_ip != stop->user_pc)
+		return stack;
+	/* outermost (the kernel entry) first */
+	for (int i = k->n - 1; i >= 0; i--) {
+		uint32_t f = kframe(ks, prof, k->pcs[i]);
+
+		if (f == UINT32_MAX)
+			break;
+		stack = prs_profile_stack(prof, stack, f);
+	}
+	return stack;
+}
+
+bool prs_sampler_kernel_stacks(const struct prs_sampler *s, char *why, size_t size)
+{
+	if (size)
+		why[0] = '\0';
+	if (!s->opts.kernel_stacks)
+		return false;
+	if (!s->src->traces) {
+		snprintf(why, size, "kernel stacks need --mode ptrace");
+		return false;
+	}
+	if (prs_kstack_on(s->kstack))
+		return true;
+	snprintf(why, size, "%s", prs_kstack_why(s->kstack));
+	return false;
+}

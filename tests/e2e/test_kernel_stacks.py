@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: MIT
+"""Kernel frames under the user stacks (issue 11 point 1; src/sample/kstack.c): where permitted
+(root, CAP_PERFMON, kernel.perf_event_paranoid <= 1), the kernel's work for a running thread
+shows as kernel frames (folded: NAME_[k]) under the user frame that trapped; the share of samples
+with kernel frames is perf's (`perf record -e cpu-clock -g` of the same target, within 12
+points); `--no-kernel-stacks` turns them off; and a pyrsprof not permitted says so in one line.
+
+Targets: kwork (C: touch_pages() faults fresh pages in, the kernel zeroes them; user_work()
+spins in user space) and py/kalloc.py (np.ones of fresh memory: the page zeroing under the
+Python line that allocated)."""
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import REPO, TARGET_SRC, assert_clean, markers, total
+
+SECONDS = 4
+TOLERANCE = 0.12
+CLEAR_PAGE = ("clear_page_erms", "clear_page_rep", "clear_page_orig")
+
+
+def paranoid():
+    return int(open("/proc/sys/kernel/perf_event_paranoid").read())
+
+
+@pytest.fixture(scope="module")
+def permitted():
+    if os.geteuid() != 0 and paranoid() > 1:
+        pytest.skip(f"kernel stacks need root, CAP_PERFMON or perf_event_paranoid <= 1 "
+                    f"(it is {paranoid()})")
+
+
+def kernel_frames(frames):
+    return [f for f in frames if f.name.endswith("_[k]")]
+
+
+def user_leaf(frames):
+    user = [f for f in frames if not f.name.endswith("_[k]")]
+    return user[-1] if user else None
+
+
+def kernel_share(records):
+    return sum(c for fr, c in records if kernel_frames(fr)) / max(1, total(records))
+
+
+def perf_kernel_share(cmd, tmp_path):
+    """The share of perf's cpu-clock samples of cmd taken in the kernel."""
+    perf = shutil.which("perf")
+    if not perf:
+        pytest.skip("perf is not installed (linux-perf)")
+    data = tmp_path / "perf.data"
+    r = subprocess.run([perf, "record", "-q", "-e", "cpu-clock", "-g", "-o", data, "--", *cmd],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([perf, "report", "-i", data, "--no-children", "--sort", "dso", "--stdio",
+                        "-g", "none"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"^\s*([0-9.]+)%\s+\[kernel\.kallsyms\]", r.stdout, re.M)
+    assert m, r.stdout
+    return float(m.group(1)) / 100
+
+
+@pytest.fixture(scope="module")
+def kwork(record, export_folded, permitted):
+    r = record("kwork", SECONDS)
+    return r, export_folded(r.pyrs, view="cpu", lines=False)
+
+
+def test_kernel_frames_under_the_faulting_user_frame(kwork):
+    r, cpu = kwork
+    assert not [l for l in r.res.own_lines() if "kernel stacks" in l], r.res.describe()
+    with_k = [(fr, c) for fr, c in cpu if kernel_frames(fr)]
+    n = sum(c for _, c in with_k)
+    assert n >= 20, f"only {n} samples with kernel frames\n{r.res.describe()}"
+    # the page faults are touch_pages' (its store), the unmapping munmap's: together nearly all
+    under = sum(c for fr, c in with_k if user_leaf(fr).name in ("touch_pages", "__GI_munmap",
+                                                                 "munmap", "__munmap"))
+    assert under >= 0.9 * n, with_k
+    # user_work makes no syscall and faults no page: at most a timer interrupt's frames
+    in_user_work = sum(c for fr, c in with_k if user_leaf(fr).name == "user_work")
+    assert in_user_work <= 0.05 * n, with_k
+    # a page fault: the kernel's entry right under the user frame, the zeroing deeper
+    faults = [fr for fr, _ in with_k if user_leaf(fr).name == "touch_pages"]
+    assert faults and all(kernel_frames(fr)[0].name == "asm_exc_page_fault_[k]" for fr in faults)
+    zeroing = sum(c for fr, c in with_k if any(f.name[:-4] in CLEAR_PAGE for f in fr))
+    assert zeroing >= 1, with_k
+
+
+def test_kernel_share_is_perfs(kwork, tmp_path, targets):
+    r, cpu = kwork
+    ours = kernel_share(cpu)
+    theirs = perf_kernel_share([targets / "kwork", str(SECONDS)], tmp_path)
+    assert abs(ours - theirs) <= TOLERANCE, \
+        f"kernel share {ours:.3f}, perf's {theirs:.3f} (tolerance {TOLERANCE})"
+
+
+def test_numpy_page_zeroing_under_the_allocating_line(run_prs, export_folded, outdir, permitted):
+    py = "/usr/bin/python3"
+    if subprocess.run([py, "-c", "import numpy"], capture_output=True).returncode != 0:
+        pytest.skip("Debian's python3 has no numpy (python3-numpy)")
+    res = run_prs(["run", "-o", outdir, "--", py, TARGET_SRC / "py" / "kalloc.py", SECONDS],
+                  timeout=120)
+    assert_clean(res)
+    assert res.rc == 0, res.describe()
+    cpu = export_folded(outdir / "profile.pyrs", view="cpu", lines=True)
+    line = markers("py/kalloc.py", "LINE:alloc")
+    zeroing = [(fr, c) for fr, c in cpu if any(f.name[:-4] in CLEAR_PAGE for f in fr)]
+    n = sum(c for _, c in zeroing)
+    assert n >= 3, f"only {n} samples zeroing pages\n{res.describe()}"
+    at_line = sum(c for fr, c in zeroing
+                  if any(f.name == "alloc" and f.base == "kalloc.py" and f.line == line for f in fr))
+    assert at_line >= 0.9 * n, zeroing
+
+
+def test_no_kernel_stacks_opts_out(record, export_folded, permitted):
+    r = record("kwork", 1, extra=["--no-kernel-stacks"])
+    assert not [l for l in r.res.own_lines() if "kernel stacks" in l], r.res.describe()
+    cpu = export_folded(r.pyrs, view="cpu", lines=False)
+    assert total(cpu) > 0 and not any(kernel_frames(fr) for fr, _ in cpu)
+
+
+def test_not_permitted_says_so_in_one_line(run_prs, export_folded, outdir, targets):
+    if paranoid() <= 1:
+        pytest.skip(f"perf_event_paranoid is {paranoid()}: kernel stacks are permitted to all")
+    prefix = ()
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            pytest.skip("setpriv (util-linux) is not installed")
+        prefix = (setpriv, "--bounding-set=-perfmon,-sys_admin", "--")
+    res = run_prs(["run", "-o", outdir, "--", targets / "kwork", 1], prefix=prefix, timeout=60)
+    assert_clean(res)
+    assert res.rc == 0, res.describe()
+    why = [l for l in res.own_lines() if "kernel stacks" in l]
+    assert len(why) == 1 and "not permitted" in why[0] and "CAP_PERFMON" in why[0], res.describe()
+    cpu = export_folded(outdir / "profile.pyrs", view="cpu", lines=False)
+    assert total(cpu) > 0 and not any(kernel_frames(fr) for fr, _ in cpu)
