@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the /proc/kallsyms reader (src/symbol/kallsyms.c): text symbols only, unsorted
+ * input, module suffixes, lookups at and between symbols and past the end, hidden addresses
+ * (kptr_restrict) refused with -EPERM, and malformed or overlong lines skipped.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pyrsprof/kallsyms.h"
+
+#include "util/banned.h"
+
+static char *write_tmp(const char *text)
+{
+	char *path = strdup("/tmp/prs-kallsyms-XXXXXX");
+	int fd = mkstemp(path);
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+static struct prs_kallsyms *load(const char *text, int want_rc)
+{
+	struct prs_kallsyms *k = NULL;
+	struct prs_err err = { 0 };
+	char *path = write_tmp(text);
+	int rc = prs_kallsyms_load(path, &k, &err);
+
+	unlink(path);
+	free(path);
+	cr_assert_eq(rc, want_rc, "rc %d (%s)", rc, err.msg);
+	cr_assert(rc == 0 || err.msg[0]);
+	return k;
+}
+
+Test(kallsyms, text_symbols_sorted_and_looked_up)
+{
+	struct prs_kallsyms *k = load("ffffffff82248ae0 T clear_page_erms\n"
+				      "ffffffff81000000 T _stext\n"
+				      "ffffffff82000000 D some_data\n"
+				      "ffffffff82248a70 t clear_page_rep\n"
+				      "ffffffffc0a01000 t nf_hook\t[nf_tables]\n"
+				      "ffffffff82248a90 W clear_page_orig\n", 0);
+
+	cr_assert_eq(prs_kallsyms_count(k), 5); /* the D symbol is not text */
+	cr_assert_str_eq(prs_kallsyms_lookup(k, 0xffffffff82248ae0), "clear_page_erms");
+	cr_assert_str_eq(prs_kallsyms_lookup(k, 0xffffffff82248aff), "clear_page_erms");
+	cr_assert_str_eq(prs_kallsyms_lookup(k, 0xffffffff82248a8f), "clear_page_rep");
+	cr_assert_str_eq(prs_kallsyms_lookup(k, 0xffffffff82248a90), "clear_page_orig");
+	cr_assert_str_eq(prs_kallsyms_lookup(k, 0xffffffff81001234), "_stext");
+	cr_assert_str_eq(prs_kallsyms_lookup(k, 0xffffffffc0a01010), "nf_hook");
+	cr_assert_null(prs_kallsyms_lookup(k, 0xffffffff80000000)); /* before the first */
+	cr_assert_null(prs_kallsyms_lookup(k, 0xffffffffc0a03000)); /* past the last, by a page */
+	cr_assert_null(prs_kallsyms_lookup(k, 0x401000));
+	prs_kallsyms_free(k);
+}
+
+Test(kallsyms, hidden_addresses_are_refused)
+{
+	load("0000000000000000 T _stext\n0000000000000000 T clear_page_erms\n", -EPERM);
+	load("ffffffff82000000 D only_data\n", -ENOENT);
+	load("", -ENOENT);
+}
+
+Test(kallsyms, malformed_and_overlong_lines_are_skipped)
+{
+	char *text = malloc(8192);
+	size_t n = 0;
+	struct prs_kallsyms *k;
+
+	n += (size_t)snprintf(text + n, 8192 - n, "garbage\nffffffff81000000T glued\n"
+			      "ffffffff81000100 T\nzzzz T bad_addr\nffffffff81000200 T ok_one\n"
+			      "ffffffff81000300 T ");
+	memset(text + n, 'x', 3000); /* a 3000-byte name: cut, and its line's rest skipped */
+	n += 3000;
+	n += (size_t)snprintf(text + n, 8192 - n, "\nffffffff81000400 t ok_two\n");
+	k = load(text, 0);
+	cr_assert_eq(prs_kallsyms_count(k), 3);
+	cr_assert_str_eq(prs_kallsyms_lookup(k, 0xffffffff81000250), "ok_one");
+	cr_assert_eq(strlen(prs_kallsyms_lookup(k, 0xffffffff81000300)), 255);
+	cr_assert_str_eq(prs_kallsyms_lookup(k, 0xffffffff81000401), "ok_two");
+	prs_kallsyms_free(k);
+	prs_kallsyms_free(NULL);
+	free(text);
+}
