@@ -38,6 +38,7 @@ struct prs_kstack;
 
 /* One thread's event (allocated when it is first recorded running). */
 struct prs_kthr {
+	struct prs_kstack *ks;  /* the session's (its budget of events) */
 	int fd;                 /* the perf event, -1 when it could not be opened */
 	void *ring;             /* its mmap'd ring (MAP_FAILED when none) */
 	size_t ring_len;

@@ -23,10 +23,15 @@
 #define RING_PAGES 8            /* data pages per thread (a power of 2): 32 KiB, ~50 ticks */
 #define CACHE_SLOTS 8192        /* kernel PC -> frame id, direct-mapped */
 #define KERNEL_HALF 0xffff800000000000ull /* x86-64: kernel addresses are above */
+/* Threads with an event at once: one descriptor and a 36 KiB mapping each, so a process with
+ * thousands of threads cannot use up pyrsprof's descriptors (the symbolizer needs them at the
+ * end); the threads beyond get no kernel frames. */
+#define MAX_EVENTS 256
 
 struct prs_kstack {
 	struct prs_kallsyms *syms;
 	uint64_t sample_ns;     /* the events' period of CPU time */
+	int nevents;            /* threads with an open event (MAX_EVENTS at most) */
 	bool on;
 	char why[320];
 	uint64_t cache_pc[CACHE_SLOTS];
@@ -124,8 +129,10 @@ void prs_kthr_free(struct prs_kthr *kt)
 		return;
 	if (kt->ring != MAP_FAILED)
 		munmap(kt->ring, kt->ring_len);
-	if (kt->fd >= 0)
+	if (kt->fd >= 0) {
 		close(kt->fd);
+		kt->ks->nevents--;
+	}
 	free(kt);
 }
 
@@ -136,10 +143,12 @@ static struct prs_kthr *kthr_new(struct prs_kstack *ks, pid_t tid)
 
 	if (!kt)
 		return NULL;
+	kt->ks = ks;
 	kt->ring = MAP_FAILED;
-	kt->fd = open_event(tid, ks->sample_ns);
+	kt->fd = ks->nevents < MAX_EVENTS ? open_event(tid, ks->sample_ns) : -1;
 	if (kt->fd < 0)
-		return kt; /* (a thread exiting): it stays without kernel frames */
+		return kt; /* (a thread exiting, or one too many): it stays without kernel frames */
+	ks->nevents++;
 	kt->ring_len = (size_t)page * (1 + RING_PAGES);
 	kt->ring = mmap(NULL, kt->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, kt->fd, 0);
 	return kt;
