@@ -22,3 +22,12 @@ $(BUILD)/bench/fg_bench: $(BUILD)/tests/bench/fg_bench.o $(BUILD)/libpyrsprof.a
 .PHONY: fg-bench
 fg-bench: $(BUILD)/bench/fg_bench
 bench: $(BUILD)/bench/fg_bench
+
+# bench/fg_shapes: `pyrsprof flamegraph` on a generated family of folded inputs (sorted or not,
+# 5-200 frames, 1k-1M names, names up to 300 bytes, dominant or flat), wall/CPU/peak RSS per shape
+$(BUILD)/bench/fg_shapes: $(BUILD)/tests/bench/fg_shapes.o
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $< -lm
+
+fg-bench: $(BUILD)/bench/fg_shapes
+bench: $(BUILD)/bench/fg_shapes

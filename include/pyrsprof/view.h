@@ -10,8 +10,8 @@
  *
  * A view first sums the samples it keeps per distinct (process, thread, stack, off-CPU leaf) (what
  * it keeps apart depends on the options): these are the view's stacks, in a stable order
- * (process by pid, thread by tid, then profile stack id, then leaf). Consumers walk the stacks (a
- * graph or an aggregated export) or the samples (speedscope's timelines, dump), and ask for the
+ * (process by pid, thread by tid, then the profile stack in the trie's pre-order (children by
+ * id), then leaf). Consumers walk the stacks (a graph or an aggregated export) or the samples (speedscope's timelines, dump), and ask for the
  * frames of a stack when they need them: each distinct stack is expanded once, however many
  * samples it has, and without allocating.
  *

@@ -3,8 +3,8 @@
  * A view of a profile (include/pyrsprof/view.h): one pass over the samples decides which the view
  * keeps, their group (process root, thread root, or just the process and thread they are kept
  * apart by), their off-CPU leaf, and sums them per distinct (group, stack, leaf) in a hash table;
- * the distinct stacks are then sorted (group by pid and tid, stack id, leaf) so that every
- * consumer sees them in one stable order. A sample costs one or two hash probes (its stack, its
+ * the distinct stacks are then sorted (group by pid and tid, stack in trie pre-order, leaf) so
+ * that every consumer sees them in one stable order. A sample costs one or two hash probes (its stack, its
  * group unless it is the previous sample's, its leaf when off-CPU); a process's identity (its
  * command at the time, for an exec'd pid) is looked up once per (pid, tid) when it never exec'd.
  */
@@ -42,6 +42,7 @@ struct build {
 	struct prs_map64 ident_of; /* identity key -> ident */
 	struct prs_map64 leaf_of;  /* state | GIL wait << 8 | syscall << 16 -> leaf frame */
 	uint32_t *group_of_stack;  /* per view stack, while building */
+	uint32_t *pre;             /* per profile stack: its position in the trie's pre-order */
 	struct slot {
 		uint32_t idx, hash; /* idx: view stack + 1, 0 = empty */
 	} *slots;
@@ -348,10 +349,49 @@ static int cmp_group(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-/* Sort keys of a view stack: group rank, stack, leaf (none first), and where it was made. */
+/* Sort keys of a view stack: group rank, stack (its pre-order position), leaf (none first), and
+ * where it was made. */
 struct order {
 	uint32_t rank, stack, leaf, idx;
 };
+
+/*
+ * The pre-order position of every stack of the trie (children in id order): stacks in that order
+ * share the longest prefixes with the one before, so that a consumer building a tree (flame graph,
+ * speedscope's frames) walks on from the previous stack and resolves each trie node about once.
+ * Unsorted folded input makes ids in file order: ordered by id, consecutive stacks share little
+ * and every frame is looked up again (measured: 4.8M lookups instead of 1.4M for 200k stacks).
+ * Sorted input (stackcollapse, a recording's trie built depth-first) has pre[i] == i. Two linear
+ * passes (a parent's id is smaller than its children's): subtree sizes, then positions.
+ */
+static int trie_preorder(const struct prs_profile *p, uint32_t **out)
+{
+	uint32_t n = p->nstacks, *pre = malloc((n ? n : 1) * sizeof(*pre)),
+		 *next = malloc((n ? n : 1) * sizeof(*next));
+
+	*out = NULL;
+	if (!pre || !next) {
+		free(pre);
+		free(next);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		next[i] = 1; /* first the subtree size */
+	for (uint32_t i = n; i-- > 1;)
+		next[p->stacks[i].parent] += next[i];
+	pre[0] = 0;
+	next[0] = 1; /* from here on: the position of a stack's next child */
+	for (uint32_t i = 1; i < n; i++) {
+		uint32_t parent = p->stacks[i].parent, size = next[i];
+
+		pre[i] = next[parent];
+		next[parent] += size;
+		next[i] = pre[i] + 1;
+	}
+	free(next);
+	*out = pre;
+	return 0;
+}
 
 static int cmp_order(const void *a, const void *b)
 {
@@ -370,7 +410,7 @@ static struct order order_of(const struct build *b, size_t i)
 	const struct prs_view_stack *st = &b->v->stacks[i];
 
 	/* leaf + 1: none (UINT32_MAX) first */
-	return (struct order){ b->groups[b->group_of_stack[i]].rank, st->stack, st->leaf + 1,
+	return (struct order){ b->groups[b->group_of_stack[i]].rank, b->pre[st->stack], st->leaf + 1,
 			       (uint32_t)i };
 }
 
@@ -385,7 +425,7 @@ static int sort_stacks(struct build *b)
 	bool sorted = true;
 	int rc = -ENOMEM;
 
-	if (!gs)
+	if (!gs || trie_preorder(v->p, &b->pre))
 		goto out;
 	for (i = 0; i < b->ngroups; i++)
 		gs[i] = &b->groups[i];
@@ -440,6 +480,7 @@ static void build_release(struct build *b)
 	free(b->groups);
 	free(b->idents);
 	free(b->group_of_stack);
+	free(b->pre);
 	free(b->slots);
 	prs_map64_release(&b->fast);
 	prs_map64_release(&b->group_of);

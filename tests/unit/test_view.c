@@ -253,6 +253,45 @@ Test(view, a_cut_stack_leaves_nothing_stale)
 	prs_profile_free(p);
 }
 
+/*
+ * Unsorted folded input makes trie ids in file order; the view still gives its stacks in the
+ * trie's pre-order, so that each shares the longest prefix with the one before (what a tree
+ * builder walks on from). By id, these stacks would share nothing with their predecessors.
+ */
+Test(view, stacks_come_in_trie_preorder)
+{
+	static const char in[] = "a;b;c 1\nx;y 2\na;b;d 3\nx;z 4\na;e 5\n";
+	static const char *const want[] = { "a;b;c", "a;b;d", "a;e", "x;y", "x;z" };
+	static const size_t want_shared[] = { 0, 2, 1, 0, 1 };
+	static const uint64_t want_weight[] = { 1, 3, 5, 2, 4 };
+	FILE *f = fmemopen((void *)in, strlen(in), "r");
+	const struct prs_view_stack *st;
+	struct prs_profile_view *v;
+	struct prs_profile *p;
+	struct prs_err err;
+	size_t n, i;
+
+	cr_assert_eq(prs_folded_read(f, "x", &p, &err), 0);
+	fclose(f);
+	cr_assert_eq(prs_view_new(p, &(struct prs_view_opts){ .view = PRS_VIEW_CPU }, &v, &err), 0);
+	st = prs_view_stacks(v, &n);
+	cr_assert_eq(n, 5);
+	for (i = 0; i < n; i++) {
+		char text[64] = "", label[64];
+		const uint32_t *ids;
+		size_t shared, k, off = 0, nf = prs_view_frames(v, i, &ids, &shared);
+
+		for (k = 0; k < nf; k++)
+			off += (size_t)snprintf(text + off, sizeof(text) - off, "%s%s", k ? ";" : "",
+						prs_view_frame_label(v, ids[k], label, sizeof(label)));
+		cr_assert_str_eq(text, want[i], "view stack %zu", i);
+		cr_assert_eq(shared, want_shared[i], "view stack %zu shares %zu frames", i, shared);
+		cr_assert_eq(st[i].weight, want_weight[i]);
+	}
+	prs_view_free(v);
+	prs_profile_free(p);
+}
+
 /* ---- a process tree ---- */
 
 /* The content of the fixture, as its README says. */
