@@ -89,10 +89,15 @@ void prs_mem_hint_huge(void *p, size_t len);
 
 #define PRS_MAP_NONE UINT32_MAX /* "no value"; cannot be stored */
 
+/* A key and its value side by side: a probe touches one cache line, not one per array. */
+struct prs_map64_slot {
+	uint64_t key;
+	uint32_t val; /* PRS_MAP_NONE marks an empty slot */
+};
+
 struct prs_map64 {
-	uint64_t *keys;
-	uint32_t *vals; /* PRS_MAP_NONE marks an empty slot */
-	uint32_t cap;   /* 0 or a power of two */
+	struct prs_map64_slot *slots;
+	uint32_t cap; /* 0 or a power of two */
 	uint32_t len;
 };
 
@@ -105,7 +110,7 @@ int prs_map64_put(struct prs_map64 *m, uint64_t key, uint32_t val);
 /*
  * One probe for "find or insert": if key is present, sets *val to its value and returns 0;
  * otherwise stores key -> newval, sets *val = newval and returns 1. -ENOMEM on failure.
- * Allocates only when the table grows (load factor 1/2).
+ * Allocates only when the table grows (load factor 3/4).
  */
 int prs_map64_intern(struct prs_map64 *m, uint64_t key, uint32_t newval, uint32_t *val);
 /* Makes room for n entries without further growth. 0 or -ENOMEM. */
