@@ -85,6 +85,71 @@ void prs_profile_free(struct prs_profile *p)
 
 /* ---- strings ---- */
 
+/*
+ * The interning tables are filled lazily (profile-internal.h): these put the entries appended
+ * since the last interning call of their kind (ids [indexed, n)) into the table, the first id of
+ * equal entries winning as a file's reader wants. 0 or -ENOMEM (the table then covers a prefix).
+ */
+static int index_strings(struct prs_profile *p)
+{
+	struct prs_profile_index *ix = p->index;
+
+	for (; ix->indexed_strings < p->nstrings; ix->indexed_strings++) {
+		uint32_t id = ix->indexed_strings;
+		const char *k = p->strings[id];
+
+		if (prs_strmap_get(&ix->strings, k, p->string_lens[id]) == PRS_MAP_NONE &&
+		    prs_strmap_put(&ix->strings, k, p->string_lens[id], id))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int index_mappings(struct prs_profile *p);
+static int index_frames(struct prs_profile *p);
+
+static int index_stacks(struct prs_profile *p)
+{
+	struct prs_profile_index *ix = p->index;
+	uint32_t old;
+
+	for (; ix->indexed_stacks < p->nstacks; ix->indexed_stacks++) {
+		const struct prs_stack *st = &p->stacks[ix->indexed_stacks];
+
+		if (!ix->indexed_stacks)
+			continue; /* the root is nobody's child */
+		if (prs_map64_intern(&ix->stacks, ((uint64_t)st->parent << 32) | st->frame,
+				     ix->indexed_stacks, &old) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void prs_profile_drop_index(struct prs_profile *p)
+{
+	struct prs_profile_index *ix = p->index;
+
+	prs_strmap_release(&ix->strings);
+	prs_idset_release(&ix->mappings);
+	prs_idset_release(&ix->frames);
+	prs_map64_release(&ix->stacks);
+	prs_map64_release(&ix->raw_pcs);
+	ix->indexed_strings = ix->indexed_mappings = ix->indexed_frames = ix->indexed_stacks = 0;
+}
+
+uint32_t prs_profile_string_find(const struct prs_profile *p, const char *s, size_t len)
+{
+	const struct prs_profile_index *ix = p->index;
+	uint32_t id = prs_strmap_get(&ix->strings, s, len);
+
+	if (id != PRS_MAP_NONE)
+		return id;
+	for (id = ix->indexed_strings; id < p->nstrings; id++)
+		if (p->string_lens[id] == len && memcmp(p->strings[id], s, len) == 0)
+			return id;
+	return PRS_MAP_NONE;
+}
+
 uint32_t prs_profile_string_append(struct prs_profile *p, const char *s, size_t len)
 {
 	struct prs_profile_index *ix = p->index;
@@ -105,11 +170,6 @@ uint32_t prs_profile_string_append(struct prs_profile *p, const char *s, size_t 
 	if (len)
 		memcpy(copy, s, len);
 	copy[len] = '\0';
-	if (prs_strmap_get(&ix->strings, copy, len) == PRS_MAP_NONE &&
-	    prs_strmap_put(&ix->strings, copy, len, id)) {
-		free(copy);
-		return UINT32_MAX;
-	}
 	p->strings[id] = copy;
 	p->string_lens[id] = (uint32_t)len;
 	p->nstrings = id + 1;
@@ -129,10 +189,19 @@ uint32_t prs_profile_string(struct prs_profile *p, const char *s, size_t len)
 	nul = len ? memchr(s, '\0', len) : NULL;
 	if (nul)
 		len = (size_t)(nul - s);
+	if (index_strings(p))
+		return UINT32_MAX;
 	id = prs_strmap_get(&p->index->strings, len ? s : "", len);
 	if (id != PRS_MAP_NONE)
 		return id;
-	return prs_profile_string_append(p, len ? s : "", len);
+	id = prs_profile_string_append(p, len ? s : "", len);
+	if (id != UINT32_MAX && index_strings(p)) {
+		/* not in the table: take it back, so that no string is left out of it */
+		free(p->strings[id]);
+		p->nstrings = id;
+		return UINT32_MAX;
+	}
+	return id;
 }
 
 /* ---- mappings ---- */
@@ -158,7 +227,7 @@ uint32_t prs_profile_mapping_append(struct prs_profile *p, const struct prs_mapp
 {
 	struct prs_profile_index *ix = p->index;
 	struct prs_mapping c;
-	uint32_t id = p->nmappings, h;
+	uint32_t id = p->nmappings;
 
 	if (id == UINT32_MAX - 1 || m->path >= p->nstrings || m->build_id_len > PRS_BUILD_ID_MAX ||
 	    m->pid < 0)
@@ -174,10 +243,6 @@ uint32_t prs_profile_mapping_append(struct prs_profile *p, const struct prs_mapp
 	c.pid = m->pid;
 	c.build_id_len = m->build_id_len;
 	memcpy(c.build_id, m->build_id, m->build_id_len);
-	h = mapping_hash(&c);
-	if (prs_idset_find(&ix->mappings, h, mapping_eq, p, &c) == PRS_MAP_NONE &&
-	    prs_idset_insert(&ix->mappings, h, id))
-		return UINT32_MAX;
 	p->mappings[id] = c;
 	p->nmappings = id + 1;
 	return id;
@@ -189,8 +254,31 @@ uint32_t prs_profile_mapping(struct prs_profile *p, const struct prs_mapping *m)
 
 	if (m->build_id_len > PRS_BUILD_ID_MAX || m->path >= p->nstrings || m->pid < 0)
 		return UINT32_MAX;
+	if (index_mappings(p))
+		return UINT32_MAX;
 	id = prs_idset_find(&p->index->mappings, mapping_hash(m), mapping_eq, p, m);
-	return id != PRS_MAP_NONE ? id : prs_profile_mapping_append(p, m);
+	if (id != PRS_MAP_NONE)
+		return id;
+	id = prs_profile_mapping_append(p, m);
+	if (id != UINT32_MAX && index_mappings(p)) {
+		p->nmappings = id;
+		return UINT32_MAX;
+	}
+	return id;
+}
+
+static int index_mappings(struct prs_profile *p)
+{
+	struct prs_profile_index *ix = p->index;
+
+	for (; ix->indexed_mappings < p->nmappings; ix->indexed_mappings++) {
+		uint32_t id = ix->indexed_mappings, h = mapping_hash(&p->mappings[id]);
+
+		if (prs_idset_find(&ix->mappings, h, mapping_eq, p, &p->mappings[id]) == PRS_MAP_NONE &&
+		    prs_idset_insert(&ix->mappings, h, id))
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 /* ---- frames ---- */
@@ -221,7 +309,7 @@ static bool frame_eq(const void *ctx, uint32_t id, const void *key)
 uint32_t prs_profile_frame_append(struct prs_profile *p, const struct prs_frame *f)
 {
 	struct prs_profile_index *ix = p->index;
-	uint32_t id = p->nframes, h;
+	uint32_t id = p->nframes;
 
 	if (id == UINT32_MAX - 1)
 		return UINT32_MAX;
@@ -232,20 +320,40 @@ uint32_t prs_profile_frame_append(struct prs_profile *p, const struct prs_frame 
 			return UINT32_MAX;
 		p->expansions[id] = (struct prs_expansion){ 0, 0 };
 	}
-	h = frame_hash(f);
-	if (prs_idset_find(&ix->frames, h, frame_eq, p, f) == PRS_MAP_NONE &&
-	    prs_idset_insert(&ix->frames, h, id))
-		return UINT32_MAX;
 	p->frames[id] = *f;
 	p->nframes = id + 1;
 	return id;
 }
 
+static int index_frames(struct prs_profile *p)
+{
+	struct prs_profile_index *ix = p->index;
+
+	for (; ix->indexed_frames < p->nframes; ix->indexed_frames++) {
+		uint32_t id = ix->indexed_frames, h = frame_hash(&p->frames[id]);
+
+		if (prs_idset_find(&ix->frames, h, frame_eq, p, &p->frames[id]) == PRS_MAP_NONE &&
+		    prs_idset_insert(&ix->frames, h, id))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static uint32_t frame_intern(struct prs_profile *p, const struct prs_frame *f)
 {
-	uint32_t id = prs_idset_find(&p->index->frames, frame_hash(f), frame_eq, p, f);
+	uint32_t id;
 
-	return id != PRS_MAP_NONE ? id : prs_profile_frame_append(p, f);
+	if (index_frames(p))
+		return UINT32_MAX;
+	id = prs_idset_find(&p->index->frames, frame_hash(f), frame_eq, p, f);
+	if (id != PRS_MAP_NONE)
+		return id;
+	id = prs_profile_frame_append(p, f);
+	if (id != UINT32_MAX && index_frames(p)) {
+		p->nframes = id;
+		return UINT32_MAX;
+	}
+	return id;
 }
 
 uint32_t prs_profile_raw_frame(struct prs_profile *p, uint32_t mapping, uint64_t addr, bool activation)
@@ -297,14 +405,12 @@ uint32_t prs_profile_named_frame(struct prs_profile *p, enum prs_kind kind, uint
 uint32_t prs_profile_stack_append(struct prs_profile *p, uint32_t parent, uint32_t frame)
 {
 	struct prs_profile_index *ix = p->index;
-	uint32_t id = p->nstacks, old;
+	uint32_t id = p->nstacks;
 
 	if (id == UINT32_MAX - 1 || parent >= id || frame >= p->nframes ||
 	    p->stacks[parent].depth >= PRS_PROFILE_MAX_DEPTH)
 		return UINT32_MAX;
 	if (GROW(p->stacks, ix->cap_stacks, (size_t)id + 1))
-		return UINT32_MAX;
-	if (prs_map64_intern(&ix->stacks, ((uint64_t)parent << 32) | frame, id, &old) < 0)
 		return UINT32_MAX;
 	p->stacks[id].parent = parent;
 	p->stacks[id].frame = frame;
@@ -325,6 +431,8 @@ uint32_t prs_profile_stack(struct prs_profile *p, uint32_t parent, uint32_t fram
 	/* reserve the slot first so that a hit and a miss cost one probe */
 	if (id >= ix->cap_stacks && GROW(p->stacks, ix->cap_stacks, (size_t)id + 1))
 		return UINT32_MAX;
+	if (ix->indexed_stacks < id && index_stacks(p))
+		return UINT32_MAX;
 	rc = prs_map64_intern(&ix->stacks, ((uint64_t)parent << 32) | frame, id, &got);
 	if (rc <= 0)
 		return rc < 0 ? UINT32_MAX : got;
@@ -332,6 +440,7 @@ uint32_t prs_profile_stack(struct prs_profile *p, uint32_t parent, uint32_t fram
 	p->stacks[id].frame = frame;
 	p->stacks[id].depth = p->stacks[parent].depth + 1;
 	p->nstacks = id + 1;
+	ix->indexed_stacks = id + 1;
 	return id;
 }
 

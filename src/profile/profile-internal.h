@@ -9,11 +9,19 @@
 #include "pyrsprof/profile.h"
 #include "pyrsprof/util.h"
 
+/*
+ * The interning tables are lazy: an entry appended without interning (the readers' *_append
+ * below: a file's entries are already distinct) is not put in them, and the tables cover ids
+ * [0, indexed_*) only; the first interning call of a kind puts in the rest (the first id of
+ * equal entries wins). So a profile that is read and only looked at never builds them, and
+ * prs_profile_drop_index() may free them (they are rebuilt when needed).
+ */
 struct prs_profile_index {
 	struct prs_strmap strings; /* keys borrowed from p->strings */
 	struct prs_idset mappings, frames;
 	struct prs_map64 stacks;   /* (parent << 32 | frame) -> stack id */
 	struct prs_map64 raw_pcs;  /* hot-path cache: addr ^ activation << 63 -> a raw frame id (verified) */
+	uint32_t indexed_strings, indexed_mappings, indexed_frames, indexed_stacks;
 	size_t cap_strings, cap_mappings, cap_frames, cap_stacks, cap_samples, cap_threads,
 		cap_processes, cap_meta, cap_expand_ids, cap_expansions, cap_acct;
 	/* frame ids in the order prs_profile_expand was called: what the writer emits as EXPAND */
@@ -33,7 +41,15 @@ uint32_t prs_profile_string_append(struct prs_profile *p, const char *s, size_t 
 /* Appends a frame or mapping exactly as given (ids already validated by the caller). */
 uint32_t prs_profile_frame_append(struct prs_profile *p, const struct prs_frame *f);
 uint32_t prs_profile_mapping_append(struct prs_profile *p, const struct prs_mapping *m);
+/* Appends the stack parent + frame without interning (checked: ids in range, depth bounded). */
 uint32_t prs_profile_stack_append(struct prs_profile *p, uint32_t parent, uint32_t frame);
+/*
+ * The id of the string s[0..len) if p holds it, else PRS_MAP_NONE; for a profile that may not be
+ * changed (no index is built: the strings past the index are compared one by one).
+ */
+uint32_t prs_profile_string_find(const struct prs_profile *p, const char *s, size_t len);
+/* Frees the interning tables (a reader that is done): the next interning call rebuilds them. */
+void prs_profile_drop_index(struct prs_profile *p);
 /* Appends a process entry as given (the reader: no merging with the latest). 0, -EINVAL or -ENOMEM. */
 int prs_profile_process_append(struct prs_profile *p, const struct prs_process *pr);
 /* Appends a meta entry by string ids. 0 or -EINVAL / -ENOMEM. */

@@ -57,7 +57,7 @@ int prs_view_names_init(struct prs_profile_view *v)
 	uint32_t i;
 
 	v->meta_pid = meta_pid(p);
-	v->meta_command = cmd && *cmd ? prs_strmap_get(&p->index->strings, cmd, strlen(cmd)) : 0;
+	v->meta_command = cmd && *cmd ? prs_profile_string_find(p, cmd, strlen(cmd)) : 0;
 	if (v->meta_command == PRS_MAP_NONE)
 		v->meta_command = 0;
 	prs_map64_init(&v->pid_procs);

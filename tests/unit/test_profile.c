@@ -427,6 +427,62 @@ Test(pyrs, round_trip, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
 	prs_profile_free(r);
 }
 
+/* Interning every entry of p again gives its own id (the first of equal ones) and adds nothing. */
+static void assert_interns_to_itself(struct prs_profile *p)
+{
+	uint32_t ns = p->nstrings, nm = p->nmappings, nf = p->nframes, nst = p->nstacks, i;
+
+	for (i = 0; i < ns; i++)
+		cr_assert_eq(prs_profile_string(p, p->strings[i], p->string_lens[i]), i, "string %u", i);
+	for (i = 0; i < nm; i++)
+		cr_assert_eq(prs_profile_mapping(p, &p->mappings[i]), i, "mapping %u", i);
+	for (i = 0; i < nf; i++) {
+		const struct prs_frame *f = &p->frames[i];
+		uint32_t got = f->raw ? prs_profile_raw_frame(p, f->mapping, f->addr, f->activation)
+				      : prs_profile_named_frame(p, (enum prs_kind)f->kind, f->name,
+								f->file, f->line);
+
+		cr_assert_eq(got, i, "frame %u", i);
+	}
+	for (i = 1; i < nst; i++)
+		cr_assert_eq(prs_profile_stack(p, p->stacks[i].parent, p->stacks[i].frame), i, "stack %u", i);
+	cr_assert(p->nstrings == ns && p->nmappings == nm && p->nframes == nf && p->nstacks == nst);
+}
+
+/*
+ * Readers append without building the interning tables, and the folded reader frees its own at
+ * the end (profile-internal.h): the first interning call after that puts the profile's entries
+ * in, so that interning finds them and never makes a second id for an entry the profile holds.
+ */
+Test(pyrs, interning_after_reading, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
+{
+	static const char folded[] = "main;work 2\nmain;rest 1\nother;work 1\n";
+	FILE *in = fmemopen((void *)folded, strlen(folded), "r");
+	char path[128], warn[256];
+	struct prs_profile *w, *r;
+	struct prs_err err;
+	uint32_t n;
+
+	snprintf(path, sizeof(path), "%s/profile.pyrs", unit_tmpdir);
+	w = record_small(path);
+	cr_assert_eq(prs_pyrs_read(path, &r, warn, sizeof(warn), &err), 0, "%s", err.msg);
+	assert_interns_to_itself(r);
+	n = r->nstrings;
+	cr_assert_eq(S(r, "a string no profile has"), n);
+	cr_assert_eq(S(r, "a string no profile has"), n);
+	check_invariants(r);
+	prs_profile_free(w);
+	prs_profile_free(r);
+
+	cr_assert_eq(prs_folded_read(in, "x", &r, &err), 0, "%s", err.msg);
+	fclose(in);
+	cr_assert_eq(r->nstacks, 6);
+	assert_interns_to_itself(r);
+	cr_assert_eq(prs_profile_stack(r, 0, r->stacks[2].frame), 6); /* "work" at the root: new */
+	check_invariants(r);
+	prs_profile_free(r);
+}
+
 Test(pyrs, truncated_at_every_byte, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
 {
 	char path[128], warn[256];
