@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The speedscope export (https://github.com/jlfwong/speedscope/wiki/Importing-from-custom-sources):
- * one "sampled" profile per thread over a shared frame table, written with jansson. Also the
- * helpers the exports share: UTF-8 cleaning (jansson and protobuf need valid UTF-8, names from
- * the target are arbitrary bytes) and the sampling period from the profile's metadata.
+ * one "sampled" profile per thread over a shared frame table. Also the helpers the exports share:
+ * UTF-8 cleaning (jansson and protobuf need valid UTF-8, names from the target are arbitrary
+ * bytes) and the sampling period from the profile's metadata.
  *
- * Stacks repeat a lot (a hot loop is one stack sampled thousands of times), so the JSON array of
- * a stack of the view (a stack and its off-CPU leaf) is built once and referenced from every
- * sample that has it: jansson serializes a shared value at each place it appears.
+ * The JSON is streamed: every sample lists its whole stack, so a 1M-sample recording makes
+ * ~160 MB of text, and a jansson tree of it took 5.5 s CPU and 185 MB (an array entry and an
+ * integer object per sample). Here the text of a view stack's array ("[3,7,12]") is made once and
+ * copied for every sample that has it; strings (names, files, titles) and non-integer numbers are
+ * still encoded by jansson (json_dumps of the one value), so escaping stays the library's. The
+ * keys come in the order jansson wrote them (insertion order): the output is byte for byte what
+ * the tree gave, "shared" (the frame table, complete only once every stack is seen) after
+ * "profiles".
  */
 #include "pyrsprof/export.h"
 
@@ -98,33 +103,95 @@ uint64_t prs_profile_period_ns(const struct prs_profile *p)
 
 /* ---- speedscope ---- */
 
+/* Where the JSON goes: a buffer flushed to the file in large writes. */
+struct ss_out {
+	FILE *f;
+	struct prs_buf b;
+	bool failed;
+};
+
+#define SS_FLUSH (1u << 20)
+
+static void out_flush(struct ss_out *o)
+{
+	if (o->b.len && fwrite(o->b.data, 1, o->b.len, o->f) != o->b.len)
+		o->failed = true;
+	prs_buf_reset(&o->b);
+}
+
+static int out_put(struct ss_out *o, const void *s, size_t len)
+{
+	if (prs_buf_append(&o->b, s, len))
+		return -ENOMEM;
+	if (o->b.len >= SS_FLUSH)
+		out_flush(o);
+	return 0;
+}
+
+static int out_str(struct ss_out *o, const char *s)
+{
+	return out_put(o, s, strlen(s));
+}
+
+/* Appends the decimal text of v. */
+static int put_u64(struct prs_buf *b, uint64_t v)
+{
+	char d[24];
+	size_t n = sizeof(d);
+
+	do {
+		d[--n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return prs_buf_append(b, d + n, sizeof(d) - n);
+}
+
+/* Appends the JSON text of v (consumed; NULL is ENOMEM) as jansson writes it. */
+static int put_json(struct prs_buf *b, json_t *v)
+{
+	char *t;
+	int rc;
+
+	if (!v)
+		return -ENOMEM;
+	t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+	json_decref(v);
+	if (!t)
+		return -ENOMEM;
+	rc = prs_buf_append(b, t, strlen(t));
+	free(t);
+	return rc;
+}
+
+/* A JSON number: an integer when v is one (weights in ns or counts always are), else a real. */
+static int put_num(struct prs_buf *b, double v)
+{
+	if (v >= 0 && v < 9e15 && v == (double)(json_int_t)v)
+		return put_u64(b, (uint64_t)v);
+	return put_json(b, json_real(v));
+}
+
 struct ss_ctx {
 	const struct prs_profile *p;
 	struct prs_profile_view *v;
-	json_t *frames;       /* shared.frames */
-	uint32_t *frame_idx;  /* view frame id -> index in frames + 1 (0: not yet) */
+	struct prs_buf frames;       /* the frame table's entries, comma-separated */
+	uint32_t nframes;
+	uint32_t *frame_idx;         /* view frame id -> index in frames + 1 (0: not yet) */
 	struct prs_buf scratch, key;
 	struct prs_strmap frame_map; /* "name\0file\0line" -> index: equal frames share an entry */
 	char **keys;                 /* owned keys of frame_map */
 	size_t nkeys, cap_keys;
-	json_t **arrays;             /* per view stack: its JSON array, once built */
+	struct prs_buf stacks;       /* the JSON arrays of the view stacks seen */
+	uint64_t *stack_at;          /* per view stack: offset << 24 | length in stacks, 0: not yet */
 };
 
-/* A JSON number: an integer when v is one (weights in ns or counts always are), else a real. */
-static json_t *jnum(double v)
-{
-	if (v >= 0 && v < 9e15 && v == (double)(json_int_t)v)
-		return json_integer((json_int_t)v);
-	return json_real(v);
-}
-
-/* A jansson string of the bytes s[0..len), cleaned to UTF-8. NULL on ENOMEM. */
-static json_t *jstr(struct ss_ctx *c, const char *s, size_t len)
+/* A JSON string of the bytes s[0..len), cleaned to UTF-8, appended to b. */
+static int put_str(struct ss_ctx *c, struct prs_buf *b, const char *s, size_t len)
 {
 	size_t n;
 	const char *t = prs_utf8_clean(s, len, &c->scratch, &n);
 
-	return t ? json_stringn(t, n) : NULL;
+	return t ? put_json(b, json_stringn(t, n)) : -ENOMEM;
 }
 
 /*
@@ -136,7 +203,7 @@ static uint32_t add_frame(struct ss_ctx *c, const char *name, uint32_t file, uin
 {
 	const char *fs = file ? c->p->strings[file] : "";
 	size_t flen = file ? c->p->string_lens[file] : 0;
-	json_t *o, *v;
+	struct prs_buf *b = &c->frames;
 	uint32_t idx;
 	char *k;
 
@@ -147,21 +214,15 @@ static uint32_t add_frame(struct ss_ctx *c, const char *name, uint32_t file, uin
 	idx = prs_strmap_get(&c->frame_map, c->key.data, c->key.len);
 	if (idx != PRS_MAP_NONE)
 		return idx;
-	if (!(o = json_object()))
+	if ((c->nframes && prs_buf_putc(b, ',')) || prs_buf_append(b, "{\"name\":", 8) ||
+	    put_str(c, b, name, strlen(name)))
 		return UINT32_MAX;
-	v = jstr(c, name, strlen(name));
-	if (!v || json_object_set_new(o, "name", v))
-		goto fail;
-	if (file) {
-		v = jstr(c, fs, flen);
-		if (!v || json_object_set_new(o, "file", v))
-			goto fail;
-		if (line && json_object_set_new(o, "line", json_integer(line)))
-			goto fail;
-	}
-	if (json_array_append_new(c->frames, o))
+	if (file && (prs_buf_append(b, ",\"file\":", 8) || put_str(c, b, fs, flen) ||
+		     (line && (prs_buf_append(b, ",\"line\":", 8) || put_u64(b, line)))))
 		return UINT32_MAX;
-	idx = (uint32_t)(json_array_size(c->frames) - 1);
+	if (prs_buf_putc(b, '}'))
+		return UINT32_MAX;
+	idx = c->nframes++;
 	if (prs_array_grow((void **)&c->keys, &c->cap_keys, c->nkeys + 1, sizeof(*c->keys)) ||
 	    !(k = malloc(c->key.len)))
 		return UINT32_MAX;
@@ -170,9 +231,6 @@ static uint32_t add_frame(struct ss_ctx *c, const char *name, uint32_t file, uin
 	if (prs_strmap_put(&c->frame_map, k, c->key.len, idx))
 		return UINT32_MAX;
 	return idx;
-fail:
-	json_decref(o);
-	return UINT32_MAX;
 }
 
 static uint32_t frame_index(struct ss_ctx *c, uint32_t id)
@@ -194,32 +252,38 @@ static uint32_t frame_index(struct ss_ctx *c, uint32_t id)
 	return idx;
 }
 
-/* The JSON stack of view stack i, shared between samples. Borrowed; NULL on ENOMEM. */
-static json_t *stack_json(struct ss_ctx *c, uint32_t i)
+/* The JSON array of view stack i ("[3,7,12]"), made at its first sample: *text, *len. */
+static int stack_text(struct ss_ctx *c, uint32_t i, const char **text, size_t *len)
 {
 	const struct prs_view_stack *st;
+	struct prs_buf *b = &c->stacks;
 	const uint32_t *ids;
-	size_t n, k, nst;
-	json_t *a;
+	size_t n, k, nst, start = b->len;
 
-	if (c->arrays[i])
-		return c->arrays[i];
-	/* stored before filling, so an ENOMEM below leaves nothing dangling */
-	if (!(a = c->arrays[i] = json_array()))
-		return NULL;
-	/* the leaf's entry of the frame table comes before the stack's (as it did when each sample's
-	 * leaf was looked up first): the table's order does not depend on how stacks are cached */
-	st = prs_view_stacks(c->v, &nst) + i;
-	if (st->leaf != PRS_VIEW_NONE && frame_index(c, st->leaf) == UINT32_MAX)
-		return NULL;
-	n = prs_view_frames(c->v, i, &ids, NULL);
-	for (k = 0; k < n; k++) {
-		uint32_t idx = frame_index(c, ids[k]);
+	if (!c->stack_at[i]) {
+		/* the leaf's entry of the frame table comes before the stack's (as it did when each
+		 * sample's leaf was looked up first) */
+		st = prs_view_stacks(c->v, &nst) + i;
+		if (st->leaf != PRS_VIEW_NONE && frame_index(c, st->leaf) == UINT32_MAX)
+			return -ENOMEM;
+		n = prs_view_frames(c->v, i, &ids, NULL);
+		if (prs_buf_putc(b, '['))
+			return -ENOMEM;
+		for (k = 0; k < n; k++) {
+			uint32_t idx = frame_index(c, ids[k]);
 
-		if (idx == UINT32_MAX || json_array_append_new(a, json_integer(idx)))
-			return NULL;
+			if (idx == UINT32_MAX || (k && prs_buf_putc(b, ',')) || put_u64(b, idx))
+				return -ENOMEM;
+		}
+		if (prs_buf_putc(b, ']'))
+			return -ENOMEM;
+		/* offset and length in one word (a stack's text is far below 16 MiB: 64k frames of
+		 * at most 11 bytes) */
+		c->stack_at[i] = (uint64_t)start << 24 | (b->len - start);
 	}
-	return a;
+	*text = (const char *)b->data + (c->stack_at[i] >> 24);
+	*len = (size_t)(c->stack_at[i] & 0xffffff);
+	return 0;
 }
 
 struct ss_sample {
@@ -266,82 +330,76 @@ static void profile_title(struct ss_ctx *c, const struct ss_sample *s, char *tit
 		snprintf(title + off, size - off, "thread %" PRId32, s->tid);
 }
 
-/* Builds one sampled profile from samples ss[0..n) (one thread, time order). NULL on ENOMEM. */
-static json_t *thread_profile(struct ss_ctx *c, const struct ss_sample *ss, size_t n,
-			      uint64_t period, double *total)
+/*
+ * Writes one sampled profile of samples ss[0..n) (one thread, time order): consecutive samples
+ * of one view stack make one entry, their weights summed. weights is scratch.
+ */
+static int thread_profile(struct ss_ctx *c, struct ss_out *o, const struct ss_sample *ss, size_t n,
+			  uint64_t period, struct prs_buf *weights, double *total)
 {
 	const struct prs_profile *p = c->p;
-	json_t *prof = json_object(), *samples = json_array(), *weights = json_array(), *v;
 	char title[2 * PRS_MAX_NAME + 96];
-	json_t *prev = NULL;
 	double unit = (double)(period ? period : 1), w = 0, sum = 0;
-	size_t i;
+	uint32_t prev = PRS_VIEW_NONE;
+	struct prs_buf *b = weights;
+	const char *text;
+	size_t i, len, runs = 0;
 
-	/* the arrays belong to prof from here on (set_new steals them, also on failure) */
-	if (!prof || json_object_set_new(prof, "samples", samples) ||
-	    json_object_set_new(prof, "weights", weights)) {
-		json_decref(prof);
-		return NULL;
-	}
-	profile_title(c, &ss[0], title, sizeof(title));
-	for (i = 0; i < n; i++) {
-		const struct prs_sample *s = &p->samples[ss[i].index];
-		json_t *a = stack_json(c, ss[i].vstack);
-
-		if (!a)
-			goto fail;
-		if (a != prev && prev) {
-			if (json_array_append(samples, prev) ||
-			    json_array_append_new(weights, jnum(w)))
-				goto fail;
+	prs_buf_reset(b);
+	if (out_str(o, "{\"samples\":["))
+		return -ENOMEM;
+	for (i = 0; i <= n; i++) {
+		if (prev != PRS_VIEW_NONE && (i == n || ss[i].vstack != prev)) {
+			if ((runs && prs_buf_putc(b, ',')) || put_num(b, w) ||
+			    stack_text(c, prev, &text, &len) || (runs && out_put(o, ",", 1)) ||
+			    out_put(o, text, len))
+				return -ENOMEM;
+			runs++;
 			w = 0;
 		}
-		prev = a;
-		w += (double)s->weight * unit;
-		sum += (double)s->weight * unit;
+		if (i == n)
+			break;
+		/* made at its first sample: the frame table fills in sample order, as it did */
+		if (ss[i].vstack != prev && stack_text(c, ss[i].vstack, &text, &len))
+			return -ENOMEM;
+		prev = ss[i].vstack;
+		w += (double)p->samples[ss[i].index].weight * unit;
+		sum += (double)p->samples[ss[i].index].weight * unit;
 	}
-	if (prev && (json_array_append(samples, prev) || json_array_append_new(weights, jnum(w))))
-		goto fail;
-	v = jstr(c, title, strlen(title));
-	if (!v || json_object_set_new(prof, "name", v) ||
-	    json_object_set_new(prof, "type", json_string("sampled")) ||
-	    json_object_set_new(prof, "unit", json_string(period ? "nanoseconds" : "none")) ||
-	    json_object_set_new(prof, "startValue", json_integer(0)) ||
-	    json_object_set_new(prof, "endValue", jnum(sum)))
-		goto fail;
+	if (out_str(o, "],\"weights\":[") || out_put(o, b->data, b->len) ||
+	    out_str(o, "],\"name\":"))
+		return -ENOMEM;
+	profile_title(c, &ss[0], title, sizeof(title));
+	prs_buf_reset(b);
+	if (put_str(c, b, title, strlen(title)) || prs_buf_append(b, ",\"type\":\"sampled\",\"unit\":", 25) ||
+	    prs_buf_printf(b, "\"%s\"", period ? "nanoseconds" : "none") ||
+	    prs_buf_append(b, ",\"startValue\":0,\"endValue\":", 27) || put_num(b, sum) ||
+	    prs_buf_putc(b, '}') || out_put(o, b->data, b->len))
+		return -ENOMEM;
 	*total = sum;
-	return prof;
-fail:
-	json_decref(prof);
-	return NULL;
+	return 0;
 }
 
 int prs_export_speedscope(const struct prs_profile *p, enum prs_view view, FILE *out,
 			  struct prs_err *err)
 {
 	struct ss_ctx *c = calloc(1, sizeof(*c));
+	struct ss_out o = { .f = out };
 	struct ss_sample *ss = NULL;
-	json_t *root = NULL, *profiles = json_array(), *shared = json_object(), *v;
 	const char *command = prs_profile_meta_get(p, "command");
 	uint64_t period = prs_profile_period_ns(p);
+	struct prs_buf tail;
 	double best = -1;
-	size_t n = 0, i, j, active = 0, nst = 0;
+	size_t n = 0, i, j, active = 0, nst = 0, nprof = 0;
 	int rc = 0;
 
-	/* root owns profiles, shared and shared.frames from the start: one json_decref frees all */
-	root = json_object();
-	if (c)
-		c->frames = json_array();
-	if (!root || json_object_set_new(root, "profiles", profiles) ||
-	    json_object_set_new(root, "shared", shared) || !c ||
-	    json_object_set_new(shared, "frames", c->frames)) {
-		if (c)
-			c->frames = NULL;
-		json_decref(root);
-		free(c);
+	prs_buf_init(&o.b);
+	prs_buf_init(&tail);
+	if (!c)
 		return prs_err_set(err, -ENOMEM, "speedscope export: out of memory");
-	}
 	c->p = p;
+	prs_buf_init(&c->frames);
+	prs_buf_init(&c->stacks);
 	prs_buf_init(&c->scratch);
 	prs_buf_init(&c->key);
 	prs_strmap_init(&c->frame_map);
@@ -349,9 +407,9 @@ int prs_export_speedscope(const struct prs_profile *p, enum prs_view view, FILE 
 		goto out;
 	prs_view_stacks(c->v, &nst);
 	c->frame_idx = calloc(prs_view_nframes(c->v), sizeof(*c->frame_idx));
-	c->arrays = calloc(nst ? nst : 1, sizeof(*c->arrays));
+	c->stack_at = calloc(nst ? nst : 1, sizeof(*c->stack_at));
 	ss = malloc((p->nsamples ? p->nsamples : 1) * sizeof(*ss));
-	if (!c->frame_idx || !c->arrays || !ss)
+	if (!c->frame_idx || !c->stack_at || !ss)
 		goto nomem;
 	/* the view's samples, per process and thread in time order: each thread's timeline */
 	for (i = 0; i < p->nsamples; i++) {
@@ -365,40 +423,42 @@ int prs_export_speedscope(const struct prs_profile *p, enum prs_view view, FILE 
 	}
 	if (n)
 		qsort(ss, n, sizeof(*ss), ss_cmp);
+	if (out_str(&o, "{\"profiles\":["))
+		goto nomem;
 	for (i = 0; i < n; i = j) {
-		json_t *prof;
 		double total = 0;
 
 		for (j = i; j < n && ss[j].tid == ss[i].tid && ss[j].pid == ss[i].pid; j++)
 			;
-		prof = thread_profile(c, ss + i, j - i, period, &total);
-		if (!prof || json_array_append_new(profiles, prof))
+		if ((nprof && out_put(&o, ",", 1)) ||
+		    thread_profile(c, &o, ss + i, j - i, period, &tail, &total))
 			goto nomem;
 		if (total > best) {
 			best = total;
-			active = json_array_size(profiles) - 1;
+			active = nprof;
 		}
+		nprof++;
 	}
-	v = command ? jstr(c, command, strlen(command)) : json_string("pyrsprof profile");
-	if (!v || json_object_set_new(root, "name", v) ||
-	    json_object_set_new(root, "$schema",
-				json_string("https://www.speedscope.app/file-format-schema.json")) ||
-	    json_object_set_new(root, "exporter", json_string("pyrsprof")) ||
-	    json_object_set_new(root, "activeProfileIndex", json_integer((json_int_t)active)))
+	prs_buf_reset(&tail);
+	if (out_str(&o, "],\"shared\":{\"frames\":[") || out_put(&o, c->frames.data, c->frames.len) ||
+	    prs_buf_append(&tail, "]},\"name\":", 10) ||
+	    (command ? put_str(c, &tail, command, strlen(command))
+		     : put_json(&tail, json_string("pyrsprof profile"))) ||
+	    prs_buf_printf(&tail, ",\"$schema\":\"%s\",\"exporter\":\"pyrsprof\",\"activeProfileIndex\":%zu}\n",
+			   "https://www.speedscope.app/file-format-schema.json", active) ||
+	    out_put(&o, tail.data, tail.len))
 		goto nomem;
-	if (json_dumpf(root, out, JSON_COMPACT | JSON_REAL_PRECISION(17)) != 0 ||
-	    fputc('\n', out) == EOF || fflush(out) != 0 || ferror(out)) {
+	out_flush(&o);
+	if (o.failed || fflush(out) != 0 || ferror(out))
 		rc = prs_err_set(err, -EIO, "speedscope output: write error");
-		goto out;
-	}
 	goto out;
 nomem:
 	rc = prs_err_set(err, -ENOMEM, "speedscope export: out of memory");
 out:
-	for (i = 0; c->arrays && i < nst; i++)
-		json_decref(c->arrays[i]);
-	free(c->arrays);
+	free(c->stack_at);
 	free(c->frame_idx);
+	prs_buf_release(&c->frames);
+	prs_buf_release(&c->stacks);
 	prs_buf_release(&c->scratch);
 	prs_buf_release(&c->key);
 	prs_strmap_release(&c->frame_map);
@@ -407,7 +467,8 @@ out:
 	free(c->keys);
 	prs_view_free(c->v);
 	free(c);
-	json_decref(root);
+	prs_buf_release(&o.b);
+	prs_buf_release(&tail);
 	free(ss);
 	return rc;
 }
