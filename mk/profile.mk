@@ -21,3 +21,12 @@ bench: $(BUILD)/bench/profile_bench $(BUILD)/bench/view_bench
 $(BUILD)/bench/pyrs_size: $(BUILD)/tests/bench/pyrs_size.o $(BUILD)/libpyrsprof.a
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libpyrsprof.a $(LDLIBS)
+
+# bench/long_bench: a 10-minute, 50-thread, 100 Hz recording driven through the model and the
+# recorder with synthetic samples: RSS per minute, bytes per sample, the end of the recording.
+$(BUILD)/bench/long_bench: $(BUILD)/tests/bench/long_bench.o $(BUILD)/libpyrsprof.a
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libpyrsprof.a $(LDLIBS)
+
+profile-bench: $(BUILD)/bench/long_bench
+bench: $(BUILD)/bench/long_bench
