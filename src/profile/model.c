@@ -105,6 +105,21 @@ static int index_strings(struct prs_profile *p)
 	return 0;
 }
 
+/* index_strings' twin for the structs of an id set: entries [*indexed, n) of arr into set. */
+static int index_set(const struct prs_profile *p, struct prs_idset *set, uint32_t *indexed,
+		     uint32_t n, const void *arr, size_t size, uint32_t (*hash)(const void *),
+		     prs_idset_eq_fn eq)
+{
+	for (; *indexed < n; (*indexed)++) {
+		const void *e = (const char *)arr + (size_t)*indexed * size;
+		uint32_t h = hash(e);
+
+		if (prs_idset_find(set, h, eq, p, e) == PRS_MAP_NONE && prs_idset_insert(set, h, *indexed))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int index_mappings(struct prs_profile *p);
 static int index_frames(struct prs_profile *p);
 
@@ -267,18 +282,15 @@ uint32_t prs_profile_mapping(struct prs_profile *p, const struct prs_mapping *m)
 	return id;
 }
 
+static uint32_t mapping_hash_of(const void *m)
+{
+	return mapping_hash(m);
+}
+
 static int index_mappings(struct prs_profile *p)
 {
-	struct prs_profile_index *ix = p->index;
-
-	for (; ix->indexed_mappings < p->nmappings; ix->indexed_mappings++) {
-		uint32_t id = ix->indexed_mappings, h = mapping_hash(&p->mappings[id]);
-
-		if (prs_idset_find(&ix->mappings, h, mapping_eq, p, &p->mappings[id]) == PRS_MAP_NONE &&
-		    prs_idset_insert(&ix->mappings, h, id))
-			return -ENOMEM;
-	}
-	return 0;
+	return index_set(p, &p->index->mappings, &p->index->indexed_mappings, p->nmappings,
+			 p->mappings, sizeof(*p->mappings), mapping_hash_of, mapping_eq);
 }
 
 /* ---- frames ---- */
@@ -325,18 +337,15 @@ uint32_t prs_profile_frame_append(struct prs_profile *p, const struct prs_frame 
 	return id;
 }
 
+static uint32_t frame_hash_of(const void *f)
+{
+	return frame_hash(f);
+}
+
 static int index_frames(struct prs_profile *p)
 {
-	struct prs_profile_index *ix = p->index;
-
-	for (; ix->indexed_frames < p->nframes; ix->indexed_frames++) {
-		uint32_t id = ix->indexed_frames, h = frame_hash(&p->frames[id]);
-
-		if (prs_idset_find(&ix->frames, h, frame_eq, p, &p->frames[id]) == PRS_MAP_NONE &&
-		    prs_idset_insert(&ix->frames, h, id))
-			return -ENOMEM;
-	}
-	return 0;
+	return index_set(p, &p->index->frames, &p->index->indexed_frames, p->nframes, p->frames,
+			 sizeof(*p->frames), frame_hash_of, frame_eq);
 }
 
 static uint32_t frame_intern(struct prs_profile *p, const struct prs_frame *f)

@@ -30,17 +30,15 @@
 
 #include "../../flamegraph/fg-tree.h" /* the node count, for the table */
 
+#include "bench_util.h"
+
 #include "util/banned.h"
 
 static uint64_t rng_state;
 
 static uint64_t rnd(void)
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull); /* splitmix64 */
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return bench_splitmix(&rng_state);
 }
 
 /* CPU time of this process: the machine may be shared, so wall time is printed as well. */
@@ -54,10 +52,7 @@ static double cpu_s(void)
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return bench_now_s();
 }
 
 struct text {

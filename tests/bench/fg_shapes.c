@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
+
 #include "util/banned.h"
 
 enum dist { SKEWED, DOMINANT, FLAT };
@@ -65,11 +67,7 @@ static uint64_t rng_state;
 
 static uint64_t rnd(void)
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull); /* splitmix64 */
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return bench_splitmix(&rng_state);
 }
 
 static double u01(void)
@@ -98,10 +96,7 @@ static void *xmalloc(size_t n)
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return bench_now_s();
 }
 
 /* ---- names ---- */
