@@ -10,6 +10,10 @@
  * writing it to a .pyrs and reading it back, and each consumer as the CLI runs it: the view
  * alone, folded, pprof, speedscope (to /dev/null), the flame graph (tree + SVG), per thread too,
  * and diff's numbers. --keep FILE.pyrs keeps the file (to time the CLI on it).
+ * Then the CLI on that file, as a user runs it (pyrsprof next to this program's folder, or
+ * PYRSPROF): export folded, pprof, speedscope, report and diff, each in a child timed by wait4
+ * (wall, CPU, peak RSS), against issue 13's goals: under 1 s wall and a peak RSS under twice the
+ * input's size.
  * Usage: view_bench [--samples N] [--threads T] [--processes P] [--stacks D] [--seed X] [--runs R]
  *                   [--keep FILE]
  */
@@ -17,7 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libgen.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -230,6 +237,80 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* CLOCK_MONOTONIC in seconds */
+static double wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Runs argv (stdout and stderr to /dev/null); wall and CPU seconds, peak RSS (KB), exit status. */
+static int run_cli(const char *const argv[], double *wall, double *cpu, long *rss_kb)
+{
+	struct rusage ru;
+	double w0;
+	int status;
+	pid_t pid;
+
+	fflush(stdout); /* or the child's freopen writes what is buffered here a second time */
+	w0 = wall_s();
+	pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		FILE *n = freopen("/dev/null", "w", stdout);
+
+		if (n && freopen("/dev/null", "w", stderr))
+			execv(argv[0], (char *const *)argv); /* execv does not change them */
+		_exit(127);
+	}
+	if (wait4(pid, &status, 0, &ru) != pid)
+		return -1;
+	*wall = wall_s() - w0;
+	*cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	*rss_kb = ru.ru_maxrss;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The CLI's consumers on the profile at path (size bytes), as a table against the goals. */
+static void cli_table(const char *cli, const char *path, off_t size)
+{
+	char out[160], dir[160], rm[200];
+	const char *cmds[][9] = {
+		{ cli, "export", path, "--format", "folded", "-o", out, NULL },
+		{ cli, "export", path, "--format", "pprof", "-o", out, NULL },
+		{ cli, "export", path, "--format", "speedscope", "-o", out, NULL },
+		{ cli, "report", path, "-o", dir, NULL },
+		{ cli, "diff", path, path, "-o", dir, NULL },
+	};
+	static const char *const names[] = { "export folded", "export pprof", "export speedscope",
+					     "report (both graphs, phase 1 and 4)", "diff (itself)" };
+
+	snprintf(out, sizeof(out), "%s.out", path);
+	snprintf(dir, sizeof(dir), "%s.dir", path);
+	snprintf(rm, sizeof(rm), "rm -rf '%s'", dir);
+	printf("\nthe CLI on it (a child each, wait4); goals: wall < 1 s, peak RSS < 2 x input (%.1f MB)\n",
+	       2.0 * (double)size / 1e6);
+	printf("%-38s %8s %8s %9s %6s  %s\n", "command", "wall s", "CPU s", "RSS MB", "exit", "verdict");
+	for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
+		double wall = 0, cpu = 0;
+		long rss = 0;
+		int st = system(rm) == 0 ? run_cli(cmds[k], &wall, &cpu, &rss) : -1;
+		bool ok = st == 0 && wall < 1.0 && (double)rss * 1024 < 2.0 * (double)size;
+
+		printf("%-38s %8.2f %8.2f %9.1f %6d  %s\n", names[k], wall, cpu, (double)rss / 1024, st,
+		       ok ? "ok" : st ? "FAILED (exit)" : "MISSED");
+		fflush(stdout);
+	}
+	unlink(out);
+	if (system(rm) != 0)
+		fprintf(stderr, "view_bench: could not remove %s\n", dir);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct step steps[] = {
@@ -244,8 +325,8 @@ int main(int argc, char **argv)
 		{ "diff numbers, wall (profile vs itself)", 6, PRS_VIEW_WALL },
 	};
 	struct shape sh = { .samples = 1000000, .stacks = 5000, .threads = 50, .processes = 4 };
-	const char *keep = NULL;
-	char path[128], warn[256];
+	const char *keep = NULL, *cli = getenv("PYRSPROF");
+	char path[128], warn[256], cli_buf[4096], tmp[4096];
 	struct prs_profile *p;
 	struct prs_err err;
 	struct stat stt;
@@ -285,8 +366,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	t_read = cpu_s() - t0;
-	if (!keep)
-		unlink(path);
 	null = fopen("/dev/null", "w");
 	if (!null)
 		return 1;
@@ -308,5 +387,13 @@ int main(int argc, char **argv)
 	}
 	fclose(null);
 	prs_profile_free(p);
+	if (!cli || !cli[0]) {
+		snprintf(tmp, sizeof(tmp), "%s", argv[0]);
+		snprintf(cli_buf, sizeof(cli_buf), "%s/../pyrsprof", dirname(tmp));
+		cli = cli_buf;
+	}
+	cli_table(cli, keep ? keep : path, stt.st_size);
+	if (!keep)
+		unlink(path);
 	return 0;
 }
