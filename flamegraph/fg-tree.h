@@ -38,9 +38,10 @@ struct fg_draw {
 	uint32_t node;   /* the node, or the parent of the merged siblings */
 	uint32_t depth;  /* 0 = root */
 	uint32_t merged; /* 0 for a real node */
-	uint64_t x;      /* offset in samples from the left edge */
+	uint64_t x;      /* offset in layout units from the left edge (samples, unless differential) */
+	uint64_t w;      /* width in layout units: count[0], or both sides' (fg-diff.h) */
 	uint64_t count[2];
-	uint64_t self;   /* after-samples in this node and in none of its children */
+	uint64_t self[2]; /* samples in this node and in none of its children: after, before */
 };
 
 struct prs_fg {

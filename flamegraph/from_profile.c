@@ -165,12 +165,12 @@ int prs_fg_from_profile(struct prs_fg *fg, const struct prs_profile *p,
 }
 
 int prs_fg_diff_from_profiles(struct prs_fg *fg, const struct prs_profile *before,
-			      const struct prs_profile *after, const struct prs_view_opts *o,
-			      struct prs_err *err)
+			      const struct prs_view_opts *ob, const struct prs_profile *after,
+			      const struct prs_view_opts *oa, struct prs_err *err)
 {
-	int rc = add_profile(fg, before, o, 1, err);
+	int rc = add_profile(fg, before, ob, 1, err);
 
-	return rc < 0 ? rc : add_profile(fg, after, o, 0, err);
+	return rc < 0 ? rc : add_profile(fg, after, oa, 0, err);
 }
 
 const char *prs_fg_describe_profile(const struct prs_profile *p, enum prs_view view, char *buf,

@@ -2,7 +2,7 @@
 /*
  * The SVG writer of the flame graph: lays the tree out (children sorted by name, frames narrower
  * than min_width merged per parent), colors each box by frame kind with a shade from a stable hash
- * of its name (or by the change in share for differential graphs), and streams one self-contained
+ * of its name (or by its change for differential graphs: fg_diff.c), and streams one self-contained
  * SVG with the embedded JS and CSS (flamegraph/fg.js, fg.css). The per-frame data the script needs
  * lives in the elements themselves, flamegraph.pl style:
  *
@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fg-diff.h"
 #include "fg-internal.h"
 #include "fg-tree.h"
 
@@ -285,23 +286,12 @@ static struct rgb kind_color(uint8_t kind, uint32_t h)
 	return hsl(p->h0 + p->dh * v1, p->s0 + p->ds * v2, p->l0 + p->dl * v3);
 }
 
-/* Red grew, blue shrank; t in [-1, 1] is the change in share relative to the largest change. */
-static struct rgb diff_color(double t)
-{
-	int k = (int)lround(150 * fabs(t)); /* keeps dark text readable at the extremes */
-
-	if (fabs(t) < 0.02)
-		return (struct rgb){ 238, 238, 238 };
-	if (t > 0)
-		return (struct rgb){ 255, 240 - k, 240 - k };
-	return (struct rgb){ 240 - k, 240 - k, 255 };
-}
-
 /* ---- layout ---- */
 
 struct layout {
 	struct prs_fg *fg;
-	double scale;     /* px per sample */
+	const struct fg_diff *D; /* widths: fg_diff_width */
+	double scale;     /* px per layout unit */
 	double min_width; /* px; < 0: keep everything */
 	uint32_t maxdepth;
 	size_t nscratch;
@@ -357,9 +347,9 @@ static void lay(struct layout *L, uint32_t node, uint32_t depth, uint64_t x)
 {
 	struct prs_fg *fg = L->fg;
 	const struct fg_node *n = &fg->nodes[node];
-	struct fg_draw d = { .node = node, .depth = depth, .x = x,
+	struct fg_draw d = { .node = node, .depth = depth, .x = x, .w = fg_diff_width(L->D, n->total),
 			     .count = { n->total[0], n->total[1] } };
-	uint64_t sum = 0, narrow[2] = { 0, 0 };
+	uint64_t sum[2] = { 0, 0 }, narrow[2] = { 0, 0 };
 	uint32_t nnarrow = 0;
 	size_t base = L->nscratch, self_idx = fg->ndraw;
 
@@ -369,9 +359,11 @@ static void lay(struct layout *L, uint32_t node, uint32_t depth, uint64_t x)
 		L->maxdepth = depth;
 	for (uint32_t c = n->first_child; c; c = fg->nodes[c].next_sibling) {
 		const struct fg_node *cn = &fg->nodes[c];
+		uint64_t cw = fg_diff_width(L->D, cn->total);
 
-		sum += cn->total[0];
-		if (wide(L, cn->total[0])) {
+		sum[0] += cn->total[0];
+		sum[1] += cn->total[1];
+		if (wide(L, cw)) {
 			if (L->nscratch == fg->scratch_cap) {
 				size_t ncap = fg->scratch_cap ? fg->scratch_cap * 2 : 1024;
 				uint32_t *ns = realloc(fg->scratch, ncap * sizeof(*ns));
@@ -384,24 +376,25 @@ static void lay(struct layout *L, uint32_t node, uint32_t depth, uint64_t x)
 				fg->scratch_cap = ncap;
 			}
 			fg->scratch[L->nscratch++] = c;
-		} else if (cn->total[0] > 0) {
+		} else if (cw > 0) {
 			narrow[0] += cn->total[0];
 			narrow[1] += cn->total[1];
 			nnarrow++;
 		}
 	}
-	fg->draw[self_idx].self = n->total[0] > sum ? n->total[0] - sum : 0;
+	for (int k = 0; k < 2; k++)
+		fg->draw[self_idx].self[k] = n->total[k] > sum[k] ? n->total[k] - sum[k] : 0;
 	qsort_r(fg->scratch + base, L->nscratch - base, sizeof(uint32_t), cmp_nodes, fg);
 	for (size_t k = base; k < L->nscratch && !L->err; k++) {
 		uint32_t c = fg->scratch[k];
 
 		lay(L, c, depth + 1, x);
-		x += fg->nodes[c].total[0];
+		x += fg_diff_width(L->D, fg->nodes[c].total);
 	}
 	L->nscratch = base;
-	if (!L->err && nnarrow && wide(L, narrow[0])) {
+	if (!L->err && nnarrow && wide(L, fg_diff_width(L->D, narrow))) {
 		struct fg_draw m = { .node = node, .depth = depth + 1, .merged = nnarrow, .x = x,
-				     .count = { narrow[0], narrow[1] } };
+				     .w = fg_diff_width(L->D, narrow), .count = { narrow[0], narrow[1] } };
 
 		L->err = push_draw(fg, &m);
 		if (depth + 1 > L->maxdepth)
@@ -469,11 +462,11 @@ static size_t top_lines(const struct prs_fg *fg, uint32_t node, const struct fg_
 }
 
 static void write_title(struct wbuf *w, const struct prs_fg *fg, const struct fg_draw *d,
-			const struct prs_fg_opts *o, uint64_t parent_count, const char *unit,
+			const struct fg_diff *D, uint64_t parent_count, const char *unit,
 			double min_width)
 {
 	const struct fg_node *n = &fg->nodes[d->node];
-	uint64_t total = fg->nodes[0].total[0], total_b = fg->nodes[0].total[1];
+	uint64_t total = fg->nodes[0].total[0];
 	const struct fg_line *top[TOP_LINES];
 	size_t len, nall = 0, ntop = 0;
 	const char *s;
@@ -500,17 +493,25 @@ static void write_title(struct wbuf *w, const struct prs_fg *fg, const struct fg
 			wb_printf(w, "\nline %u", top[0]->line);
 		}
 	}
-	wb_puts(w, "\n");
-	put_count(w, d->count[0]);
-	wb_puts(w, " ");
-	xml_escape_str(w, unit);
-	wb_printf(w, ", %.2f%% of total", pct(d->count[0], total));
-	if (d->depth > 0)
-		wb_printf(w, ", %.2f%% of parent", pct(d->count[0], parent_count));
-	if (!d->merged && d->self && d->node) {
-		wb_puts(w, "\nself: ");
-		put_count(w, d->self);
-		wb_printf(w, " (%.2f%% of total)", pct(d->self, total));
+	if (D->on) {
+		char buf[512];
+		uint64_t self[2] = { d->merged ? 0 : d->self[0], d->merged ? 0 : d->self[1] };
+
+		wb_puts(w, "\n");
+		xml_escape_str(w, fg_diff_title(D, d->count, self, buf, sizeof(buf)));
+	} else {
+		wb_puts(w, "\n");
+		put_count(w, d->count[0]);
+		wb_puts(w, " ");
+		xml_escape_str(w, unit);
+		wb_printf(w, ", %.2f%% of total", pct(d->count[0], total));
+		if (d->depth > 0)
+			wb_printf(w, ", %.2f%% of parent", pct(d->count[0], parent_count));
+		if (!d->merged && d->self[0] && d->node) {
+			wb_puts(w, "\nself: ");
+			put_count(w, d->self[0]);
+			wb_printf(w, " (%.2f%% of total)", pct(d->self[0], total));
+		}
 	}
 	if (nall > 1) {
 		wb_puts(w, "\nlines:");
@@ -521,15 +522,6 @@ static void write_title(struct wbuf *w, const struct prs_fg *fg, const struct fg
 		}
 		if (nall > ntop)
 			wb_printf(w, ", %zu more", nall - ntop);
-	}
-	if (o->diff) {
-		double b = pct(d->count[1], total_b), a = pct(d->count[0], total);
-
-		wb_puts(w, "\nbefore: ");
-		put_count(w, d->count[1]);
-		wb_printf(w, " (%.2f%%), after: ", b);
-		put_count(w, d->count[0]);
-		wb_printf(w, " (%.2f%%), change: %+.2f points", a, a - b);
 	}
 	if (d->node && !d->merged)
 		wb_printf(w, "\nkind: %s", prs_kind_name((enum prs_kind)n->kind));
@@ -547,40 +539,33 @@ static double frame_y(const struct geom *g, uint32_t depth)
 	return g->icicle ? g->ytop + depth * FRAME_H : g->ytop + (g->maxdepth - depth) * FRAME_H;
 }
 
-static void write_frames(struct wbuf *w, struct prs_fg *fg, const struct prs_fg_opts *o,
+static const char *const diff_states[] = { "same", "more", "less", "added", "removed" };
+
+static void write_frames(struct wbuf *w, struct prs_fg *fg, const struct fg_diff *D,
 			 const struct geom *g, const char *unit, double min_width, uint32_t *kinds)
 {
 	/* parent counts along the current path, by depth (pre-order) */
 	static const uint64_t none = 0;
 	uint64_t *pc = calloc(g->maxdepth + 2, sizeof(*pc));
-	double maxdelta = 0;
-	uint64_t total = fg->nodes[0].total[0], total_b = fg->nodes[0].total[1];
 
-	if (o->diff) {
-		for (size_t i = 0; i < fg->ndraw; i++) {
-			const struct fg_draw *d = &fg->draw[i];
-			double delta = fabs(pct(d->count[0], total) - pct(d->count[1], total_b));
-
-			if (delta > maxdelta)
-				maxdelta = delta;
-		}
-	}
 	for (size_t i = 0; i < fg->ndraw; i++) {
 		const struct fg_draw *d = &fg->draw[i];
 		const struct fg_node *n = &fg->nodes[d->node];
-		double x = XPAD + (double)d->x * g->scale, wd = (double)d->count[0] * g->scale;
+		double x = XPAD + (double)d->x * g->scale, wd = (double)d->w * g->scale;
 		double y = frame_y(g, d->depth);
 		uint64_t parent = d->depth > 0 && pc ? pc[d->depth - 1] : none;
+		enum fg_diff_state st = FG_DIFF_SAME;
 		struct rgb c;
 		size_t len;
 		const char *name;
 
 		if (pc)
 			pc[d->depth] = d->count[0];
-		if (o->diff) {
-			double delta = pct(d->count[0], total) - pct(d->count[1], total_b);
+		if (D->on) {
+			int rgb[3];
 
-			c = diff_color(maxdelta > 0 ? delta / maxdelta : 0);
+			st = fg_diff_judge(D, d->count, rgb);
+			c = (struct rgb){ rgb[0], rgb[1], rgb[2] };
 		} else if (d->merged) {
 			c = (struct rgb){ 222, 222, 222 };
 		} else {
@@ -589,15 +574,20 @@ static void write_frames(struct wbuf *w, struct prs_fg *fg, const struct prs_fg_
 			*kinds |= 1u << (d->node ? n->kind : PRS_KIND_PROCESS);
 		}
 		wb_printf(w, "<g class=\"f%s\" data-x=\"%llu\" data-c=\"%llu\" data-d=\"%u\"",
-			  d->merged ? " m" : "", (unsigned long long)d->x,
-			  (unsigned long long)d->count[0], d->depth);
-		if (o->diff)
-			wb_printf(w, " data-b=\"%llu\"", (unsigned long long)d->count[1]);
+			  d->merged ? " m" : "", (unsigned long long)d->x, (unsigned long long)d->w,
+			  d->depth);
+		if (D->on)
+			wb_printf(w, " data-a=\"%llu\" data-b=\"%llu\" data-s=\"%s\"",
+				  (unsigned long long)d->count[0], (unsigned long long)d->count[1],
+				  diff_states[st]);
 		wb_puts(w, ">");
-		write_title(w, fg, d, o, parent, unit, min_width);
+		write_title(w, fg, d, D, parent, unit, min_width);
 		wb_printf(w, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" rx=\"2\" "
-			     "fill=\"rgb(%d,%d,%d)\"/><text x=\"%.2f\" y=\"%.1f\">",
-			  x, y, wd, FRAME_H - 1, c.r, c.g, c.b, x + 3, y + FRAME_H - 4.5);
+			     "fill=\"rgb(%d,%d,%d)\"%s/><text x=\"%.2f\" y=\"%.1f\">",
+			  x, y, wd, FRAME_H - 1, c.r, c.g, c.b,
+			  st == FG_DIFF_ADDED || st == FG_DIFF_REMOVED
+				  ? " stroke=\"#333\" stroke-width=\"1\" stroke-dasharray=\"3,2\"" : "",
+			  x + 3, y + FRAME_H - 4.5);
 		if (d->merged) {
 			char label[48];
 			int k = snprintf(label, sizeof(label), "[%u small frames]", d->merged);
@@ -627,22 +617,23 @@ static int write_legend(struct wbuf *w, const struct prs_fg_opts *o, uint32_t ki
 		static const struct {
 			double t;
 			const char *label;
-		} e[] = { { 1, "grew (share of total)" }, { 0.4, "grew a little" }, { 0, "no change" },
-			  { -0.4, "shrank a little" }, { -1, "shrank" } };
+		} e[] = { { 1, "added / more time (slower)" }, { 0.4, "a little more" }, { 0, "within noise" },
+			  { -0.4, "a little less" }, { -1, "removed / less time (faster)" } };
 
 		for (size_t i = 0; i < sizeof(e) / sizeof(e[0]); i++) {
-			struct rgb c = diff_color(e[i].t);
+			int c[3];
 
+			fg_diff_color(e[i].t, c);
 			if (emit)
 				wb_printf(w, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" rx=\"2\" "
 					     "fill=\"rgb(%d,%d,%d)\" stroke=\"#999\" stroke-width=\"0.5\"/>"
 					     "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
-					  x, y, c.r, c.g, c.b, x + 16, y + 10.5, e[i].label);
+					  x, y, c[0], c[1], c[2], x + 16, y + 10.5, e[i].label);
 			x += 16 + strlen(e[i].label) * LEGEND_CHAR_W + 18;
 		}
 		if (emit)
-			wb_printf(w, "<text x=\"%.1f\" y=\"%.1f\" class=\"note\">widths: after; colors: "
-				     "change in share of total samples</text>\n", x, y + 10.5);
+			wb_printf(w, "<text x=\"%.1f\" y=\"%.1f\" class=\"note\">widths: before + after; "
+				     "dashed outline: in one profile only</text>\n", x, y + 10.5);
 		if (emit)
 			wb_puts(w, "</g>\n");
 		return rows;
@@ -739,7 +730,8 @@ int prs_fg_write_svg(struct prs_fg *fg, FILE *out, const struct prs_fg_opts *opt
 	struct layout L = { .fg = fg };
 	struct geom g = { 0 };
 	struct wbuf *w;
-	uint64_t total = fg->nodes[0].total[0];
+	struct fg_diff D;
+	uint64_t total;
 	const char *unit, *title;
 	double height, ydetails, ylegend, min_width;
 	uint32_t kinds = 0;
@@ -759,6 +751,8 @@ int prs_fg_write_svg(struct prs_fg *fg, FILE *out, const struct prs_fg_opts *opt
 	if (g.width > 100000)
 		g.width = 100000;
 	min_width = isnan(o.min_width) || o.min_width == 0 ? 0.1 : o.min_width;
+	fg_diff_init(&D, fg, &o);
+	total = fg_diff_width(&D, fg->nodes[0].total);
 	g.plotw = g.width - 2 * XPAD;
 	g.scale = total ? g.plotw / (double)total : 0;
 	g.icicle = o.icicle;
@@ -771,7 +765,7 @@ int prs_fg_write_svg(struct prs_fg *fg, FILE *out, const struct prs_fg_opts *opt
 	for (;;) {
 		if (!total)
 			break;
-		L = (struct layout){ .fg = fg, .scale = g.scale, .min_width = min_width };
+		L = (struct layout){ .fg = fg, .D = &D, .scale = g.scale, .min_width = min_width };
 		fg->ndraw = 0;
 		lay(&L, 0, 0, 0);
 		if (L.err < 0) {
@@ -816,7 +810,7 @@ int prs_fg_write_svg(struct prs_fg *fg, FILE *out, const struct prs_fg_opts *opt
 	xml_escape_str(w, unit);
 	wb_puts(w, "\">\n");
 	if (total)
-		write_frames(w, fg, &o, &g, unit, min_width, &kinds);
+		write_frames(w, fg, &D, &g, unit, min_width, &kinds);
 	else
 		wb_printf(w, "<text id=\"empty\" x=\"%.1f\" y=\"%.1f\">no samples</text>\n", g.width / 2,
 			  g.ytop + 24);

@@ -83,6 +83,8 @@ struct prs_facts {
 	char mode[16];             /* "run", "attach", or "" */
 	double duration_s;         /* W */
 	double rate_hz;
+	double tick_s;             /* what one sample weight stands for: W over the ticks seen (the
+				    * sampler's real period), else 1/rate; 0.01 when neither is known */
 	bool complete;             /* the profile ended properly (not interrupted) */
 	double samples;            /* sample weight */
 	uint64_t ticks, missed_ticks, read_errors; /* from the profile's meta when recorded */

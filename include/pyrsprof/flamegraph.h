@@ -72,12 +72,14 @@ int prs_fg_from_profile(struct prs_fg *fg, const struct prs_profile *p,
 			const struct prs_view_opts *o, struct prs_err *err);
 
 /*
- * Differential: adds `before`'s samples as the before counts and `after`'s as the after counts
- * (widths follow `after`; colors the change in share of total). Returns 0 or -errno with err set.
+ * Differential: adds `before`'s samples as the before counts (its view ob) and `after`'s as the
+ * after counts (oa), into one tree: a frame of either side is a node, keyed as its view describes
+ * it (`pyrsprof diff` sets the views' file_of so that matched functions share a key). The writer
+ * draws both sides' frames (see prs_fg_opts.diff). Returns 0 or -errno with err set.
  */
 int prs_fg_diff_from_profiles(struct prs_fg *fg, const struct prs_profile *before,
-			      const struct prs_profile *after, const struct prs_view_opts *o,
-			      struct prs_err *err);
+			      const struct prs_view_opts *ob, const struct prs_profile *after,
+			      const struct prs_view_opts *oa, struct prs_err *err);
 
 /*
  * A subtitle for a profile's graph into buf, e.g.
@@ -98,7 +100,21 @@ struct prs_fg_opts {
 			       * clamped to [200, 100000] */
 	double min_width;     /* px: narrower frames are merged; 0: 0.1 (default); < 0: draw every frame */
 	bool icicle;          /* root at the top, growing down */
-	bool diff;            /* color by the change between the before and after counts */
+	/*
+	 * Differential (counts from prs_fg_add2 or prs_fg_diff_from_profiles): a frame of either
+	 * side is drawn, as wide as its before and after time together (or shares, when a period is
+	 * 0), colored by its change judged by `pyrsprof diff`'s noise rule (pyrsprof/change.h): red
+	 * slower (or grew), blue faster (or shrank), by how much relative to its larger side; grey
+	 * within noise; full red with a dashed outline when only after had it (added), full blue
+	 * with a dashed outline when only before had it (removed: drawn with its before width).
+	 * Each frame's data-a / data-b hold its after / before samples, data-s its state ("same",
+	 * "more", "less", "added", "removed"); data-c and data-x are in layout units. The hover
+	 * details give before and after time and share, the change and its sigma.
+	 */
+	bool diff;
+	double diff_period_s[2]; /* seconds an after [0] / before [1] sample stands for; 0 (either):
+				  * the sides are compared as shares of their totals */
+	double diff_run_noise;   /* the run-to-run noise of a time (change.h); ignored for shares */
 };
 
 /* At most this many boxes are drawn unless min_width < 0 (see prs_fg_write_svg). */

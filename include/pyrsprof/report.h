@@ -21,6 +21,7 @@
 #include "pyrsprof/classify.h"
 #include "pyrsprof/err.h"
 #include "pyrsprof/profile.h"
+#include "pyrsprof/view.h"
 
 #define PRS_PHASE1_VERSION 1
 #define PRS_PHASE4_VERSION 1
@@ -83,6 +84,10 @@ struct prs_hotspot {
  */
 int prs_hotspots(const struct prs_profile *p, enum prs_view view, unsigned flags,
 		 struct prs_hotspot **rows, size_t *n, double *total, struct prs_err *err);
+/* The same through the view options o (o->view, o->file_of; frames are keyed by the file the view
+ * gives them; lines and roots are not for hot spots: leave them off). */
+int prs_hotspots_view(const struct prs_profile *p, const struct prs_view_opts *o, unsigned flags,
+		      struct prs_hotspot **rows, size_t *n, double *total, struct prs_err *err);
 
 /* The Amdahl ceiling of a share p (0..1): 1/(1-p); INFINITY for p >= 1. */
 double prs_amdahl(double p);
@@ -106,9 +111,14 @@ struct prs_phase4_top {
 	size_t n;
 	double total;
 	char stop_hint[256];        /* "" when none */
+	const char *stop_reason;    /* "target met", "flat profile", or NULL when none (static) */
+	double stop_share;          /* the biggest self share of the CPU view the hint is about */
 };
 int prs_phase4_write(const struct prs_report_ctx *c, const char *dir, struct prs_phase4_top *top,
 		     struct prs_err *err);
+/* The same top hot spots and stop hint without writing the report (pyrsprof diff's "what next").
+ * Returns 0 or -ENOMEM (err set). */
+int prs_phase4_top(const struct prs_report_ctx *c, struct prs_phase4_top *top, struct prs_err *err);
 
 /*
  * The terminal summary: verdict and lever in one line, the time budget, the top hot spots with

@@ -43,6 +43,12 @@ struct prs_view_opts {
 	bool by_thread;       /* keep each thread's samples apart (stacks per process and thread) without root frames */
 	bool raw_frames;      /* keep symbolized raw frames whole (pprof: their chain is the lines of one location) */
 	bool lines;           /* labels "name (file:line)" ("name (file)" without a line) for named frames with a file */
+	/* The file a named profile frame (id < nframes) is described and labelled by instead of its
+	 * own: NULL (the default, or when file_of returns NULL) keeps its own; "" is none. `pyrsprof
+	 * diff` keys both profiles' frames by the files it matched (include/pyrsprof/diff.h). The
+	 * string is borrowed: it must outlive the view. */
+	const char *(*file_of)(void *arg, uint32_t frame, size_t *len);
+	void *file_arg;
 };
 
 /* One distinct stack of the view: the sum of the samples that share it. */

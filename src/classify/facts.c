@@ -457,6 +457,7 @@ int prs_facts_build(const struct prs_profile *p, struct prs_facts *f, struct prs
 		f->duration_s = (double)ticks / f->rate_hz; /* an interrupted recording */
 	tick_s = ticks && f->duration_s > 0 ? f->duration_s / (double)ticks
 					    : (f->rate_hz > 0 ? 1 / f->rate_hz : 0.01);
+	f->tick_s = tick_s;
 	if ((rc = prs_acct_load(p, &r.a, &r.n, &bad)) != 0)
 		return prs_err_set(err, rc, "classify: out of memory");
 	if (bad)

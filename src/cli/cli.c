@@ -29,6 +29,12 @@ void cli_msg(const char *fmt, ...)
 	fprintf(stderr, "pyrsprof: %s\n", buf);
 }
 
+void cli_emit(void *arg, const char *line)
+{
+	(void)arg;
+	cli_msg("%s", line);
+}
+
 void cli_err(const struct prs_err *err, const char *what)
 {
 	if (err && err->msg[0])

@@ -23,6 +23,9 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NOCMD = 127 };
 /* Prints "pyrsprof: <message>\n" to stderr (one line: newlines in the message become spaces). */
 void cli_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* cli_msg("%s", line): the emit callback of the reports' terminal summaries (arg unused). */
+void cli_emit(void *arg, const char *line);
+
 /* Prints err's message as one line, or "what: strerror(-code)" when it has none. */
 void cli_err(const struct prs_err *err, const char *what);
 

@@ -10,12 +10,6 @@
 
 #include "util/banned.h"
 
-static void emit(void *arg, const char *line)
-{
-	(void)arg;
-	cli_msg("%s", line);
-}
-
 int cli_write_reports(const struct prs_profile *p, const char *dir, bool summary,
 		      const struct cli_phase_opts *po)
 {
@@ -45,7 +39,7 @@ int cli_write_reports(const struct prs_profile *p, const char *dir, bool summary
 		cli_err(&err, "reports");
 		rc = -1;
 	} else if (summary) {
-		prs_summary(&c, &top, emit, NULL);
+		prs_summary(&c, &top, cli_emit, NULL);
 	}
 	prs_facts_release(&facts);
 	return rc;

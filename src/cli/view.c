@@ -317,26 +317,84 @@ int cmd_export(int argc, char **argv)
 	return rc ? EXIT_FAIL : EXIT_OK;
 }
 
+/* DIR/diff.svg: both profiles' frames, keyed as d matched them, widths from both sides' times. */
+static int write_diff_svg(struct prs_diff *d, const struct prs_profile *before,
+			  const struct prs_profile *after, const char *outdir)
+{
+	/* processes of two runs have other pids: their roots are matched by command */
+	struct prs_view_opts ob = { .view = d->view, .per_process = true, .merge_processes = true };
+	struct prs_view_opts oa = ob;
+	struct prs_err err = { 0 };
+	struct prs_fg *fg = prs_fg_new();
+	struct prs_fg_opts fo;
+	struct cli_atomic a;
+	char path[4096];
+	int rc = -1;
+	FILE *f;
+
+	prs_diff_view_opts(d, 0, &ob);
+	prs_diff_view_opts(d, 1, &oa);
+	if (!fg || prs_fg_diff_from_profiles(fg, before, &ob, after, &oa, &err) != 0) {
+		if (!fg)
+			prs_err_set(&err, -ENOMEM, "out of memory");
+		cli_err(&err, "diff flame graph");
+		goto out;
+	}
+	prs_fg_opts_init(&fo);
+	fo.diff = true;
+	fo.title = "Differential flame graph";
+	fo.subtitle = d->timed ? "widths: before + after time; red: slower or added, blue: faster or "
+				 "removed (dashed outline: one side only); grey: within noise"
+			       : "widths: before + after share; red: grew or added, blue: shrank or "
+				 "removed (dashed outline: one side only); grey: within noise";
+	fo.diff_period_s[0] = d->timed ? d->side[1].period_s : 0;
+	fo.diff_period_s[1] = d->timed ? d->side[0].period_s : 0;
+	fo.diff_run_noise = d->timed ? d->run_noise : 0;
+	snprintf(path, sizeof(path), "%s/diff.svg", outdir);
+	f = cli_atomic_open(&a, path);
+	if (!f)
+		goto out;
+	if (prs_fg_write_svg(fg, f, &fo, &err) != 0) {
+		cli_output_err(&err, path);
+		cli_atomic_close(&a, false);
+		goto out;
+	}
+	rc = cli_atomic_close(&a, true);
+out:
+	prs_fg_free(fg);
+	return rc;
+}
+
+static bool parse_noise(const char *s, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || *end || !(v >= 0 && v <= 100)) {
+		cli_msg("diff: --run-noise '%s': give a percentage from 0 to 100 (the run-to-run noise "
+			"of one run's time, e.g. 5)", s);
+		return false;
+	}
+	*out = v / 100;
+	return true;
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "view", required_argument, NULL, 'v' },
+		{ "run-noise", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	enum prs_view view = PRS_VIEW_CPU;
+	struct prs_diff_opts o = { .view = PRS_VIEW_CPU, .run_noise = -1 };
 	const char *outdir = NULL;
 	struct prs_profile *before = NULL, *after = NULL;
-	struct prs_diff_summary sum;
+	struct prs_diff *d = NULL;
 	struct prs_err err = { 0 };
-	struct prs_fg_opts fo;
-	struct cli_atomic a;
-	struct prs_fg *fg = NULL;
-	char path[4096];
 	bool created;
 	int c, rc = EXIT_FAIL;
-	FILE *f;
 
 	optind = 1;
 	while ((c = cli_getopt(argc, argv, "o:h", longopts, "diff")) != -1) {
@@ -345,14 +403,22 @@ int cmd_diff(int argc, char **argv)
 			outdir = optarg;
 			break;
 		case 'v':
-			if (!parse_view(optarg, &view))
+			if (!parse_view(optarg, &o.view))
+				return EXIT_USAGE;
+			break;
+		case 'n':
+			if (!parse_noise(optarg, &o.run_noise))
 				return EXIT_USAGE;
 			break;
 		case 'h':
-			puts("usage: pyrsprof diff BEFORE AFTER -o DIR [--view cpu|wall]\n"
-			     "  BEFORE and AFTER are .pyrs profiles or folded stacks. Writes DIR/diff.svg (red\n"
-			     "  grew, blue shrank, normalized to each profile's total), DIR/diff.md and\n"
-			     "  DIR/diff.json (per-function deltas, with which are beyond sampling noise).");
+			puts("usage: pyrsprof diff BEFORE AFTER -o DIR [--view cpu|wall] [--run-noise PCT]\n"
+			     "  The re-measure report of an optimization: BEFORE and AFTER are .pyrs profiles\n"
+			     "  (or folded stacks) of the program before and after a change. Prints the\n"
+			     "  measured speedup (wall and CPU) and the functions that changed beyond noise;\n"
+			     "  writes DIR/diff.md, DIR/diff.json (every function: seconds and shares before\n"
+			     "  and after) and DIR/diff.svg (both sides' frames; red slower, blue faster).\n"
+			     "  --run-noise PCT  the run-to-run noise of one run's time, in percent\n"
+			     "                   (default 5): changes within it are noise");
 			return EXIT_OK;
 		default:
 			return EXIT_USAGE;
@@ -378,47 +444,17 @@ int cmd_diff(int argc, char **argv)
 		goto out;
 	symbolize_if_needed(before, NULL);
 	symbolize_if_needed(after, NULL);
-	if (prs_diff_write(before, after, view, outdir, &sum, &err) != 0) {
+	if (prs_diff_compute(before, after, &o, &d, &err) != 0 || prs_diff_write(d, outdir, &err) != 0) {
 		cli_err(&err, "diff");
 		goto out;
 	}
-	fg = prs_fg_new();
-	/* processes of two runs have other pids: their roots are matched by command */
-	if (!fg || prs_fg_diff_from_profiles(fg, before, after,
-					     &(struct prs_view_opts){ .view = view, .per_process = true,
-								      .merge_processes = true },
-					     &err) != 0) {
-		cli_err(&err, "diff flame graph");
+	if (write_diff_svg(d, before, after, outdir) != 0)
 		goto out;
-	}
-	prs_fg_opts_init(&fo);
-	fo.diff = true;
-	fo.title = "Differential flame graph";
-	fo.subtitle = "widths: after; red grew, blue shrank (shares of each profile's total samples)";
-	snprintf(path, sizeof(path), "%s/diff.svg", outdir);
-	f = cli_atomic_open(&a, path);
-	if (!f)
-		goto out;
-	if (prs_fg_write_svg(fg, f, &fo, &err) != 0) {
-		cli_output_err(&err, path);
-		cli_atomic_close(&a, false);
-		goto out;
-	}
-	if (cli_atomic_close(&a, true) != 0)
-		goto out;
-	cli_msg("%llu samples before, %llu after; %zu of %zu functions changed beyond noise (%zu grew, "
-		"%zu shrank)", (unsigned long long)sum.samples_before,
-		(unsigned long long)sum.samples_after, sum.significant, sum.functions, sum.grew, sum.shrank);
-	for (size_t i = 0; i < sum.ntop && i < 5; i++) {
-		const struct prs_diff_row *r = &sum.top[i];
-
-		cli_msg("  %+6.1f pt total, %+6.1f pt self  %s%s", r->total_delta_pt, r->self_delta_pt,
-			r->name, r->significant ? "" : "  (noise)");
-	}
+	prs_diff_summary(d, cli_emit, NULL);
 	cli_msg("wrote %s/{diff.svg,diff.md,diff.json}", outdir);
 	rc = EXIT_OK;
 out:
-	prs_fg_free(fg);
+	prs_diff_free(d);
 	prs_profile_free(before);
 	prs_profile_free(after);
 	return rc;

@@ -82,6 +82,15 @@ void prs_view_frame(const struct prs_profile_view *v, uint32_t id, struct prs_vi
 		f->file = p->strings[fr->file];
 		f->file_len = p->string_lens[fr->file];
 	}
+	if (v->o.file_of) {
+		size_t len;
+		const char *file = v->o.file_of(v->o.file_arg, id, &len);
+
+		if (file) {
+			f->file = file;
+			f->file_len = len;
+		}
+	}
 	f->line = fr->line;
 	f->kind = known_kind(fr->kind);
 }
@@ -99,6 +108,7 @@ const char *prs_view_frame_label(const struct prs_profile_view *v, uint32_t id, 
 {
 	const struct prs_profile *p = v->p;
 	const struct prs_frame *f;
+	const char *file, *mapped;
 	size_t n;
 
 	if (!size)
@@ -109,13 +119,18 @@ const char *prs_view_frame_label(const struct prs_profile_view *v, uint32_t id, 
 	}
 	prs_profile_frame_label(p, id, buf, size);
 	f = &p->frames[id];
-	if (!v->o.lines || f->raw || !f->file || f->file >= p->nstrings)
+	if (!v->o.lines || f->raw)
+		return buf;
+	file = f->file && f->file < p->nstrings ? p->strings[f->file] : NULL;
+	if (v->o.file_of && (mapped = v->o.file_of(v->o.file_arg, id, &n)))
+		file = mapped[0] ? mapped : NULL;
+	if (!file)
 		return buf;
 	n = strlen(buf);
 	if (f->line)
-		snprintf(buf + n, size - n, " (%s:%" PRIu32 ")", p->strings[f->file], f->line);
+		snprintf(buf + n, size - n, " (%s:%" PRIu32 ")", file, f->line);
 	else
-		snprintf(buf + n, size - n, " (%s)", p->strings[f->file]);
+		snprintf(buf + n, size - n, " (%s)", file);
 	return buf;
 }
 

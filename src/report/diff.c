@@ -1,466 +1,327 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `pyrsprof diff`: per-function self and total shares of two profiles, their change in
- * percentage points with a binomial noise estimate (see diff.h), written as diff.md and
- * diff.json (jansson). Functions are matched across the two profiles by the bytes of their
- * display name, file and kind, since the profiles' string ids are unrelated.
- *
- * Counting: samples are first grouped by (stack, off-CPU leaf), so each distinct stack is walked
- * once; a per-function stamp counts a function once per stack for its total, however often it
- * recurses.
+ * The numbers of `pyrsprof diff` (include/pyrsprof/diff.h): each side's facts (duration, CPU
+ * accounting, the period of a sample, the verdict), the functions of both sides as matched
+ * (diff_match.c) with their self and total weights (prs_hotspots through the matched views),
+ * each change judged by the noise rule (change.h), and the after side's hot spots and stop hint
+ * (prs_phase4_top). The files are written by diff_write.c.
  */
 #include "pyrsprof/diff.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "pyrsprof/classify.h"
 #include "pyrsprof/export.h"
-#include "pyrsprof/report.h"
 #include "pyrsprof/util.h"
-#include "report/report-internal.h"
+#include "report/phase1-internal.h"
 
 #include "util/banned.h"
 
-#define MD_MAX_ROWS 50
+static const char *const status_names[] = { "unchanged", "faster", "slower", "grew",
+					    "shrank", "added", "removed" };
+
+const char *prs_diff_status_name(enum prs_diff_status s)
+{
+	return (unsigned)s <= PRS_DIFF_REMOVED ? status_names[s] : "unchanged";
+}
 
 struct fn {
-	char *key;      /* name, NUL, file (owned); the strmap key */
-	enum prs_kind kind; /* the first known kind seen */
-	char file[256];     /* the first file seen ("" for none) */
-	char name[256];
+	char *key; /* name NUL file (owned): the strmap key */
+	struct prs_hotspot h; /* name, file, kind; self and total of no side */
 	double self[2], total[2];
 };
 
-struct dctx {
+struct merge {
 	struct fn *fns;
-	size_t nfns, cap_fns;
+	size_t n, cap;
 	struct prs_strmap map;
 	struct prs_buf key;
-	bool use_files; /* both profiles know files: match on name and file, else on the name */
 };
 
-/* The function of a hot spot (name, file): its index, or UINT32_MAX on ENOMEM. */
-static uint32_t fn_of(struct dctx *c, const struct prs_hotspot *h)
+/* The function of hot spot h: its index, or SIZE_MAX on ENOMEM. */
+static size_t fn_of(struct merge *m, const struct prs_hotspot *h)
 {
 	uint32_t v;
 	char *copy;
 
-	prs_buf_reset(&c->key);
-	if (prs_buf_append(&c->key, h->name, strlen(h->name) + 1) ||
-	    prs_buf_append(&c->key, h->file, c->use_files ? strlen(h->file) : 0))
-		return UINT32_MAX;
-	v = prs_strmap_get(&c->map, c->key.data, c->key.len);
-	if (v == PRS_MAP_NONE) {
-		if (c->nfns >= UINT32_MAX - 1 ||
-		    prs_array_grow((void **)&c->fns, &c->cap_fns, c->nfns + 1, sizeof(*c->fns)))
-			return UINT32_MAX;
-		copy = malloc(c->key.len);
-		if (!copy)
-			return UINT32_MAX;
-		memcpy(copy, c->key.data, c->key.len);
-		if (prs_strmap_put(&c->map, copy, c->key.len, (uint32_t)c->nfns)) {
-			free(copy);
-			return UINT32_MAX;
-		}
-		memset(&c->fns[c->nfns], 0, sizeof(c->fns[0]));
-		c->fns[c->nfns].key = copy;
-		snprintf(c->fns[c->nfns].name, sizeof(c->fns[0].name), "%s", h->name);
-		v = (uint32_t)c->nfns++;
+	prs_buf_reset(&m->key);
+	if (prs_buf_append(&m->key, h->name, strlen(h->name) + 1) ||
+	    prs_buf_append(&m->key, h->file, strlen(h->file)))
+		return SIZE_MAX;
+	v = prs_strmap_get(&m->map, m->key.data, m->key.len);
+	if (v != PRS_MAP_NONE) {
+		if (m->fns[v].h.kind == PRS_KIND_UNKNOWN)
+			m->fns[v].h.kind = h->kind;
+		return v;
 	}
-	if (c->fns[v].kind == PRS_KIND_UNKNOWN)
-		c->fns[v].kind = h->kind;
-	if (!c->fns[v].file[0])
-		snprintf(c->fns[v].file, sizeof(c->fns[0].file), "%s", h->file);
-	return v;
+	if (m->n >= UINT32_MAX - 1 || prs_array_grow((void **)&m->fns, &m->cap, m->n + 1, sizeof(*m->fns)))
+		return SIZE_MAX;
+	copy = malloc(m->key.len);
+	if (!copy)
+		return SIZE_MAX;
+	memcpy(copy, m->key.data, m->key.len);
+	if (prs_strmap_put(&m->map, copy, m->key.len, (uint32_t)m->n)) {
+		free(copy);
+		return SIZE_MAX;
+	}
+	memset(&m->fns[m->n], 0, sizeof(m->fns[0]));
+	m->fns[m->n].key = copy;
+	m->fns[m->n].h = *h;
+	return m->n++;
 }
 
-/* True if some named frame of p has a file (a symbolized recording; folded input has none). */
-static bool has_files(const struct prs_profile *p)
+/* Adds side k's hot spots (its view as matched) to m; *weight gets the view's total weight. */
+static int count_side(struct prs_diff *d, struct merge *m, const struct prs_profile *p, int k,
+		      struct prs_err *err)
 {
-	uint32_t i;
-
-	for (i = 0; i < p->nframes; i++)
-		if (!p->frames[i].raw && p->frames[i].file)
-			return true;
-	return false;
-}
-
-/* Counts profile p into side (0 before, 1 after): its hot spots by function. */
-static int count_profile(struct dctx *c, const struct prs_profile *p, enum prs_view view, int side,
-			 uint64_t *total, struct prs_err *err)
-{
+	struct prs_view_opts o = { .view = d->view };
 	struct prs_hotspot *rows;
-	double w;
 	size_t n;
-	int rc = prs_hotspots(p, view, c->use_files ? 0 : PRS_HOT_BY_NAME, &rows, &n, &w, err);
+	int rc;
 
-	if (rc)
+	prs_diff_match_opts(d->match, k, &o);
+	if ((rc = prs_hotspots_view(p, &o, 0, &rows, &n, &d->side[k].weight, err)))
 		return rc;
-	*total = (uint64_t)(w + 0.5);
 	for (size_t i = 0; i < n; i++) {
-		uint32_t fi = fn_of(c, &rows[i]);
+		size_t f = fn_of(m, &rows[i]);
 
-		if (fi == UINT32_MAX) {
+		if (f == SIZE_MAX) {
 			free(rows);
 			return prs_err_set(err, -ENOMEM, "diff: out of memory");
 		}
-		c->fns[fi].self[side] += rows[i].self;
-		c->fns[fi].total[side] += rows[i].total;
+		m->fns[f].self[k] += rows[i].self;
+		m->fns[f].total[k] += rows[i].total;
 	}
 	free(rows);
 	return 0;
 }
 
-static double share(uint64_t k, uint64_t n)
+/* The larger change of a row in the unit it is judged by (seconds, or shares). */
+static double move_of(const struct prs_diff *d, const struct prs_diff_row *r)
 {
-	return n ? 100.0 * (double)k / (double)n : 0;
-}
-
-/* Standard error (in percentage points) of the difference of two binomial shares. */
-static double sigma_pt(uint64_t kb, uint64_t nb, uint64_t ka, uint64_t na)
-{
-	double pb = (double)kb / (double)nb, pa = (double)ka / (double)na;
-
-	return 100.0 * sqrt(pb * (1 - pb) / (double)nb + pa * (1 - pa) / (double)na);
-}
-
-static bool passes(double delta, double sigma)
-{
-	return fabs(delta) > PRS_DIFF_SIGMAS * sigma && fabs(delta) > PRS_DIFF_MIN_PT;
-}
-
-/* "grew", "shrank" (by the larger significant delta: total first) or "" when not significant. */
-static const char *change_of(const struct prs_diff_row *r)
-{
-	double d;
-
-	if (!r->significant)
-		return "";
-	d = passes(r->total_delta_pt, r->total_sigma_pt) ? r->total_delta_pt : r->self_delta_pt;
-	return d > 0 ? "grew" : "shrank";
-}
-
-static double move_of(const struct prs_diff_row *r)
-{
-	double a = fabs(r->self_delta_pt), b = fabs(r->total_delta_pt);
+	double a = fabs(d->timed ? r->self_s.delta : r->self_sh.delta);
+	double b = fabs(d->timed ? r->total_s.delta : r->total_sh.delta);
 
 	return a > b ? a : b;
 }
 
-static int row_cmp(const void *x, const void *y)
+static int row_cmp(const void *x, const void *y, void *arg)
 {
 	const struct prs_diff_row *a = x, *b = y;
-	double ma = move_of(a), mb = move_of(b);
+	double ma = move_of(arg, a), mb = move_of(arg, b);
 	int r;
 
+	if (a->significant != b->significant)
+		return a->significant ? -1 : 1;
 	if (ma != mb)
 		return ma > mb ? -1 : 1;
-	if (a->total_pct_after != b->total_pct_after)
-		return a->total_pct_after > b->total_pct_after ? -1 : 1;
+	if (a->total_w[1] != b->total_w[1])
+		return a->total_w[1] > b->total_w[1] ? -1 : 1;
 	if ((r = strcmp(a->name, b->name)))
 		return r;
 	return strcmp(a->file, b->file);
 }
 
-int prs_diff_compute(const struct prs_profile *before, const struct prs_profile *after,
-		     enum prs_view view, struct prs_diff_row **rows, size_t *nrows,
-		     struct prs_diff_summary *summary, struct prs_err *err)
+static enum prs_diff_status status_of(const struct prs_diff *d, const struct prs_diff_row *r)
 {
-	struct dctx c;
-	struct prs_diff_row *r = NULL;
-	uint64_t nb = 0, na = 0;
-	const char *vname = view == PRS_VIEW_WALL ? "wall" : "cpu";
-	size_t i;
+	const struct prs_change *self = d->timed ? &r->self_s : &r->self_sh;
+	const struct prs_change *total = d->timed ? &r->total_s : &r->total_sh;
+	double delta;
+
+	if (!r->significant)
+		return PRS_DIFF_UNCHANGED;
+	if (r->total_w[0] <= 0)
+		return PRS_DIFF_ADDED;
+	if (r->total_w[1] <= 0)
+		return PRS_DIFF_REMOVED;
+	delta = total->significant ? total->delta : self->delta;
+	if (d->timed)
+		return delta < 0 ? PRS_DIFF_FASTER : PRS_DIFF_SLOWER;
+	return delta < 0 ? PRS_DIFF_SHRANK : PRS_DIFF_GREW;
+}
+
+/* The changes of function f: in seconds (timed) and in shares, judged by the noise rule. */
+static void row_of(struct prs_diff *d, const struct fn *f, struct prs_diff_row *r)
+{
+	const struct prs_diff_side *b = &d->side[0], *a = &d->side[1];
+
+	snprintf(r->name, sizeof(r->name), "%s", f->h.name); /* cleaned UTF-8 that fits */
+	snprintf(r->file, sizeof(r->file), "%s", f->h.file);
+	r->kind = f->h.kind;
+	for (int k = 0; k < 2; k++) {
+		r->self_w[k] = f->self[k];
+		r->total_w[k] = f->total[k];
+	}
+	prs_change_of(&(struct prs_sampled){ f->self[0], b->weight, 1 / b->weight },
+		      &(struct prs_sampled){ f->self[1], a->weight, 1 / a->weight }, 0, &r->self_sh);
+	prs_change_of(&(struct prs_sampled){ f->total[0], b->weight, 1 / b->weight },
+		      &(struct prs_sampled){ f->total[1], a->weight, 1 / a->weight }, 0, &r->total_sh);
+	if (d->timed) {
+		prs_change_of(&(struct prs_sampled){ f->self[0], b->weight, b->period_s },
+			      &(struct prs_sampled){ f->self[1], a->weight, a->period_s }, d->run_noise,
+			      &r->self_s);
+		prs_change_of(&(struct prs_sampled){ f->total[0], b->weight, b->period_s },
+			      &(struct prs_sampled){ f->total[1], a->weight, a->period_s }, d->run_noise,
+			      &r->total_s);
+		r->significant = r->self_s.significant || r->total_s.significant;
+	} else {
+		r->significant = r->self_sh.significant || r->total_sh.significant;
+	}
+	r->status = status_of(d, r);
+}
+
+static int rows_of(struct prs_diff *d, const struct prs_profile *before,
+		   const struct prs_profile *after, struct prs_err *err)
+{
+	struct merge m = { .fns = NULL };
 	int rc;
 
-	*rows = NULL;
-	*nrows = 0;
-	memset(&c, 0, sizeof(c));
-	prs_strmap_init(&c.map);
-	prs_buf_init(&c.key);
-	c.use_files = has_files(before) && has_files(after);
-	if ((rc = count_profile(&c, before, view, 0, &nb, err)) ||
-	    (rc = count_profile(&c, after, view, 1, &na, err)))
+	prs_strmap_init(&m.map);
+	prs_buf_init(&m.key);
+	if ((rc = count_side(d, &m, before, 0, err)) || (rc = count_side(d, &m, after, 1, err)))
 		goto out;
-	if (!nb || !na) {
+	if (d->side[0].weight <= 0 || d->side[1].weight <= 0) {
 		rc = prs_err_set(err, -EINVAL, "diff: the %s profile has no samples in the %s view",
-				 nb ? "after" : "before", vname);
+				 d->side[0].weight > 0 ? "after" : "before",
+				 d->view == PRS_VIEW_WALL ? "wall" : "cpu");
 		goto out;
 	}
-	r = calloc(c.nfns ? c.nfns : 1, sizeof(*r));
-	if (!r) {
+	d->rows = calloc(m.n ? m.n : 1, sizeof(*d->rows));
+	if (!d->rows) {
 		rc = prs_err_set(err, -ENOMEM, "diff: out of memory");
 		goto out;
 	}
-	for (i = 0; i < c.nfns; i++) {
-		const struct fn *f = &c.fns[i];
-		struct prs_diff_row *row = &r[i];
-
-		/* hot spot names and files are UTF-8 already, and fit */
-		snprintf(row->name, sizeof(row->name), "%s", f->name);
-		snprintf(row->file, sizeof(row->file), "%s", f->file);
-		row->kind = f->kind;
-		row->self_before = (uint64_t)(f->self[0] + 0.5);
-		row->self_after = (uint64_t)(f->self[1] + 0.5);
-		row->total_before = (uint64_t)(f->total[0] + 0.5);
-		row->total_after = (uint64_t)(f->total[1] + 0.5);
-		row->self_pct_before = share(row->self_before, nb);
-		row->self_pct_after = share(row->self_after, na);
-		row->total_pct_before = share(row->total_before, nb);
-		row->total_pct_after = share(row->total_after, na);
-		row->self_delta_pt = row->self_pct_after - row->self_pct_before;
-		row->total_delta_pt = row->total_pct_after - row->total_pct_before;
-		row->self_sigma_pt = sigma_pt(row->self_before, nb, row->self_after, na);
-		row->total_sigma_pt = sigma_pt(row->total_before, nb, row->total_after, na);
-		row->significant = passes(row->self_delta_pt, row->self_sigma_pt) ||
-				   passes(row->total_delta_pt, row->total_sigma_pt);
+	for (size_t i = 0; i < m.n; i++) {
+		row_of(d, &m.fns[i], &d->rows[i]);
+		d->count[d->rows[i].status]++;
+		d->changed += d->rows[i].significant;
 	}
-	if (c.nfns)
-		qsort(r, c.nfns, sizeof(*r), row_cmp);
-	if (summary) {
-		memset(summary, 0, sizeof(*summary));
-		summary->samples_before = nb;
-		summary->samples_after = na;
-		summary->functions = c.nfns;
-		for (i = 0; i < c.nfns; i++) {
-			const struct prs_diff_row *row = &r[i];
-
-			if (!row->significant)
-				continue;
-			summary->significant++;
-			if (change_of(row)[0] == 'g')
-				summary->grew++;
-			else
-				summary->shrank++;
-		}
-		summary->ntop = c.nfns < PRS_DIFF_TOP ? c.nfns : PRS_DIFF_TOP;
-		memcpy(summary->top, r, summary->ntop * sizeof(*r));
-	}
-	*rows = r;
-	*nrows = c.nfns;
-	r = NULL;
-	rc = 0;
+	d->nrows = m.n;
+	if (m.n)
+		qsort_r(d->rows, m.n, sizeof(*d->rows), row_cmp, d);
 out:
-	for (i = 0; i < c.nfns; i++)
-		free(c.fns[i].key);
-	free(c.fns);
-	free(r);
-	prs_strmap_release(&c.map);
-	prs_buf_release(&c.key);
+	for (size_t i = 0; i < m.n; i++)
+		free(m.fns[i].key);
+	free(m.fns);
+	prs_strmap_release(&m.map);
+	prs_buf_release(&m.key);
 	return rc;
 }
 
-/* ---- output ---- */
-
-static const char *basename_of(const char *path)
+/* A side's facts: command, period, wall and CPU time, the verdict of a recording. */
+static void side_of(const struct prs_report_ctx *c, struct prs_diff_side *s)
 {
-	const char *b = strrchr(path, '/');
-
-	return b ? b + 1 : path;
-}
-
-static void md_row(FILE *f, const struct prs_diff_row *r)
-{
-	fputs("| ", f);
-	if (r->significant)
-		fputs("**", f);
-	prs_md_text(f, r->name);
-	if (r->significant)
-		fputs("**", f);
-	fputs(" | ", f);
-	prs_md_text(f, basename_of(r->file));
-	fprintf(f, " | %s | %.1f | %.1f | %+.1f ± %.1f | %.1f | %.1f | %+.1f ± %.1f | %s |\n",
-		prs_kind_name(r->kind), r->self_pct_before, r->self_pct_after, r->self_delta_pt,
-		r->self_sigma_pt, r->total_pct_before, r->total_pct_after, r->total_delta_pt,
-		r->total_sigma_pt, change_of(r));
-}
-
-static void md_profile_line(FILE *f, const char *which, const struct prs_profile *p, uint64_t n,
-			    struct prs_buf *scratch)
-{
-	const char *cmd = prs_profile_meta_get(p, "command");
-
-	fprintf(f, "- %s: %" PRIu64 " samples", which, n);
-	if (cmd) {
-		const char *t = prs_utf8_clean(cmd, strlen(cmd), scratch, NULL);
-
-		if (t) {
-			fputs(" of ", f);
-			prs_md_text(f, t);
-		}
-	}
-	fputc('\n', f);
-}
-
-static int write_md(FILE *f, const struct prs_profile *before, const struct prs_profile *after,
-		    enum prs_view view, const struct prs_diff_row *rows, size_t n,
-		    const struct prs_diff_summary *s)
-{
+	const struct prs_facts *f = c->facts;
 	struct prs_buf scratch;
-	size_t i, shown = 0;
-
-	prs_buf_init(&scratch);
-	fprintf(f, "# pyrsprof diff (%s view)\n\n", view == PRS_VIEW_WALL ? "wall" : "cpu");
-	md_profile_line(f, "before", before, s->samples_before, &scratch);
-	md_profile_line(f, "after", after, s->samples_after, &scratch);
-	prs_buf_release(&scratch);
-	fprintf(f, "\n%zu functions; %zu changed beyond noise (%zu grew, %zu shrank).\n\n",
-		s->functions, s->significant, s->grew, s->shrank);
-	fprintf(f, "Shares are percentages of each profile's samples in the view (self: the function "
-		"is the leaf; total: it is on the stack). Δ is after − before in percentage points, "
-		"± its binomial standard error σ. A change is significant (**bold**) when |Δ| > %g σ "
-		"and |Δ| > %g pt; samples of one thread are correlated, so σ is a lower bound on the "
-		"noise.\n\n", PRS_DIFF_SIGMAS, PRS_DIFF_MIN_PT);
-	fputs("| function | file | kind | self before % | self after % | Δ self pt | total before % "
-	      "| total after % | Δ total pt | change |\n", f);
-	fputs("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n", f);
-	/* the significant rows (in order), then the biggest other movers, MD_MAX_ROWS in all */
-	for (i = 0; i < n && shown < MD_MAX_ROWS; i++)
-		if (rows[i].significant) {
-			md_row(f, &rows[i]);
-			shown++;
-		}
-	for (i = 0; i < n && shown < MD_MAX_ROWS; i++)
-		if (!rows[i].significant) {
-			md_row(f, &rows[i]);
-			shown++;
-		}
-	if (shown < n)
-		fprintf(f, "\n%zu more functions (smaller changes) in diff.json.\n", n - shown);
-	return ferror(f) ? -EIO : 0;
-}
-
-static json_t *jstr(const char *s)
-{
-	/* rows hold cleaned UTF-8 already */
-	return json_string(s);
-}
-
-static json_t *profile_json(const struct prs_profile *p, uint64_t n)
-{
-	const char *cmd = prs_profile_meta_get(p, "command");
-	struct prs_buf scratch;
-	json_t *o = json_object();
 	const char *t;
-	size_t len;
+	bool timed = f->rate_hz > 0 || f->duration_s > 0;
 
 	prs_buf_init(&scratch);
-	if (o) {
-		json_object_set_new(o, "samples", json_integer((json_int_t)n));
-		if (cmd && (t = prs_utf8_clean(cmd, strlen(cmd), &scratch, &len)))
-			json_object_set_new(o, "command", json_stringn(t, len));
-	}
+	t = prs_utf8_clean(f->command, strlen(f->command), &scratch, NULL);
+	snprintf(s->command, sizeof(s->command), "%s", t ? t : "");
 	prs_buf_release(&scratch);
-	return o;
-}
-
-static int write_json(FILE *f, const struct prs_profile *before, const struct prs_profile *after,
-		      enum prs_view view, const struct prs_diff_row *rows, size_t n,
-		      const struct prs_diff_summary *s)
-{
-	json_t *root = json_object(), *fns = json_array(), *sum = json_object(), *thr = json_object();
-	size_t i;
-	int rc = -ENOMEM;
-
-	if (!root || json_object_set_new(root, "functions", fns) ||
-	    json_object_set_new(root, "summary", sum) || json_object_set_new(root, "threshold", thr))
-		goto out;
-	if (json_object_set_new(root, "about",
-				json_string("pyrsprof diff: shares are percent of each profile's samples "
-					    "in the view; deltas are after - before in percentage points; "
-					    "sigma is the binomial standard error of a delta; significant: "
-					    "|delta| > sigmas * sigma and |delta| > min_pt, for self or total")) ||
-	    json_object_set_new(root, "view", json_string(view == PRS_VIEW_WALL ? "wall" : "cpu")) ||
-	    json_object_set_new(root, "before", profile_json(before, s->samples_before)) ||
-	    json_object_set_new(root, "after", profile_json(after, s->samples_after)) ||
-	    json_object_set_new(thr, "sigmas", json_real(PRS_DIFF_SIGMAS)) ||
-	    json_object_set_new(thr, "min_pt", json_real(PRS_DIFF_MIN_PT)) ||
-	    json_object_set_new(sum, "functions", json_integer((json_int_t)s->functions)) ||
-	    json_object_set_new(sum, "significant", json_integer((json_int_t)s->significant)) ||
-	    json_object_set_new(sum, "grew", json_integer((json_int_t)s->grew)) ||
-	    json_object_set_new(sum, "shrank", json_integer((json_int_t)s->shrank)))
-		goto out;
-	for (i = 0; i < n; i++) {
-		const struct prs_diff_row *r = &rows[i];
-		json_t *o = json_object();
-
-		if (!o || json_array_append_new(fns, o) ||
-		    json_object_set_new(o, "name", jstr(r->name)) ||
-		    json_object_set_new(o, "file", jstr(r->file)) ||
-		    json_object_set_new(o, "kind", json_string(prs_kind_name(r->kind))) ||
-		    json_object_set_new(o, "self_before", json_integer((json_int_t)r->self_before)) ||
-		    json_object_set_new(o, "self_after", json_integer((json_int_t)r->self_after)) ||
-		    json_object_set_new(o, "total_before", json_integer((json_int_t)r->total_before)) ||
-		    json_object_set_new(o, "total_after", json_integer((json_int_t)r->total_after)) ||
-		    json_object_set_new(o, "self_pct_before", json_real(r->self_pct_before)) ||
-		    json_object_set_new(o, "self_pct_after", json_real(r->self_pct_after)) ||
-		    json_object_set_new(o, "self_delta_pt", json_real(r->self_delta_pt)) ||
-		    json_object_set_new(o, "self_sigma_pt", json_real(r->self_sigma_pt)) ||
-		    json_object_set_new(o, "total_pct_before", json_real(r->total_pct_before)) ||
-		    json_object_set_new(o, "total_pct_after", json_real(r->total_pct_after)) ||
-		    json_object_set_new(o, "total_delta_pt", json_real(r->total_delta_pt)) ||
-		    json_object_set_new(o, "total_sigma_pt", json_real(r->total_sigma_pt)) ||
-		    json_object_set_new(o, "significant", json_boolean(r->significant)))
-			goto out;
+	s->rate_hz = f->rate_hz;
+	s->period_s = timed ? f->tick_s : 0;
+	s->wall_known = timed && prs_phase1_measure(c, "wall", &s->wall_s);
+	s->cpu_known = timed && prs_phase1_measure(c, "cpu", &s->cpu_s);
+	s->cpu_kernel = f->have_proc;
+	s->have_verdict = timed && c->verdict->have;
+	if (s->have_verdict) {
+		snprintf(s->verdict_id, sizeof(s->verdict_id), "%s",
+			 prs_rule_def(c->verdict->primary.rule)->id);
+		snprintf(s->verdict, sizeof(s->verdict), "%s", c->verdict->primary.label);
+		snprintf(s->lever, sizeof(s->lever), "%s", c->verdict->lever);
+		s->confidence = c->verdict->primary.confidence;
 	}
-	rc = json_dumpf(root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(6)) == 0 &&
-	     fputc('\n', f) != EOF ? 0 : -EIO;
-out:
-	json_decref(root);
-	return rc;
 }
 
-/* What one report file needs: the writers below take it through prs_write_atomic. */
-struct diff_out {
-	int (*fn)(FILE *f, const struct prs_profile *before, const struct prs_profile *after,
-		  enum prs_view view, const struct prs_diff_row *rows, size_t n,
-		  const struct prs_diff_summary *s);
-	const struct prs_profile *before, *after;
-	enum prs_view view;
-	const struct prs_diff_row *rows;
-	size_t n;
-	const struct prs_diff_summary *s;
+/* The whole program's change in one measure (wall or CPU seconds): run noise only. */
+static void total_of(const struct prs_diff *d, bool kb, double b, bool ka, double a,
+		     struct prs_diff_total *t)
+{
+	t->known = kb && ka;
+	if (!t->known)
+		return;
+	prs_change_of(&(struct prs_sampled){ 1, 1, b }, &(struct prs_sampled){ 1, 1, a }, d->run_noise,
+		      &t->c);
+	t->speedup = a > 0 ? b / a : 0;
+}
+
+struct side_facts {
+	struct prs_facts facts;
+	struct prs_verdict verdict;
+	struct prs_phase_inputs inputs;
+	struct prs_report_ctx c;
+	bool built;
 };
 
-static int write_out(FILE *f, void *arg)
+static int facts_of(const struct prs_profile *p, struct side_facts *s, struct prs_err *err)
 {
-	const struct diff_out *o = arg;
+	int rc = prs_facts_build(p, &s->facts, err);
 
-	return o->fn(f, o->before, o->after, o->view, o->rows, o->n, o->s);
+	if (rc)
+		return rc;
+	s->built = true;
+	prs_classify(&s->facts, &s->verdict);
+	prs_phase_inputs_from_meta(p, &s->inputs);
+	s->c = (struct prs_report_ctx){ p, &s->facts, &s->verdict, &s->inputs };
+	return 0;
 }
 
-int prs_diff_write(const struct prs_profile *before, const struct prs_profile *after,
-		   enum prs_view view, const char *dir, struct prs_diff_summary *summary,
-		   struct prs_err *err)
+int prs_diff_compute(const struct prs_profile *before, const struct prs_profile *after,
+		     const struct prs_diff_opts *o, struct prs_diff **out, struct prs_err *err)
 {
-	struct prs_diff_summary s;
-	struct prs_diff_row *rows = NULL;
-	size_t n = 0;
+	struct side_facts sf[2];
+	struct prs_diff *d = calloc(1, sizeof(*d));
 	int rc;
 
-	if ((rc = prs_diff_compute(before, after, view, &rows, &n, &s, err)))
-		return rc;
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-		int e = errno;
-
-		rc = prs_err_set(err, -e, "%s: %s", dir, strerror(e));
+	*out = NULL;
+	memset(sf, 0, sizeof(sf));
+	if (!d)
+		return prs_err_set(err, -ENOMEM, "diff: out of memory");
+	d->view = o->view;
+	d->run_noise = o->run_noise >= 0 ? o->run_noise : PRS_CHANGE_RUN_NOISE;
+	if ((rc = facts_of(before, &sf[0], err)) || (rc = facts_of(after, &sf[1], err)))
 		goto out;
-	}
-	struct diff_out md = { write_md, before, after, view, rows, n, &s };
-	struct diff_out js = { write_json, before, after, view, rows, n, &s };
-
-	if ((rc = prs_write_atomic(dir, "diff.md", write_out, &md, err)) ||
-	    (rc = prs_write_atomic(dir, "diff.json", write_out, &js, err)))
+	for (int k = 0; k < 2; k++)
+		side_of(&sf[k].c, &d->side[k]);
+	d->timed = d->side[0].period_s > 0 && d->side[1].period_s > 0;
+	if ((rc = prs_diff_match_new(before, after, &d->match, err)) || (rc = rows_of(d, before, after, err)))
 		goto out;
-	if (summary)
-		*summary = s;
+	total_of(d, d->side[0].wall_known, d->side[0].wall_s, d->side[1].wall_known,
+		 d->side[1].wall_s, &d->wall);
+	total_of(d, d->side[0].cpu_known, d->side[0].cpu_s, d->side[1].cpu_known, d->side[1].cpu_s,
+		 &d->cpu);
+	d->verdict_changed = d->side[0].have_verdict && d->side[1].have_verdict &&
+			     strcmp(d->side[0].verdict, d->side[1].verdict) != 0;
+	if ((rc = prs_phase4_top(&sf[1].c, &d->next, err)))
+		goto out;
+	d->have_next = d->next.n > 0 && d->next.total > 0;
 out:
-	free(rows);
+	for (int k = 0; k < 2; k++)
+		if (sf[k].built)
+			prs_facts_release(&sf[k].facts);
+	if (rc)
+		prs_diff_free(d);
+	else
+		*out = d;
 	return rc;
+}
+
+void prs_diff_free(struct prs_diff *d)
+{
+	if (!d)
+		return;
+	prs_diff_match_free(d->match);
+	free(d->rows);
+	free(d);
+}
+
+void prs_diff_view_opts(struct prs_diff *d, int side, struct prs_view_opts *o)
+{
+	prs_diff_match_opts(d->match, side, o);
 }

@@ -165,6 +165,12 @@ static int row_cmp(const void *a, const void *b)
 int prs_hotspots(const struct prs_profile *p, enum prs_view view, unsigned flags,
 		 struct prs_hotspot **rows, size_t *n, double *total, struct prs_err *err)
 {
+	return prs_hotspots_view(p, &(struct prs_view_opts){ .view = view }, flags, rows, n, total, err);
+}
+
+int prs_hotspots_view(const struct prs_profile *p, const struct prs_view_opts *o, unsigned flags,
+		      struct prs_hotspot **rows, size_t *n, double *total, struct prs_err *err)
+{
 	const struct prs_view_stack *st;
 	struct hctx c;
 	size_t nst, i;
@@ -179,7 +185,7 @@ int prs_hotspots(const struct prs_profile *p, enum prs_view view, unsigned flags
 	prs_strmap_init(&c.map);
 	prs_buf_init(&c.key);
 	prs_buf_init(&c.scratch);
-	if ((rc = prs_view_new(p, &(struct prs_view_opts){ .view = view }, &c.v, err)))
+	if ((rc = prs_view_new(p, o, &c.v, err)))
 		goto out;
 	st = prs_view_stacks(c.v, &nst);
 	c.frame_spot = calloc(prs_view_nframes(c.v), sizeof(*c.frame_spot));

@@ -187,10 +187,10 @@ static int write_md(FILE *f, void *arg)
 	return ferror(f) ? -EIO : 0;
 }
 
-static void stop_hint(struct p4 *x)
+/* The stop hint of the CPU view's function table t (by self, sorted) into x->stop. */
+static void stop_hint(struct p4 *x, const struct table *t)
 {
 	const struct prs_report_ctx *c = x->c;
-	const struct table *t = &x->v[0].fn;
 	double m;
 
 	if (c->inputs->have_target && prs_phase1_measure(c, c->inputs->target.metric, &m) &&
@@ -212,6 +212,34 @@ static void stop_hint(struct p4 *x)
 	}
 }
 
+/* The summary's part of the report: the first hot spots of t (CPU, by self) and the stop hint. */
+static void fill_top(const struct p4 *x, const struct table *t, struct prs_phase4_top *top)
+{
+	memset(top, 0, sizeof(*top));
+	top->total = t->total;
+	for (size_t i = 0; i < t->n && top->n < 5 && t->rows[i].self > 0; i++)
+		top->rows[top->n++] = t->rows[i];
+	snprintf(top->stop_hint, sizeof(top->stop_hint), "%s", x->stop);
+	top->stop_reason = x->stop[0] ? x->stop_reason : NULL;
+	top->stop_share = x->stop_share;
+}
+
+int prs_phase4_top(const struct prs_report_ctx *c, struct prs_phase4_top *top, struct prs_err *err)
+{
+	struct p4 x;
+	struct table t = { NULL, 0, 0 };
+	int rc = prs_hotspots(c->p, PRS_VIEW_CPU, 0, &t.rows, &t.n, &t.total, err);
+
+	if (rc)
+		return rc;
+	memset(&x, 0, sizeof(x));
+	x.c = c;
+	stop_hint(&x, &t);
+	fill_top(&x, &t, top);
+	free(t.rows);
+	return 0;
+}
+
 int prs_phase4_write(const struct prs_report_ctx *c, const char *dir, struct prs_phase4_top *top,
 		     struct prs_err *err)
 {
@@ -229,18 +257,13 @@ int prs_phase4_write(const struct prs_report_ctx *c, const char *dir, struct prs
 					  &x.v[v].line.total, err);
 	}
 	if (!rc) {
-		stop_hint(&x);
+		stop_hint(&x, &x.v[0].fn);
 		rc = prs_write_atomic(dir, "phase4.md", write_md, &x, err);
 	}
 	if (!rc)
 		rc = prs_write_atomic(dir, "phase4.json", write_json, &x, err);
-	if (!rc && top) {
-		memset(top, 0, sizeof(*top));
-		top->total = x.v[0].fn.total;
-		for (size_t i = 0; i < x.v[0].fn.n && top->n < 5 && x.v[0].fn.rows[i].self > 0; i++)
-			top->rows[top->n++] = x.v[0].fn.rows[i];
-		snprintf(top->stop_hint, sizeof(top->stop_hint), "%s", x.stop);
-	}
+	if (!rc && top)
+		fill_top(&x, &x.v[0].fn, top);
 	for (int v = 0; v < 2; v++) {
 		free(x.v[v].fn.rows);
 		free(x.v[v].line.rows);

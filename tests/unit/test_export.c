@@ -579,19 +579,27 @@ static struct prs_profile *folded(const char *text)
 	return p;
 }
 
-static const struct prs_diff_row *find_row(const struct prs_diff_row *rows, size_t n,
-					   const char *name)
+static const struct prs_diff_row *find_row(const struct prs_diff *d, const char *name)
 {
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (strcmp(rows[i].name, name) == 0)
-			return &rows[i];
+	for (size_t i = 0; i < d->nrows; i++)
+		if (strcmp(d->rows[i].name, name) == 0)
+			return &d->rows[i];
 	cr_assert_fail("no row %s", name);
 	return NULL;
 }
 
-/* sigma of the difference of shares kb/nb and ka/na, in points (diff.h's formula) */
+static struct prs_diff *compute(const struct prs_profile *b, const struct prs_profile *a,
+				enum prs_view view)
+{
+	struct prs_diff *d = NULL;
+	struct prs_err err = { 0 };
+
+	cr_assert_eq(prs_diff_compute(b, a, &(struct prs_diff_opts){ .view = view, .run_noise = -1 },
+				      &d, &err), 0, "%s", err.msg);
+	return d;
+}
+
+/* sigma of the difference of shares kb/nb and ka/na, in points (change.h's sampling term) */
 static double expect_sigma(double kb, double nb, double ka, double na)
 {
 	double pb = kb / nb, pa = ka / na;
@@ -602,41 +610,36 @@ static double expect_sigma(double kb, double nb, double ka, double na)
 Test(diff, swapped_shares_are_significant)
 {
 	struct prs_profile *b = folded("a;b 70\na;c 30\n"), *a = folded("a;b 30\na;c 70\n");
-	struct prs_diff_row *rows;
-	struct prs_diff_summary s;
-	struct prs_err err;
+	struct prs_diff *d = compute(b, a, PRS_VIEW_CPU);
 	const struct prs_diff_row *r;
-	size_t n;
 
-	cr_assert_eq(prs_diff_compute(b, a, PRS_VIEW_CPU, &rows, &n, &s, &err), 0, "%s", err.msg);
-	cr_assert_eq(n, 3);
-	r = find_row(rows, n, "b");
-	cr_assert_float_eq(r->self_delta_pt, -40, 1e-9);
-	cr_assert_float_eq(r->total_delta_pt, -40, 1e-9);
-	cr_assert_float_eq(r->self_sigma_pt, expect_sigma(70, 100, 30, 100), 1e-9);
+	cr_assert_not(d->timed); /* folded stacks have no times */
+	cr_assert_eq(d->nrows, 3);
+	r = find_row(d, "b");
+	cr_assert_float_eq(100 * r->self_sh.delta, -40, 1e-9);
+	cr_assert_float_eq(100 * r->total_sh.delta, -40, 1e-9);
+	cr_assert_float_eq(100 * r->self_sh.sigma, expect_sigma(70, 100, 30, 100), 1e-9);
 	cr_assert(r->significant);
-	r = find_row(rows, n, "c");
-	cr_assert_float_eq(r->self_pct_before, 30, 1e-9);
-	cr_assert_float_eq(r->self_pct_after, 70, 1e-9);
-	cr_assert_float_eq(r->total_delta_pt, 40, 1e-9);
+	cr_assert_eq(r->status, PRS_DIFF_SHRANK);
+	r = find_row(d, "c");
+	cr_assert_float_eq(r->self_sh.before, 0.3, 1e-9);
+	cr_assert_float_eq(r->self_sh.after, 0.7, 1e-9);
 	cr_assert(r->significant);
-	r = find_row(rows, n, "a");
-	cr_assert_float_eq(r->total_pct_before, 100, 1e-9);
-	cr_assert_float_eq(r->total_delta_pt, 0, 1e-9);
-	cr_assert_float_eq(r->self_pct_after, 0, 1e-9);
+	cr_assert_eq(r->status, PRS_DIFF_GREW);
+	r = find_row(d, "a");
+	cr_assert_float_eq(r->total_sh.before, 1, 1e-9);
+	cr_assert_float_eq(r->total_sh.delta, 0, 1e-9);
+	cr_assert_float_eq(r->self_sh.after, 0, 1e-9);
 	cr_assert_not(r->significant);
-	/* sorted by the size of the move: b and c (40 pt) before a (0) */
-	cr_assert_str_neq(rows[0].name, "a");
-	cr_assert_str_neq(rows[1].name, "a");
-	cr_assert_str_eq(rows[2].name, "a");
-	cr_assert_eq(s.samples_before, 100);
-	cr_assert_eq(s.samples_after, 100);
-	cr_assert_eq(s.functions, 3);
-	cr_assert_eq(s.significant, 2);
-	cr_assert_eq(s.grew, 1);
-	cr_assert_eq(s.shrank, 1);
-	cr_assert_eq(s.ntop, 3);
-	free(rows);
+	/* the changes first, by their size: b and c before a */
+	cr_assert_str_eq(d->rows[2].name, "a");
+	cr_assert_eq(d->side[0].weight, 100);
+	cr_assert_eq(d->side[1].weight, 100);
+	cr_assert_eq(d->changed, 2);
+	cr_assert_eq(d->count[PRS_DIFF_GREW], 1);
+	cr_assert_eq(d->count[PRS_DIFF_SHRANK], 1);
+	cr_assert_eq(d->count[PRS_DIFF_UNCHANGED], 1);
+	prs_diff_free(d);
 	prs_profile_free(a);
 	prs_profile_free(b);
 }
@@ -644,20 +647,16 @@ Test(diff, swapped_shares_are_significant)
 Test(diff, identical_profiles_have_no_significant_change)
 {
 	struct prs_profile *b = folded("a;b 70\na;c 30\nx;y;z 5\n"), *a = folded("a;b 70\na;c 30\nx;y;z 5\n");
-	struct prs_diff_row *rows;
-	struct prs_diff_summary s;
-	struct prs_err err;
-	size_t n, i;
+	struct prs_diff *d = compute(b, a, PRS_VIEW_CPU);
 
-	cr_assert_eq(prs_diff_compute(b, a, PRS_VIEW_CPU, &rows, &n, &s, &err), 0);
-	cr_assert_eq(n, 6);
-	for (i = 0; i < n; i++) {
-		cr_assert_float_eq(rows[i].self_delta_pt, 0, 1e-12);
-		cr_assert_float_eq(rows[i].total_delta_pt, 0, 1e-12);
-		cr_assert_not(rows[i].significant);
+	cr_assert_eq(d->nrows, 6);
+	for (size_t i = 0; i < d->nrows; i++) {
+		cr_assert_float_eq(d->rows[i].self_sh.delta, 0, 1e-12);
+		cr_assert_float_eq(d->rows[i].total_sh.delta, 0, 1e-12);
+		cr_assert_not(d->rows[i].significant);
 	}
-	cr_assert_eq(s.significant, 0);
-	free(rows);
+	cr_assert_eq(d->changed, 0);
+	prs_diff_free(d);
 	prs_profile_free(a);
 	prs_profile_free(b);
 }
@@ -668,24 +667,20 @@ Test(diff, small_changes_are_within_noise_and_shares_normalize)
 	 * after profile has 10x the samples and the same shares, so nothing moves. */
 	struct prs_profile *b = folded("m;f 51\nm;g 49\n"), *a = folded("m;f 49\nm;g 51\n");
 	struct prs_profile *big = folded("m;f 510\nm;g 490\n");
-	struct prs_diff_row *rows;
-	struct prs_diff_summary s;
-	struct prs_err err;
+	struct prs_diff *d = compute(b, a, PRS_VIEW_CPU);
 	const struct prs_diff_row *r;
-	size_t n;
 
-	cr_assert_eq(prs_diff_compute(b, a, PRS_VIEW_CPU, &rows, &n, &s, &err), 0);
-	r = find_row(rows, n, "f");
-	cr_assert_float_eq(r->self_delta_pt, -2, 1e-9);
+	r = find_row(d, "f");
+	cr_assert_float_eq(100 * r->self_sh.delta, -2, 1e-9);
 	cr_assert_not(r->significant);
-	cr_assert_eq(s.significant, 0);
-	free(rows);
-	cr_assert_eq(prs_diff_compute(b, big, PRS_VIEW_CPU, &rows, &n, &s, &err), 0);
-	r = find_row(rows, n, "f");
-	cr_assert_float_eq(r->self_delta_pt, 0, 1e-9);
-	cr_assert_eq(r->self_after, 510);
-	cr_assert_eq(s.significant, 0);
-	free(rows);
+	cr_assert_eq(d->changed, 0);
+	prs_diff_free(d);
+	d = compute(b, big, PRS_VIEW_CPU);
+	r = find_row(d, "f");
+	cr_assert_float_eq(r->self_sh.delta, 0, 1e-9);
+	cr_assert_eq(r->self_w[1], 510);
+	cr_assert_eq(d->changed, 0);
+	prs_diff_free(d);
 	prs_profile_free(a);
 	prs_profile_free(b);
 	prs_profile_free(big);
@@ -695,30 +690,27 @@ Test(diff, recursion_counts_once_per_sample_and_wall_leaves_are_functions)
 {
 	struct built bb = build("w");
 	struct prs_profile *rec = folded("r;r;r;x 4\n");
-	struct prs_diff_row *rows;
-	struct prs_diff_summary s;
-	struct prs_err err;
+	struct prs_diff *d = compute(rec, rec, PRS_VIEW_CPU);
 	const struct prs_diff_row *r;
-	size_t n;
 
-	cr_assert_eq(prs_diff_compute(rec, rec, PRS_VIEW_CPU, &rows, &n, &s, &err), 0);
-	r = find_row(rows, n, "r");
-	cr_assert_eq(r->total_before, 4); /* not 12 */
-	cr_assert_float_eq(r->total_pct_before, 100, 1e-9);
-	free(rows);
+	r = find_row(d, "r");
+	cr_assert_eq(r->total_w[0], 4); /* not 12 */
+	cr_assert_float_eq(r->total_sh.before, 1, 1e-9);
+	prs_diff_free(d);
 	/* wall view of the built profile: 9 samples, [read] is the leaf of 1 */
-	cr_assert_eq(prs_diff_compute(bb.p, bb.p, PRS_VIEW_WALL, &rows, &n, &s, &err), 0);
-	cr_assert_eq(s.samples_before, 9);
-	r = find_row(rows, n, "[read]");
-	cr_assert_eq(r->self_before, 1);
+	d = compute(bb.p, bb.p, PRS_VIEW_WALL);
+	cr_assert_eq(d->side[0].weight, 9);
+	cr_assert(d->timed);
+	r = find_row(d, "[read]");
+	cr_assert_eq(r->self_w[0], 1);
 	cr_assert_eq(r->kind, PRS_KIND_OFF_IO);
-	r = find_row(rows, n, "work");
-	cr_assert_eq(r->total_before, 5);
-	cr_assert_eq(r->self_before, 2);
+	r = find_row(d, "work");
+	cr_assert_eq(r->total_w[0], 5);
+	cr_assert_eq(r->self_w[0], 2);
 	cr_assert_str_eq(r->file, "job.py");
-	r = find_row(rows, n, "helper"); /* an inlined function is a function of its own */
-	cr_assert_eq(r->total_before, 5);
-	free(rows);
+	r = find_row(d, "helper"); /* an inlined function is a function of its own */
+	cr_assert_eq(r->total_w[0], 5);
+	prs_diff_free(d);
 	prs_profile_free(rec);
 	prs_profile_free(bb.p);
 }
@@ -726,11 +718,12 @@ Test(diff, recursion_counts_once_per_sample_and_wall_leaves_are_functions)
 Test(diff, a_view_without_samples_is_an_error)
 {
 	struct prs_profile *b = folded("a 1\n"), *e = prs_profile_new();
-	struct prs_diff_row *rows;
+	struct prs_diff *d = NULL;
 	struct prs_err err;
-	size_t n;
 
-	cr_assert_eq(prs_diff_compute(b, e, PRS_VIEW_CPU, &rows, &n, NULL, &err), -EINVAL);
+	cr_assert_eq(prs_diff_compute(b, e, &(struct prs_diff_opts){ .view = PRS_VIEW_CPU, .run_noise = -1 },
+				      &d, &err), -EINVAL);
+	cr_assert_null(d);
 	cr_assert(strstr(err.msg, "after"), "%s", err.msg);
 	prs_profile_free(b);
 	prs_profile_free(e);
@@ -739,11 +732,11 @@ Test(diff, a_view_without_samples_is_an_error)
 Test(diff, writes_markdown_and_json_atomically)
 {
 	struct prs_profile *b = folded("a;b 70\na;c|x 30\n"), *a = folded("a;b 30\na;c|x 70\n");
+	struct prs_diff *dd = compute(b, a, PRS_VIEW_CPU);
 	char dir[] = "/tmp/prs-diff-XXXXXX", path[512];
-	struct prs_diff_summary s;
 	struct prs_err err;
 	json_error_t je;
-	json_t *j, *fns;
+	json_t *j;
 	FILE *f;
 	char line[1024];
 	bool row_c = false;
@@ -752,25 +745,23 @@ Test(diff, writes_markdown_and_json_atomically)
 	size_t nfiles = 0;
 
 	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/out", dir);
-	cr_assert_eq(prs_diff_write(b, a, PRS_VIEW_CPU, path, &s, &err), 0, "%s", err.msg);
-	cr_assert_eq(s.significant, 2);
-	snprintf(path, sizeof(path), "%s/out/diff.json", dir);
+	cr_assert_eq(prs_diff_write(dd, dir, &err), 0, "%s", err.msg);
+	snprintf(path, sizeof(path), "%s/diff.json", dir);
 	j = json_load_file(path, 0, &je);
 	cr_assert_not_null(j, "%s", je.text);
 	cr_assert_str_eq(json_string_value(json_object_get(j, "view")), "cpu");
-	cr_assert_eq(json_integer_value(json_object_get(json_object_get(j, "summary"), "significant")), 2);
-	fns = json_object_get(j, "functions");
-	cr_assert_eq(json_array_size(fns), 3);
-	cr_assert_float_eq(json_number_value(json_object_get(json_array_get(fns, 2), "total_delta_pt")),
-			   0, 1e-9);
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(j, "summary"), "changed")), 2);
+	cr_assert_eq(json_array_size(json_object_get(j, "changes")), 2);
+	cr_assert_eq(json_array_size(json_object_get(j, "noise")), 1);
+	cr_assert_float_eq(json_number_value(json_object_get(json_object_get(json_array_get(
+				   json_object_get(j, "noise"), 0), "total"), "delta_share")), 0, 1e-9);
 	json_decref(j);
-	snprintf(path, sizeof(path), "%s/out/diff.md", dir);
+	snprintf(path, sizeof(path), "%s/diff.md", dir);
 	f = fopen(path, "r");
 	cr_assert_not_null(f);
 	while (fgets(line, sizeof(line), f))
 		/* the '|' of the name is escaped, so the row keeps its 10 cells */
-		if (strstr(line, "c\\|x")) {
+		if (line[0] == '|' && strstr(line, "c\\|x")) {
 			size_t cells = 0;
 			char *c;
 
@@ -784,22 +775,20 @@ Test(diff, writes_markdown_and_json_atomically)
 	fclose(f);
 	cr_assert(row_c);
 	/* nothing but the two files: the temporaries were renamed */
-	snprintf(path, sizeof(path), "%s/out", dir);
-	d = opendir(path);
+	d = opendir(dir);
 	while ((de = readdir(d)))
 		if (de->d_name[0] != '.' || (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")))
 			nfiles++;
 	closedir(d);
 	cr_assert_eq(nfiles, 2);
-	snprintf(path, sizeof(path), "%s/out/diff.md", dir);
+	snprintf(path, sizeof(path), "%s/diff.md", dir);
 	unlink(path);
-	snprintf(path, sizeof(path), "%s/out/diff.json", dir);
+	snprintf(path, sizeof(path), "%s/diff.json", dir);
 	unlink(path);
-	snprintf(path, sizeof(path), "%s/out", dir);
-	rmdir(path);
 	rmdir(dir);
 	/* an unwritable place fails with the errno */
-	cr_assert_lt(prs_diff_write(b, a, PRS_VIEW_CPU, "/proc/no/such/dir", &s, &err), 0);
+	cr_assert_lt(prs_diff_write(dd, "/proc/no/such/dir", &err), 0);
+	prs_diff_free(dd);
 	prs_profile_free(a);
 	prs_profile_free(b);
 }
@@ -810,25 +799,25 @@ Test(diff, a_recording_matches_its_folded_export)
 	struct built b = build("w");
 	struct prs_err err = { 0 };
 	char *text = NULL;
-	size_t len = 0, n, i;
+	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 	struct prs_profile *fp;
-	struct prs_diff_row *rows;
-	struct prs_diff_summary s;
+	struct prs_diff *d;
 
 	cr_assert_eq(prs_export_folded(b.p, &(struct prs_view_opts){ .view = PRS_VIEW_WALL }, f, &err), 0);
 	fclose(f);
 	fp = folded(text);
-	cr_assert_eq(prs_diff_compute(b.p, fp, PRS_VIEW_WALL, &rows, &n, &s, &err), 0, "%s", err.msg);
-	cr_assert_eq(s.samples_before, s.samples_after);
-	cr_assert_eq(n, 7); /* main helper work hot app+0x2000 [empty stack] [read] */
-	for (i = 0; i < n; i++) {
-		cr_assert_float_eq(rows[i].total_delta_pt, 0, 1e-9, "%s", rows[i].name);
-		cr_assert_float_eq(rows[i].self_delta_pt, 0, 1e-9, "%s", rows[i].name);
+	d = compute(b.p, fp, PRS_VIEW_WALL);
+	cr_assert(prs_diff_match_by_name(d->match));
+	cr_assert_not(d->timed);
+	cr_assert_eq(d->side[0].weight, d->side[1].weight);
+	cr_assert_eq(d->nrows, 7); /* main helper work hot app+0x2000 [empty stack] [read] */
+	for (size_t i = 0; i < d->nrows; i++) {
+		cr_assert_float_eq(d->rows[i].total_sh.delta, 0, 1e-9, "%s", d->rows[i].name);
+		cr_assert_float_eq(d->rows[i].self_sh.delta, 0, 1e-9, "%s", d->rows[i].name);
 	}
-	cr_assert_str_eq(find_row(rows, n, "work")->file, "job.py");
-	cr_assert_eq(find_row(rows, n, "work")->kind, PRS_KIND_PYTHON);
-	free(rows);
+	cr_assert_eq(find_row(d, "work")->kind, PRS_KIND_PYTHON);
+	prs_diff_free(d);
 	free(text);
 	prs_profile_free(fp);
 	prs_profile_free(b.p);
@@ -1011,23 +1000,20 @@ Test(export_speedscope, a_profile_per_process_and_thread)
 Test(diff, processes_are_not_functions)
 {
 	struct prs_profile *p = load_tree();
-	struct prs_diff_row *rows;
-	size_t n, i;
-	struct prs_err err;
+	struct prs_diff *d = compute(p, p, PRS_VIEW_WALL);
 	bool gil = false;
 
-	cr_assert_eq(prs_diff_compute(p, p, PRS_VIEW_WALL, &rows, &n, NULL, &err), 0, "%s", err.msg);
-	cr_assert_eq(n, 8, "sh_main main wait work PyEval [wait4] [read] [waiting for the GIL]");
-	for (i = 0; i < n; i++) {
-		cr_assert_null(strstr(rows[i].name, "pool.py"), "%s", rows[i].name);
-		cr_assert_null(strstr(rows[i].name, "thread "), "%s", rows[i].name);
-		if (strcmp(rows[i].name, "[waiting for the GIL]") == 0) {
+	cr_assert_eq(d->nrows, 8, "sh_main main wait work PyEval [wait4] [read] [waiting for the GIL]");
+	for (size_t i = 0; i < d->nrows; i++) {
+		cr_assert_null(strstr(d->rows[i].name, "pool.py"), "%s", d->rows[i].name);
+		cr_assert_null(strstr(d->rows[i].name, "thread "), "%s", d->rows[i].name);
+		if (strcmp(d->rows[i].name, "[waiting for the GIL]") == 0) {
 			gil = true;
-			cr_assert_eq(rows[i].kind, PRS_KIND_OFF_GIL);
-			cr_assert_eq(rows[i].self_after, 10);
+			cr_assert_eq(d->rows[i].kind, PRS_KIND_OFF_GIL);
+			cr_assert_eq(d->rows[i].self_w[1], 10);
 		}
 	}
 	cr_assert(gil);
-	free(rows);
+	prs_diff_free(d);
 	prs_profile_free(p);
 }

@@ -176,7 +176,7 @@ Test(fg_speed, from_profile_counts_in_one_pass)
 	cr_assert_eq(fg->nodes[path_node(fg, "main", "b", NULL)].total[0], 8);
 
 	/* differential: the before counts go to total[1] only */
-	cr_assert_eq(prs_fg_diff_from_profiles(diff, p, p, &(struct prs_view_opts){ .view = PRS_VIEW_CPU }, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_fg_diff_from_profiles(diff, p, &(struct prs_view_opts){ .view = PRS_VIEW_CPU }, p, &(struct prs_view_opts){ .view = PRS_VIEW_CPU }, &err), 0, "%s", err.msg);
 	cr_assert_eq(prs_fg_total(diff), 16);
 	cr_assert_eq(prs_fg_total_before(diff), 16);
 	cr_assert_eq(diff->nodes[path_node(diff, "main", "a", "x")].total[1], 3);

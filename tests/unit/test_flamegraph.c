@@ -409,35 +409,82 @@ Test(flamegraph, differential_colors_and_counts)
 {
 	struct prs_fg *fg = prs_fg_new();
 	struct prs_fg_frame grew[] = { { "main" }, { "grew" } }, shrank[] = { { "main" }, { "shrank" } },
-			    same[] = { { "main" }, { "same" } };
+			    same[] = { { "main" }, { "same" } }, gone[] = { { "main" }, { "gone" } };
 	struct prs_fg_opts o;
 	struct box b[8];
 	char *svg;
 	size_t n;
-	const struct box *g, *s, *u;
+	const struct box *g, *s, *u, *r, *m;
 
-	/* before: 100 samples (grew 10%, shrank 50%, same 40%); after: 200 (grew 40%, shrank 20%, same 40%) */
+	/* before: 100 samples (grew 10%, shrank 40%, same 40%, gone 10%);
+	 * after: 200 (grew 40%, shrank 20%, same 40%) */
 	cr_assert_eq(prs_fg_add2(fg, grew, 2, 10, 80), 0);
-	cr_assert_eq(prs_fg_add2(fg, shrank, 2, 50, 40), 0);
+	cr_assert_eq(prs_fg_add2(fg, shrank, 2, 40, 40), 0);
 	cr_assert_eq(prs_fg_add2(fg, same, 2, 40, 80), 0);
+	cr_assert_eq(prs_fg_add2(fg, gone, 2, 10, 0), 0);
 	cr_assert_eq(prs_fg_total(fg), 200);
 	cr_assert_eq(prs_fg_total_before(fg), 100);
 	prs_fg_opts_init(&o);
-	o.diff = true;
+	o.diff = true; /* no periods: the sides compare as shares */
 	svg = render(fg, &o);
 	n = boxes(svg, b, 8);
 	g = find(b, n, "grew", 2);
 	s = find(b, n, "shrank", 2);
 	u = find(b, n, "same", 2);
-	cr_assert(g && s && u);
+	r = find(b, n, "gone", 2);
+	m = find(b, n, "main", 1);
+	cr_assert(g && s && u && r && m);
 	cr_assert_eq(g->b, 10);
-	cr_assert_eq(g->c, 80);
-	/* red grew, blue shrank, near-white for no change in share (normalized to the totals) */
+	/* widths: share before + share after, so the removed frame is drawn as wide as its 10 % */
+	cr_assert_float_eq(g->rw / m->rw, (0.1 + 0.4) / 2, 1e-3);
+	cr_assert_float_eq(s->rw / m->rw, (0.4 + 0.2) / 2, 1e-3);
+	cr_assert_float_eq(r->rw / m->rw, (0.1 + 0) / 2, 1e-3);
+	/* red grew, blue shrank, grey within noise (normalized to the totals); removed: full blue */
 	cr_assert(g->r == 255 && g->g < 200 && g->bl < 200, "grew rgb(%d,%d,%d)", g->r, g->g, g->bl);
 	cr_assert(s->bl == 255 && s->r < 200, "shrank rgb(%d,%d,%d)", s->r, s->g, s->bl);
-	cr_assert(u->r > 230 && u->g > 230 && u->bl > 230, "same rgb(%d,%d,%d)", u->r, u->g, u->bl);
-	cr_assert(strstr(g->title, "change: +30.00 points"), "%s", g->title);
-	cr_assert(strstr(s->title, "change: -30.00 points"), "%s", s->title);
+	cr_assert(u->r == 224 && u->g == 224 && u->bl == 224, "same rgb(%d,%d,%d)", u->r, u->g, u->bl);
+	cr_assert(r->bl == 255 && r->r == 90, "gone rgb(%d,%d,%d)", r->r, r->g, r->bl);
+	cr_assert(strstr(g->title, "change: +30.00%"), "%s", g->title);
+	cr_assert(strstr(s->title, "change: -20.00%"), "%s", s->title);
+	cr_assert(strstr(u->title, "within noise"), "%s", u->title);
+	cr_assert(strstr(r->title, "removed: only before"), "%s", r->title);
+	cr_assert(strstr(svg, "data-s=\"removed\""));
+	free(svg);
+	prs_fg_free(fg);
+}
+
+/* Timed sides: widths are before + after seconds, so a 10 ms sample weighs 10 times a 1 ms one,
+ * and the same seconds at two rates are no change. */
+Test(flamegraph, differential_widths_in_seconds)
+{
+	struct prs_fg *fg = prs_fg_new();
+	struct prs_fg_frame slow[] = { { "main" }, { "slow" } }, fast[] = { { "main" }, { "fast" } };
+	struct prs_fg_opts o;
+	struct box b[8];
+	char *svg;
+	size_t n;
+	const struct box *sl, *fa, *m;
+
+	/* before at 100 Hz: slow 100 (1 s), fast 100 (1 s); after at 1000 Hz: slow 500 (0.5 s),
+	 * fast 1000 (1 s) */
+	cr_assert_eq(prs_fg_add2(fg, slow, 2, 100, 500), 0);
+	cr_assert_eq(prs_fg_add2(fg, fast, 2, 100, 1000), 0);
+	prs_fg_opts_init(&o);
+	o.diff = true;
+	o.diff_period_s[0] = 0.001;
+	o.diff_period_s[1] = 0.01;
+	svg = render(fg, &o);
+	n = boxes(svg, b, 8);
+	sl = find(b, n, "slow", 2);
+	fa = find(b, n, "fast", 2);
+	m = find(b, n, "main", 1);
+	cr_assert(sl && fa && m);
+	cr_assert_float_eq(sl->rw / m->rw, 1.5 / 3.5, 1e-3);
+	cr_assert_float_eq(fa->rw / m->rw, 2.0 / 3.5, 1e-3);
+	cr_assert(sl->bl == 255 && sl->r < 200, "slow rgb(%d,%d,%d)", sl->r, sl->g, sl->bl);
+	cr_assert(strstr(sl->title, "2.00x faster"), "%s", sl->title);
+	cr_assert(strstr(fa->title, "within noise"), "%s", fa->title);
+	cr_assert(fa->r == 224, "fast rgb(%d,%d,%d)", fa->r, fa->g, fa->bl);
 	free(svg);
 	prs_fg_free(fg);
 }
@@ -598,7 +645,7 @@ Test(flamegraph, diff_from_profiles)
 
 		cr_assert_eq(prs_profile_sample(after, &s), 0);
 	}
-	cr_assert_eq(prs_fg_diff_from_profiles(fg, before, after, &(struct prs_view_opts){ .view = PRS_VIEW_WALL }, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_fg_diff_from_profiles(fg, before, &(struct prs_view_opts){ .view = PRS_VIEW_WALL }, after, &(struct prs_view_opts){ .view = PRS_VIEW_WALL }, &err), 0, "%s", err.msg);
 	cr_assert_eq(prs_fg_total_before(fg), 10);
 	cr_assert_eq(prs_fg_total(fg), 16);
 	prs_fg_free(fg);

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * diff.json (schema docs/diff.schema.json): every field of struct prs_diff for programs. A
+ * quantity not measured is null, never 0; times in seconds, shares from 0 to 1.
+ */
+#include "report/diff-internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "pyrsprof/export.h"
+#include "pyrsprof/util.h"
+
+#include "util/banned.h"
+
+static json_t *num(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *opt(bool have, double v)
+{
+	return have ? num(v) : json_null();
+}
+
+static json_t *side_json(const struct prs_diff_side *s)
+{
+	bool timed = s->period_s > 0;
+
+	return json_pack("{s:s, s:f, s:o, s:o, s:o, s:o, s:o}", "command", s->command, "samples",
+			 s->weight, "period_s", opt(timed, s->period_s), "rate_hz",
+			 opt(s->rate_hz > 0, s->rate_hz), "wall_s", opt(s->wall_known, s->wall_s), "cpu_s",
+			 opt(s->cpu_known, s->cpu_s), "cpu_source",
+			 s->cpu_known ? json_string(s->cpu_kernel ? "kernel" : "samples") : json_null());
+}
+
+static json_t *total_json(const struct prs_diff_total *t)
+{
+	if (!t->known)
+		return json_null();
+	return json_pack("{s:f, s:f, s:f, s:f, s:o, s:b}", "before_s", t->c.before, "after_s",
+			 t->c.after, "delta_s", t->c.delta, "sigma_s", t->c.sigma, "speedup",
+			 opt(t->speedup > 0, t->speedup), "beyond_noise", t->c.significant);
+}
+
+/* One of a row's two measures (self or total): its times (timed) and shares, and its samples. */
+static json_t *measure_json(const struct prs_diff *d, const struct prs_change *s,
+			    const struct prs_change *sh, const double w[2])
+{
+	return json_pack("{s:o, s:o, s:o, s:o, s:f, s:f, s:f, s:f, s:f, s:f}", "before_s",
+			 opt(d->timed, s->before), "after_s", opt(d->timed, s->after), "delta_s",
+			 opt(d->timed, s->delta), "sigma_s", opt(d->timed, s->sigma), "before_share",
+			 sh->before, "after_share", sh->after, "delta_share", sh->delta, "sigma_share",
+			 sh->sigma, "samples_before", w[0], "samples_after", w[1]);
+}
+
+static json_t *row_json(const struct prs_diff *d, const struct prs_diff_row *r)
+{
+	bool ratio = d->timed && r->total_s.before > 0 && r->total_s.after > 0;
+
+	return json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:o, s:o}", "name", r->name, "file", r->file,
+			 "kind", prs_kind_name(r->kind), "status", prs_diff_status_name(r->status),
+			 "significant", r->significant, "self",
+			 measure_json(d, &r->self_s, &r->self_sh, r->self_w), "total",
+			 measure_json(d, &r->total_s, &r->total_sh, r->total_w), "speedup",
+			 opt(ratio, ratio ? r->total_s.before / r->total_s.after : 0));
+}
+
+static json_t *verdict_json(const struct prs_diff_side *s)
+{
+	if (!s->have_verdict)
+		return json_null();
+	return json_pack("{s:s, s:s, s:s, s:s}", "id", s->verdict_id, "label", s->verdict,
+			 "confidence", prs_confidence_name(s->confidence), "lever", s->lever);
+}
+
+static json_t *next_json(const struct prs_diff *d)
+{
+	const struct prs_hotspot *h = &d->next.rows[0];
+	const struct prs_phase4_top *t = &d->next;
+	double p = d->have_next ? h->self / t->total : 0;
+	json_t *spot = d->have_next
+		? json_pack("{s:s, s:s, s:s, s:f, s:o, s:o}", "name", h->name, "file", h->file, "kind",
+			    prs_kind_name(h->kind), "self_share", p, "self_s",
+			    opt(d->side[1].period_s > 0, h->self * d->side[1].period_s), "ceiling",
+			    num(prs_amdahl(p)))
+		: json_null();
+	json_t *stop = t->stop_hint[0]
+		? json_pack("{s:s, s:s, s:f, s:o}", "reason", t->stop_reason ? t->stop_reason : "",
+			    "text", t->stop_hint, "top_share", t->stop_share, "ceiling",
+			    num(prs_amdahl(t->stop_share)))
+		: json_null();
+
+	return json_pack("{s:o, s:o}", "hot_spot", spot, "stop_hint", stop);
+}
+
+static json_t *pairs_json(const struct prs_diff *d)
+{
+	const struct prs_diff_pair *pairs;
+	size_t n;
+	json_t *a = json_array();
+	struct prs_buf sc;
+
+	pairs = prs_diff_match_pairs(d->match, &n);
+	prs_buf_init(&sc);
+	for (size_t i = 0; a && i < n; i++) {
+		const char *b = prs_utf8_clean(pairs[i].before, strlen(pairs[i].before), &sc, NULL);
+		json_t *o = b ? json_pack("{s:s}", "before", b) : NULL;
+		const char *t = prs_utf8_clean(pairs[i].after, strlen(pairs[i].after), &sc, NULL);
+
+		if (!o || !t || json_object_set_new(o, "after", json_string(t)) ||
+		    json_object_set_new(o, "how", json_string(pairs[i].moved ? "moved" : "renamed")) ||
+		    json_object_set_new(o, "common", json_integer(pairs[i].common)) ||
+		    json_object_set_new(o, "functions", json_integer(pairs[i].functions)) ||
+		    json_array_append_new(a, o)) {
+			json_decref(a);
+			a = NULL;
+		}
+	}
+	prs_buf_release(&sc);
+	return a;
+}
+
+static json_t *summary_json(const struct prs_diff *d)
+{
+	json_t *o = json_pack("{s:I, s:I, s:I}", "functions", (json_int_t)d->nrows, "changed",
+			      (json_int_t)d->changed, "noise", (json_int_t)(d->nrows - d->changed));
+
+	for (int s = PRS_DIFF_FASTER; o && s <= PRS_DIFF_REMOVED; s++)
+		json_object_set_new(o, prs_diff_status_name((enum prs_diff_status)s),
+				    json_integer((json_int_t)d->count[s]));
+	return o;
+}
+
+json_t *prs_diff_json(const struct prs_diff *d)
+{
+	json_t *changes = json_array(), *noise = json_array(), *root;
+	bool both = d->side[0].have_verdict && d->side[1].have_verdict;
+
+	for (size_t i = 0; changes && noise && i < d->nrows; i++)
+		if (json_array_append_new(d->rows[i].significant ? changes : noise,
+					  row_json(d, &d->rows[i]))) {
+			json_decref(changes);
+			changes = NULL;
+		}
+	root = json_pack(
+		"{s:s, s:i, s:s, s:b, s:s, s:{s:f, s:f, s:f}, s:o, s:o, s:{s:o, s:o}, s:o, s:o, s:o, "
+		"s:{s:o, s:o, s:o}, s:o, s:{s:s, s:o}}",
+		"schema", "pyrsprof-diff", "version", PRS_DIFF_VERSION, "view",
+		d->view == PRS_VIEW_WALL ? "wall" : "cpu", "timed", d->timed, "unit",
+		d->timed ? "seconds" : "share", "threshold", "sigmas", PRS_CHANGE_SIGMAS, "min_share",
+		PRS_CHANGE_MIN_SHARE, "run_noise", d->timed ? d->run_noise : 0.0, "before",
+		side_json(&d->side[0]), "after", side_json(&d->side[1]), "speedup", "wall",
+		total_json(&d->wall), "cpu", total_json(&d->cpu), "summary", summary_json(d), "changes",
+		changes, "noise", noise, "verdict", "before", verdict_json(&d->side[0]), "after",
+		verdict_json(&d->side[1]), "changed", both ? json_boolean(d->verdict_changed) : json_null(),
+		"next", next_json(d), "matching", "by",
+		prs_diff_match_by_name(d->match) ? "name" : "name and module", "pairs", pairs_json(d));
+	return root;
+}
