@@ -411,11 +411,11 @@ int cmd_diff(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'h':
-			puts("usage: pyrsprof diff BEFORE AFTER -o DIR [--view cpu|wall] [--run-noise PCT]\n"
+			puts("usage: pyrsprof diff BEFORE AFTER [-o DIR] [--view cpu|wall] [--run-noise PCT]\n"
 			     "  The re-measure report of an optimization: BEFORE and AFTER are .pyrs profiles\n"
 			     "  (or folded stacks) of the program before and after a change. Prints the\n"
 			     "  measured speedup (wall and CPU) and the functions that changed beyond noise;\n"
-			     "  writes DIR/diff.md, DIR/diff.json (every function: seconds and shares before\n"
+			     "  with -o, writes DIR/diff.md, DIR/diff.json (every function: seconds and shares before\n"
 			     "  and after) and DIR/diff.svg (both sides' frames; red slower, blue faster).\n"
 			     "  --run-noise PCT  the run-to-run noise of one run's time, in percent\n"
 			     "                   (default 5): changes within it are noise");
@@ -425,11 +425,7 @@ int cmd_diff(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 2) {
-		cli_msg("diff: give two profiles (usage: pyrsprof diff BEFORE AFTER -o DIR)");
-		return EXIT_USAGE;
-	}
-	if (!outdir) {
-		cli_msg("diff: no output folder (-o DIR)");
+		cli_msg("diff: give two profiles (usage: pyrsprof diff BEFORE AFTER [-o DIR])");
 		return EXIT_USAGE;
 	}
 	if (!cli_folder_ok(outdir, "diff"))
@@ -440,18 +436,20 @@ int cmd_diff(int argc, char **argv)
 	after = cli_load_profile(argv[optind + 1]);
 	if (!after)
 		goto out;
-	if (cli_make_dir(outdir, &created) != 0)
+	if (outdir && cli_make_dir(outdir, &created) != 0)
 		goto out;
 	symbolize_if_needed(before, NULL);
 	symbolize_if_needed(after, NULL);
-	if (prs_diff_compute(before, after, &o, &d, &err) != 0 || prs_diff_write(d, outdir, &err) != 0) {
+	if (prs_diff_compute(before, after, &o, &d, &err) != 0 ||
+	    (outdir && prs_diff_write(d, outdir, &err) != 0)) {
 		cli_err(&err, "diff");
 		goto out;
 	}
-	if (write_diff_svg(d, before, after, outdir) != 0)
+	if (outdir && write_diff_svg(d, before, after, outdir) != 0)
 		goto out;
 	prs_diff_summary(d, cli_emit, NULL);
-	cli_msg("wrote %s/{diff.svg,diff.md,diff.json}", outdir);
+	if (outdir)
+		cli_msg("wrote %s/{diff.svg,diff.md,diff.json}", outdir);
 	rc = EXIT_OK;
 out:
 	prs_diff_free(d);

@@ -38,13 +38,14 @@ const char *prs_change_fmt_s(char *buf, size_t size, double v, bool sign)
 	double a = fabs(v);
 	const char *sg = v < 0 ? "-" : sign ? "+" : "";
 
-	if (a >= 100)
+	/* the boundaries are where the rounded text moves to the next unit: 0.99999 s is "1.00 s" */
+	if (a >= 99.5)
 		snprintf(buf, size, "%s%.0f s", sg, a);
-	else if (a >= 1)
+	else if (a >= 0.9995)
 		snprintf(buf, size, "%s%.2f s", sg, a);
-	else if (a >= 0.1)
+	else if (a >= 0.0995)
 		snprintf(buf, size, "%s%.0f ms", sg, a * 1e3);
-	else if (a >= 0.001)
+	else if (a >= 0.00095)
 		snprintf(buf, size, "%s%.1f ms", sg, a * 1e3);
 	else if (a > 0)
 		snprintf(buf, size, "%s%.0f µs", sg, a * 1e6);

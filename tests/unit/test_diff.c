@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests for the re-measure report's logic (include/pyrsprof/diff.h, change.h): the noise
+ * rule on numbers worked by hand, and the matching of functions between two constructed
+ * recordings (a renamed script, a moved file, a module that only shares a name, two modules with
+ * a function of the same name), the times of recordings at different rates, and the speedup of a
+ * function made 2x faster. The truths are the constructions, not read from the output.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pyrsprof/change.h"
+#include "pyrsprof/diff.h"
+#include "pyrsprof/profile.h"
+
+#include "util/banned.h"
+
+/* ---- the noise rule ---- */
+
+static struct prs_change judge(double kb, double nb, double pb, double ka, double na, double pa,
+			       double run_noise)
+{
+	struct prs_change c;
+
+	prs_change_of(&(struct prs_sampled){ kb, nb, pb }, &(struct prs_sampled){ ka, na, pa },
+		      run_noise, &c);
+	return c;
+}
+
+Test(change, sampling_error_by_hand)
+{
+	/* 100 of 200 ticks at 10 ms -> 50 of 200: 1 s -> 0.5 s, sigma = 10 ms sqrt(100 (1 - 1/2) +
+	 * 50 (1 - 1/4)) = 10 ms sqrt(87.5) */
+	struct prs_change c = judge(100, 200, 0.01, 50, 200, 0.01, 0);
+
+	cr_assert_float_eq(c.before, 1.0, 1e-12);
+	cr_assert_float_eq(c.after, 0.5, 1e-12);
+	cr_assert_float_eq(c.delta, -0.5, 1e-12);
+	cr_assert_float_eq(c.sigma, 0.01 * sqrt(87.5), 1e-12);
+	cr_assert(c.significant);
+}
+
+Test(change, the_same_time_at_two_rates_is_no_change)
+{
+	/* 1 s at 100 Hz (100 of 200 ticks) and 1 s at 1000 Hz (1000 of 2000) */
+	struct prs_change c = judge(100, 200, 0.01, 1000, 2000, 0.001, 0.05);
+
+	cr_assert_float_eq(c.before, 1.0, 1e-12);
+	cr_assert_float_eq(c.after, 1.0, 1e-12);
+	cr_assert_float_eq(c.delta, 0, 1e-12);
+	cr_assert_not(c.significant);
+}
+
+Test(change, below_three_sigmas_is_noise)
+{
+	/* shares 48 % -> 52 % of 100 samples: 4 pt with sigma sqrt(2 .48 .52 / 100) = 7.1 pt */
+	struct prs_change c = judge(48, 100, 0.01, 52, 100, 0.01, 0);
+
+	cr_assert_float_eq(c.sigma, sqrt(2 * 0.48 * 0.52 * 100) * 0.01, 1e-12);
+	cr_assert_not(c.significant);
+	/* the same shares on 10000 samples: sigma 0.71 pt, 4 pt is beyond 3 sigmas */
+	c = judge(4800, 10000, 1e-4, 5200, 10000, 1e-4, 0);
+	cr_assert(c.significant);
+}
+
+Test(change, too_small_to_matter_is_not_headlined_however_sure)
+{
+	/* 1 % -> 1.2 % of 10^8 samples: 60 sigmas, but 0.2 % of the view < PRS_CHANGE_MIN_SHARE */
+	struct prs_change c = judge(1e6, 1e8, 1e-8, 1.2e6, 1e8, 1e-8, 0);
+
+	cr_assert_gt(fabs(c.delta), 50 * c.sigma);
+	cr_assert_not(c.significant);
+}
+
+Test(change, run_noise_is_relative_to_each_side)
+{
+	/* one run each of 1 s and 1.1 s, 5 % run noise: sigma = sqrt(0.05^2 + 0.055^2) = 74 ms,
+	 * 0.1 s < 3 sigma: noise; 1 s -> 0.5 s: sigma 56 ms, a change */
+	struct prs_change c = judge(1, 1, 1.0, 1, 1, 1.1, 0.05);
+
+	cr_assert_float_eq(c.sigma, sqrt(0.05 * 0.05 + 0.055 * 0.055), 1e-12);
+	cr_assert_not(c.significant);
+	c = judge(1, 1, 1.0, 1, 1, 0.5, 0.05);
+	cr_assert(c.significant);
+	/* a side with nothing: its value is 0 and adds no noise */
+	c = judge(0, 0, 0.01, 50, 100, 0.01, 0);
+	cr_assert_float_eq(c.before, 0, 1e-12);
+	cr_assert_float_eq(c.after, 0.5, 1e-12);
+	cr_assert(c.significant);
+}
+
+Test(change, seconds_for_people)
+{
+	char b[32];
+
+	cr_assert_str_eq(prs_change_fmt_s(b, sizeof(b), 0.9999999, false), "1.00 s");
+	cr_assert_str_eq(prs_change_fmt_s(b, sizeof(b), 2.034, false), "2.03 s");
+	cr_assert_str_eq(prs_change_fmt_s(b, sizeof(b), -0.45, true), "-450 ms");
+	cr_assert_str_eq(prs_change_fmt_s(b, sizeof(b), 0.0125, true), "+12.5 ms");
+	cr_assert_str_eq(prs_change_fmt_s(b, sizeof(b), 0.00008, false), "80 µs");
+	cr_assert_str_eq(prs_change_fmt_s(b, sizeof(b), 0, true), "0 s");
+	cr_assert_str_eq(prs_change_fmt_s(b, sizeof(b), 250, false), "250 s");
+}
+
+/* ---- constructed recordings ---- */
+
+/* One stack of a recording: "file:name;name;..." root first (every frame in that file), ticks. */
+struct part {
+	const char *stack;
+	unsigned ticks;
+};
+
+static uint32_t str(struct prs_profile *p, const char *s)
+{
+	uint32_t id = prs_profile_string(p, s, strlen(s));
+
+	cr_assert_neq(id, UINT32_MAX);
+	return id;
+}
+
+/* A recording of one thread at rate_hz: each part's ticks one after the other, all running. */
+static struct prs_profile *recording(double rate_hz, const struct part *parts, size_t n)
+{
+	struct prs_profile *p = prs_profile_new();
+	uint64_t t = 0, period = (uint64_t)llround(1e9 / rate_hz);
+	char buf[64];
+
+	cr_assert_not_null(p);
+	for (size_t i = 0; i < n; i++) {
+		char spec[256], *file, *names, *tok, *save = NULL;
+		uint32_t st = 0;
+
+		snprintf(spec, sizeof(spec), "%s", parts[i].stack);
+		file = spec;
+		names = strchr(spec, ':');
+		cr_assert_not_null(names);
+		*names++ = '\0';
+		for (tok = strtok_r(names, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+			uint32_t f = prs_profile_named_frame(p, PRS_KIND_PYTHON, str(p, tok), str(p, file), 1);
+
+			st = prs_profile_stack(p, st, f);
+		}
+		for (unsigned k = 0; k < parts[i].ticks; k++, t += period) {
+			struct prs_sample s = { .time_ns = t, .tid = 1000, .state = PRS_STATE_RUNNING,
+						.syscall = -1, .stack = st, .weight = 1 };
+
+			cr_assert_eq(prs_profile_sample(p, &s), 0);
+		}
+	}
+	cr_assert_eq(prs_profile_thread(p, 1000, str(p, "MainThread")), 0);
+	cr_assert_eq(prs_profile_meta(p, "command", "python3 app.py"), 0);
+	snprintf(buf, sizeof(buf), "%g", rate_hz);
+	cr_assert_eq(prs_profile_meta(p, "rate_hz", buf), 0);
+	snprintf(buf, sizeof(buf), "%.9g", (double)t / 1e9);
+	cr_assert_eq(prs_profile_meta(p, "duration_s", buf), 0);
+	return p;
+}
+
+static struct prs_diff *compute(const struct prs_profile *b, const struct prs_profile *a)
+{
+	struct prs_diff *d = NULL;
+	struct prs_err err = { 0 };
+
+	cr_assert_eq(prs_diff_compute(b, a, &(struct prs_diff_opts){ .view = PRS_VIEW_CPU, .run_noise = -1 },
+				      &d, &err), 0, "%s", err.msg);
+	return d;
+}
+
+static const struct prs_diff_row *row(const struct prs_diff *d, const char *name, const char *file)
+{
+	const struct prs_diff_row *found = NULL;
+
+	for (size_t i = 0; i < d->nrows; i++)
+		if (strcmp(d->rows[i].name, name) == 0 && (!file || strcmp(d->rows[i].file, file) == 0)) {
+			cr_assert_null(found, "two rows %s", name);
+			found = &d->rows[i];
+		}
+	cr_assert_not_null(found, "no row %s (%s)", name, file ? file : "any file");
+	return found;
+}
+
+Test(diff_match, a_renamed_script_matches_by_function)
+{
+	struct part b[] = { { "app.py:main;work;inner", 300 }, { "app.py:main;helper", 100 } };
+	struct part a[] = { { "app_v2.py:main;work;inner", 300 }, { "app_v2.py:main;helper", 100 } };
+	struct prs_profile *pb = recording(100, b, 2), *pa = recording(100, a, 2);
+	struct prs_diff *d = compute(pb, pa);
+	const struct prs_diff_pair *pairs;
+	size_t np;
+
+	cr_assert_eq(d->nrows, 4, "main work inner helper, not 8");
+	cr_assert_eq(d->changed, 0);
+	for (size_t i = 0; i < d->nrows; i++) {
+		cr_assert_str_eq(d->rows[i].file, "app_v2.py");
+		cr_assert_eq(d->rows[i].status, PRS_DIFF_UNCHANGED, "%s", d->rows[i].name);
+		cr_assert_float_eq(d->rows[i].total_s.delta, 0, 1e-12, "%s", d->rows[i].name);
+	}
+	pairs = prs_diff_match_pairs(d->match, &np);
+	cr_assert_eq(np, 1);
+	cr_assert_str_eq(pairs[0].before, "app.py");
+	cr_assert_str_eq(pairs[0].after, "app_v2.py");
+	cr_assert_not(pairs[0].moved);
+	cr_assert_eq(pairs[0].common, 4);
+	prs_diff_free(d);
+	prs_profile_free(pa);
+	prs_profile_free(pb);
+}
+
+Test(diff_match, a_moved_file_pairs_before_a_renamed_one)
+{
+	/* src/app.py moved to lib/app.py; lib/other.py has the same functions but another name:
+	 * the same basename wins */
+	struct part b[] = { { "src/app.py:main;work", 100 } };
+	struct part a[] = { { "lib/other.py:main;work", 50 }, { "lib/app.py:main;work", 100 } };
+	struct prs_profile *pb = recording(100, b, 1), *pa = recording(100, a, 2);
+	struct prs_diff *d = compute(pb, pa);
+	const struct prs_diff_pair *pairs;
+	size_t np;
+
+	pairs = prs_diff_match_pairs(d->match, &np);
+	cr_assert_eq(np, 1);
+	cr_assert_str_eq(pairs[0].after, "lib/app.py");
+	cr_assert(pairs[0].moved);
+	cr_assert_eq(row(d, "work", "lib/app.py")->status, PRS_DIFF_UNCHANGED);
+	cr_assert_eq(row(d, "work", "lib/other.py")->status, PRS_DIFF_ADDED);
+	prs_diff_free(d);
+	prs_profile_free(pa);
+	prs_profile_free(pb);
+}
+
+Test(diff_match, a_module_sharing_too_little_stays_apart)
+{
+	/* x.py {main, f, g, h} -> y.py {main, p, q, r}: 1 of 4 in common (< half): not the same
+	 * module, so main is removed from x.py and added in y.py */
+	struct part b[] = { { "x.py:main;f", 10 }, { "x.py:main;g", 10 }, { "x.py:main;h", 10 } };
+	struct part a[] = { { "y.py:main;p", 10 }, { "y.py:main;q", 10 }, { "y.py:main;r", 10 } };
+	struct prs_profile *pb = recording(100, b, 3), *pa = recording(100, a, 3);
+	struct prs_diff *d = compute(pb, pa);
+	size_t np;
+
+	prs_diff_match_pairs(d->match, &np);
+	cr_assert_eq(np, 0);
+	cr_assert_eq(row(d, "main", "x.py")->status, PRS_DIFF_REMOVED);
+	cr_assert_eq(row(d, "main", "y.py")->status, PRS_DIFF_ADDED);
+	prs_diff_free(d);
+	prs_profile_free(pa);
+	prs_profile_free(pb);
+}
+
+Test(diff_match, same_name_in_two_kept_modules_is_two_functions)
+{
+	/* util() of a.py got 2x faster, util() of b.py did not: never merged */
+	struct part b[] = { { "a.py:main;util", 200 }, { "b.py:run;util", 100 } };
+	struct part a[] = { { "a.py:main;util", 100 }, { "b.py:run;util", 100 } };
+	struct prs_profile *pb = recording(100, b, 2), *pa = recording(100, a, 2);
+	struct prs_diff *d = compute(pb, pa);
+
+	cr_assert_eq(row(d, "util", "a.py")->status, PRS_DIFF_FASTER);
+	cr_assert_float_eq(row(d, "util", "a.py")->self_s.before, 2.0, 1e-9);
+	cr_assert_float_eq(row(d, "util", "a.py")->self_s.after, 1.0, 1e-9);
+	cr_assert_eq(row(d, "util", "b.py")->status, PRS_DIFF_UNCHANGED);
+	prs_diff_free(d);
+	prs_profile_free(pa);
+	prs_profile_free(pb);
+}
+
+/* ---- times ---- */
+
+Test(diff, a_function_made_2x_faster_gives_the_absolute_speedup)
+{
+	/* before: slow 3 s, rest 1 s (4 s); after: slow 1.5 s, rest 1 s (2.5 s): 1.6x overall */
+	struct part b[] = { { "app.py:main;slow", 300 }, { "app.py:main;rest", 100 } };
+	struct part a[] = { { "app.py:main;slow", 150 }, { "app.py:main;rest", 100 } };
+	struct prs_profile *pb = recording(100, b, 2), *pa = recording(100, a, 2);
+	struct prs_diff *d = compute(pb, pa);
+	const struct prs_diff_row *r;
+
+	cr_assert(d->timed);
+	cr_assert(d->wall.known && d->cpu.known);
+	cr_assert_float_eq(d->wall.c.before, 4.0, 1e-9);
+	cr_assert_float_eq(d->wall.c.after, 2.5, 1e-9);
+	cr_assert_float_eq(d->wall.c.delta, -1.5, 1e-9);
+	cr_assert_float_eq(d->wall.speedup, 1.6, 1e-9);
+	cr_assert(d->wall.c.significant);
+	cr_assert_float_eq(d->cpu.c.before, 4.0, 1e-9);
+	cr_assert_float_eq(d->cpu.speedup, 1.6, 1e-9);
+	r = row(d, "slow", NULL);
+	cr_assert_eq(r->status, PRS_DIFF_FASTER);
+	cr_assert_float_eq(r->self_s.before / r->self_s.after, 2.0, 1e-9);
+	cr_assert_eq(row(d, "rest", NULL)->status, PRS_DIFF_UNCHANGED);
+	/* its share went from 75 % to 60 %, but the time is what headlines */
+	cr_assert_float_eq(r->self_sh.before, 0.75, 1e-9);
+	cr_assert_float_eq(r->self_sh.after, 0.6, 1e-9);
+	/* what next: the after profile's top hot spot is slow (60 %), ceiling 2.5x */
+	cr_assert(d->have_next);
+	cr_assert_str_eq(d->next.rows[0].name, "slow");
+	prs_diff_free(d);
+	prs_profile_free(pa);
+	prs_profile_free(pb);
+}
+
+Test(diff, one_program_at_100_and_1000_hz_shows_no_change)
+{
+	struct part b[] = { { "app.py:main;f", 150 }, { "app.py:main;g", 50 } };
+	struct part a[] = { { "app.py:main;f", 1500 }, { "app.py:main;g", 500 } };
+	struct prs_profile *pb = recording(100, b, 2), *pa = recording(1000, a, 2);
+	struct prs_diff *d = compute(pb, pa);
+
+	cr_assert_float_eq(d->side[0].period_s, 0.01, 1e-12);
+	cr_assert_float_eq(d->side[1].period_s, 0.001, 1e-12);
+	cr_assert_eq(d->changed, 0);
+	cr_assert_float_eq(row(d, "f", NULL)->self_s.before, 1.5, 1e-9);
+	cr_assert_float_eq(row(d, "f", NULL)->self_s.after, 1.5, 1e-9);
+	cr_assert_float_eq(d->wall.speedup, 1.0, 1e-9);
+	cr_assert_not(d->wall.c.significant);
+	prs_diff_free(d);
+	prs_profile_free(pa);
+	prs_profile_free(pb);
+}
