@@ -364,6 +364,23 @@ def validate():
     return run
 
 
+@pytest.fixture(scope="session")
+def validate_schema():
+    """validate_schema(schema_name, *files) -> CompletedProcess of ajv with docs/SCHEMA_NAME
+    (rc 0 = every file valid)."""
+    node = shutil.which("node")
+    if not node:
+        pytest.skip("node is not installed (scripts/install-deps.sh)")
+    if not (SCHEMA_DIR / "node_modules" / "ajv").is_dir():
+        pytest.skip("ajv missing: run scripts/install-deps.sh (npm ci in tests/schema)")
+
+    def run(schema, *files):
+        return subprocess.run([node, str(SCHEMA_DIR / "validate-schema.js"),
+                               str(REPO / "docs" / schema), *map(str, files)],
+                              capture_output=True, text=True, timeout=120)
+    return run
+
+
 def parse_raw(text):
     """`pprof -raw` -> (sample type names, [(values, stack root first, labels)], header dict)."""
     lines = text.splitlines()

@@ -110,14 +110,15 @@ def test_speedscope_a_profile_per_process_and_thread(cli, validate, tmp_path):
 
 
 def roots(svg):
-    """{name: samples} of the frames right above "all", and their kinds."""
+    """{name: samples} of the frames right above "all", and their kinds (a differential graph:
+    the after samples, data-a; data-c is its layout width there)."""
     g = ET.parse(svg).getroot().find(".//s:g[@id='frames']", NS)
     out = {}
     for e in g.findall("s:g", NS):
         if e.get("data-d") == "1":
             title = e.find("s:title", NS).text
             assert "kind: process" in title, title
-            out[title.split("\n")[0]] = int(e.get("data-c"))
+            out[title.split("\n")[0]] = int(e.get("data-a") or e.get("data-c"))
     return out
 
 
