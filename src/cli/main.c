@@ -17,7 +17,7 @@ static const char usage[] =
 	"  report FILE|DIR [-o DIR]                       re-render the graphs and the phase reports\n"
 	"  flamegraph IN -o OUT.svg [options]             flame graph of a .pyrs profile or folded stacks\n"
 	"  export FILE --format folded|speedscope|pprof [-o OUT]   convert a profile\n"
-	"  diff BEFORE AFTER -o DIR                       what moved: differential flame graph + deltas\n"
+	"  diff BEFORE AFTER [-o DIR]                     the re-measure: speedup, what moved, next spot\n"
 	"  sweep --dim N=V1,V2,... -- CMD ... {N} ...     how time grows along N: a run per value, fitted\n"
 	"  calibrate [--show]                             measure this machine's peak memory bandwidth\n"
 	"\n"
