@@ -13,7 +13,6 @@ CPU-bound fires as "also". Every other assertion is as strict."""
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -22,8 +21,6 @@ import pytest
 import pyrs_acct
 from conftest import REPO, TARGET_BIN, TARGET_SRC, assert_bad_input, assert_clean, markers
 
-SCHEMA_DIR = REPO / "tests" / "schema"
-VALIDATOR = SCHEMA_DIR / "validate-schema.js"
 PHASE_FILES = ("phase1.md", "phase1.json", "phase4.md", "phase4.json")
 
 
@@ -43,18 +40,9 @@ def truth(stdout, what):
 
 
 @pytest.fixture(scope="module")
-def validate():
+def validate(validate_schema):
     """validate(schema_name, *files) -> CompletedProcess of ajv (rc 0 = all valid)."""
-    node = shutil.which("node")
-    if not node:
-        pytest.skip("node is not installed (scripts/install-deps.sh)")
-    if not (SCHEMA_DIR / "node_modules" / "ajv").is_dir():
-        pytest.skip("ajv missing: run scripts/install-deps.sh (npm ci in tests/schema)")
-
-    def run(schema, *files):
-        return subprocess.run([node, str(VALIDATOR), str(REPO / "docs" / schema), *map(str, files)],
-                              capture_output=True, text=True, timeout=120)
-    return run
+    return validate_schema
 
 
 class Rec:
