@@ -13,8 +13,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import assert_clean
-from pyrs_writer import Profile
+from conftest import assert_bad_input, assert_clean
+from pyrs_writer import BLOCKED, Profile
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 
@@ -199,3 +199,22 @@ def test_without_a_folder_the_terminal_only(run_prs, tmp_path):
     assert res.rc == 0, res.describe()
     assert "wall 2.00 s -> 1.00 s: 2.00x faster" in res.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pyrs", "b.pyrs"]
+
+
+@pytest.mark.parametrize("args,rc,words", [
+    (["--run-noise", "abc"], 2, ["--run-noise", "percentage"]),
+    (["--run-noise", "150"], 2, ["--run-noise", "0 to 100"]),
+    (["--view", "disk"], 2, ["view"]),
+])
+def test_bad_options_are_one_line(run_prs, tmp_path, args, rc, words):
+    b = Profile(100).add(["main (app.py:1)"], 10).write(tmp_path / "b.pyrs")
+    res = run_prs(["diff", b, b, *args], timeout=60)
+    assert_bad_input(res, rc, *words)
+
+
+def test_a_profile_without_samples_in_the_view_is_an_error(run_prs, tmp_path):
+    b = Profile(100).add(["main (app.py:1)"], 10).write(tmp_path / "b.pyrs")
+    a = Profile(100).add(["main (app.py:1)"], 10, state=BLOCKED, syscall=0).write(tmp_path / "a.pyrs")
+    res = run_prs(["diff", b, a, "-o", tmp_path / "out"], timeout=60)
+    assert_bad_input(res, 1, "after", "no samples", "cpu")
+    assert not (tmp_path / "out" / "diff.md").exists()
