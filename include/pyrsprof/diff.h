@@ -20,8 +20,10 @@
  * Modules at the same path pair; a module found on one side only pairs with one found on the
  * other side only when at least half of the smaller one's functions are in both (by name): a
  * moved file (same basename) first, then a renamed one (app.py -> app_v2.py). Functions of the
- * same name in modules that both sides have are never merged. When one profile has no files at
- * all (folded stacks), functions match by name and kind. The off-CPU leaves of the wall view
+ * same name in modules that both sides have are never merged. A function still unmatched then
+ * pairs with the only unmatched function of its name and kind on the other side (moved to
+ * another file on its own). When one profile has no files at all (folded stacks), functions
+ * match by name and kind. The off-CPU leaves of the wall view
  * ("[read]") are functions of their own; in the CPU view only running samples count.
  *
  * The differential flame graph is drawn by the flame graph renderer from the same view options
@@ -53,6 +55,11 @@ struct prs_diff_pair {
 	uint32_t common, functions; /* functions in both, of the smaller module's */
 };
 
+/* A function paired by step 4 (moved to another module on its own). */
+struct prs_diff_fn_pair {
+	const char *name, *before, *after; /* borrowed from the profiles: name, modules */
+};
+
 struct prs_diff_match;
 
 /* Matches the functions of two profiles, which must outlive the match. 0 or -ENOMEM (err set). */
@@ -65,6 +72,8 @@ void prs_diff_match_opts(struct prs_diff_match *m, int side, struct prs_view_opt
 bool prs_diff_match_by_name(const struct prs_diff_match *m);
 /* The modules paired by similarity (borrowed, *n of them). */
 const struct prs_diff_pair *prs_diff_match_pairs(const struct prs_diff_match *m, size_t *n);
+/* The functions paired on their own (borrowed, *n of them). */
+const struct prs_diff_fn_pair *prs_diff_match_fn_pairs(const struct prs_diff_match *m, size_t *n);
 
 /* ---- the report ---- */
 

@@ -121,6 +121,32 @@ static json_t *pairs_json(const struct prs_diff *d)
 	return a;
 }
 
+static json_t *fn_pairs_json(const struct prs_diff *d)
+{
+	size_t n;
+	const struct prs_diff_fn_pair *fp = prs_diff_match_fn_pairs(d->match, &n);
+	json_t *a = json_array();
+	struct prs_buf sc[3];
+
+	for (int k = 0; k < 3; k++)
+		prs_buf_init(&sc[k]);
+	for (size_t i = 0; a && i < n; i++) {
+		const char *name = prs_utf8_clean(fp[i].name, strlen(fp[i].name), &sc[0], NULL);
+		const char *b = prs_utf8_clean(fp[i].before, strlen(fp[i].before), &sc[1], NULL);
+		const char *t = prs_utf8_clean(fp[i].after, strlen(fp[i].after), &sc[2], NULL);
+		json_t *o = name && b && t ? json_pack("{s:s, s:s, s:s}", "name", name, "before", b,
+						       "after", t) : NULL;
+
+		if (!o || json_array_append_new(a, o)) {
+			json_decref(a);
+			a = NULL;
+		}
+	}
+	for (int k = 0; k < 3; k++)
+		prs_buf_release(&sc[k]);
+	return a;
+}
+
 static json_t *summary_json(const struct prs_diff *d)
 {
 	json_t *o = json_pack("{s:I, s:I, s:I}", "functions", (json_int_t)d->nrows, "changed",
@@ -145,7 +171,7 @@ json_t *prs_diff_json(const struct prs_diff *d)
 		}
 	root = json_pack(
 		"{s:s, s:i, s:s, s:b, s:s, s:{s:f, s:f, s:f}, s:o, s:o, s:{s:o, s:o}, s:o, s:o, s:o, "
-		"s:{s:o, s:o, s:o}, s:o, s:{s:s, s:o}}",
+		"s:{s:o, s:o, s:o}, s:o, s:{s:s, s:o, s:o}}",
 		"schema", "pyrsprof-diff", "version", PRS_DIFF_VERSION, "view",
 		d->view == PRS_VIEW_WALL ? "wall" : "cpu", "timed", d->timed, "unit",
 		d->timed ? "seconds" : "share", "threshold", "sigmas", PRS_CHANGE_SIGMAS, "min_share",
@@ -155,6 +181,7 @@ json_t *prs_diff_json(const struct prs_diff *d)
 		changes, "noise", noise, "verdict", "before", verdict_json(&d->side[0]), "after",
 		verdict_json(&d->side[1]), "changed", both ? json_boolean(d->verdict_changed) : json_null(),
 		"next", next_json(d), "matching", "by",
-		prs_diff_match_by_name(d->match) ? "name" : "name and module", "pairs", pairs_json(d));
+		prs_diff_match_by_name(d->match) ? "name" : "name and module", "pairs", pairs_json(d),
+		"functions", fn_pairs_json(d));
 	return root;
 }

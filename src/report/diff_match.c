@@ -9,7 +9,11 @@
  *      least half of the functions of the smaller one are in both (by name and kind): the same
  *      basename first (a moved file), then the most functions in common (a renamed script). Git
  *      detects renames alike, by content similarity, 50 % by default;
- *   3. otherwise it stays apart: its functions are added or removed.
+ *   3. otherwise it stays apart;
+ *   4. a function still without a match on the other side (its module did not pair, or the
+ *      partner module lacks it) pairs with the only unmatched function of the same name and
+ *      kind on the other side (a function moved to another file); the rest are added or
+ *      removed.
  * Functions of the same name in two modules that both sides have are never merged. The before
  * profile's frames are then described by the file of their module's partner (prs_view_opts'
  * file_of), so every consumer that reads through a view (hot spots, the flame graph) keys them
@@ -38,6 +42,7 @@ struct mod {
 struct fnent {
 	uint32_t mod, name; /* module index, the profile's string id */
 	uint8_t kind;
+	int32_t partner;    /* step 4: the other side's function it pairs with, or -1 */
 };
 
 struct side {
@@ -45,6 +50,7 @@ struct side {
 	const char **file; /* per profile frame: the file it is keyed by (NULL: a raw frame) */
 	uint32_t *flen;
 	uint32_t *mod_of;  /* per profile frame: its module (UINT32_MAX: a raw frame) */
+	uint32_t *fn_of;   /* per profile frame: its function (fns index; valid where mod_of is) */
 	struct mod *mods;
 	size_t nmods, cap_mods;
 	struct prs_strmap modmap;
@@ -58,6 +64,8 @@ struct prs_diff_match {
 	bool by_name;
 	struct prs_diff_pair *pairs;
 	size_t npairs, cap_pairs;
+	struct prs_diff_fn_pair *fpairs;
+	size_t nfpairs, cap_fpairs;
 };
 
 const char *prs_diff_basename(const char *path)
@@ -118,17 +126,16 @@ static uint32_t module_of(struct side *s, const char *str, size_t len)
 	return (uint32_t)s->nmods++;
 }
 
-/* Counts function (module, name, kind) of side s once. */
-static int add_fn(struct side *s, uint32_t mod, uint32_t name, uint8_t kind)
+/* Counts function (module, name, kind) of side s once; *idx gets its fns index. */
+static int add_fn(struct side *s, uint32_t mod, uint32_t name, uint8_t kind, uint32_t *idx)
 {
-	uint32_t v;
-	int r = prs_map64_intern(&s->fnmap, (uint64_t)mod << 32 | name, (uint32_t)s->nfns, &v);
+	int r = prs_map64_intern(&s->fnmap, (uint64_t)mod << 32 | name, (uint32_t)s->nfns, idx);
 
 	if (r <= 0)
 		return r;
 	if (prs_array_grow((void **)&s->fns, &s->cap_fns, s->nfns + 1, sizeof(*s->fns)))
 		return -ENOMEM;
-	s->fns[s->nfns++] = (struct fnent){ mod, name, kind };
+	s->fns[s->nfns++] = (struct fnent){ mod, name, kind, -1 };
 	s->mods[mod].nfn++;
 	return 0;
 }
@@ -143,7 +150,8 @@ static int scan(struct side *s, bool by_name)
 	s->file = calloc(p->nframes ? p->nframes : 1, sizeof(*s->file));
 	s->flen = calloc(p->nframes ? p->nframes : 1, sizeof(*s->flen));
 	s->mod_of = malloc((p->nframes ? p->nframes : 1) * sizeof(*s->mod_of));
-	if (!lib || !s->file || !s->flen || !s->mod_of || libraries(p, lib))
+	s->fn_of = calloc(p->nframes ? p->nframes : 1, sizeof(*s->fn_of));
+	if (!lib || !s->file || !s->flen || !s->mod_of || !s->fn_of || libraries(p, lib))
 		goto out;
 	for (uint32_t i = 0; i < p->nframes; i++) {
 		const struct prs_frame *f = &p->frames[i];
@@ -160,7 +168,8 @@ static int scan(struct side *s, bool by_name)
 		else if (f->file && f->file < p->nstrings)
 			str = p->strings[f->file];
 		m = module_of(s, str, strlen(str));
-		if (m == UINT32_MAX || add_fn(s, m, f->name < p->nstrings ? f->name : 0, f->kind))
+		if (m == UINT32_MAX ||
+		    add_fn(s, m, f->name < p->nstrings ? f->name : 0, f->kind, &s->fn_of[i]))
 			goto out;
 		s->mod_of[i] = m;
 	}
@@ -356,6 +365,100 @@ static void pair_same(struct prs_diff_match *m)
 	}
 }
 
+/*
+ * Step 4: a function of one side that has no match on the other (its module did not pair, or
+ * the partner module lacks it) pairs with the one function of the same name and kind that has
+ * no match on the other side either: a function moved to another file. A name that several
+ * unmatched functions of one side share stays unmatched: which is which is not known.
+ */
+#define MANY (UINT32_MAX - 1)
+
+/* The names of side s's functions -> their string id (keys borrowed from the profile). */
+static int name_index(const struct side *s, struct prs_strmap *names)
+{
+	const struct prs_profile *p = s->p;
+
+	for (size_t i = 0; i < s->nfns; i++)
+		if (prs_strmap_put(names, p->strings[s->fns[i].name], p->string_lens[s->fns[i].name],
+				   s->fns[i].name))
+			return -ENOMEM;
+	return 0;
+}
+
+/* True if function f of side k has a match in module pairing: the other side's partner module
+ * has a function of its name. */
+static bool matched(const struct prs_diff_match *m, int k, const struct fnent *f,
+		    const struct prs_strmap *other_names)
+{
+	const struct side *s = &m->s[k], *o = &m->s[1 - k];
+	int32_t pm = s->mods[f->mod].pair;
+	uint32_t id;
+
+	if (pm < 0)
+		return false;
+	id = prs_strmap_get(other_names, s->p->strings[f->name], s->p->string_lens[f->name]);
+	return id != PRS_MAP_NONE && prs_map64_get(&o->fnmap, (uint64_t)pm << 32 | id) != PRS_MAP_NONE;
+}
+
+/* name -> the one unmatched function of side k with it (MANY when several). */
+static int unmatched_index(const struct prs_diff_match *m, int k, const struct prs_strmap *other_names,
+			   struct prs_strmap *out)
+{
+	const struct side *s = &m->s[k];
+
+	for (size_t i = 0; i < s->nfns; i++) {
+		const struct fnent *f = &s->fns[i];
+		const char *name = s->p->strings[f->name];
+		uint32_t len = s->p->string_lens[f->name];
+
+		if (!len || matched(m, k, f, other_names))
+			continue;
+		if (prs_strmap_put(out, name, len, prs_strmap_get(out, name, len) == PRS_MAP_NONE
+						    ? (uint32_t)i : MANY))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int pair_functions(struct prs_diff_match *m)
+{
+	struct side *B = &m->s[0], *A = &m->s[1];
+	struct prs_strmap names[2], un[2];
+	int rc = -ENOMEM;
+
+	for (int k = 0; k < 2; k++) {
+		prs_strmap_init(&names[k]);
+		prs_strmap_init(&un[k]);
+	}
+	if (name_index(B, &names[0]) || name_index(A, &names[1]) ||
+	    unmatched_index(m, 0, &names[1], &un[0]) || unmatched_index(m, 1, &names[0], &un[1]))
+		goto out;
+	for (size_t i = 0; i < B->nfns; i++) {
+		struct fnent *f = &B->fns[i];
+		const char *name = B->p->strings[f->name];
+		uint32_t len = B->p->string_lens[f->name], a;
+
+		if (!len || prs_strmap_get(&un[0], name, len) != i)
+			continue;
+		a = prs_strmap_get(&un[1], name, len);
+		if (a == PRS_MAP_NONE || a == MANY || A->fns[a].kind != f->kind)
+			continue;
+		if (prs_array_grow((void **)&m->fpairs, &m->cap_fpairs, m->nfpairs + 1, sizeof(*m->fpairs)))
+			goto out;
+		f->partner = (int32_t)a;
+		A->fns[a].partner = (int32_t)i;
+		m->fpairs[m->nfpairs++] = (struct prs_diff_fn_pair){ name, B->mods[f->mod].str,
+								    A->mods[A->fns[a].mod].str };
+	}
+	rc = 0;
+out:
+	for (int k = 0; k < 2; k++) {
+		prs_strmap_release(&names[k]);
+		prs_strmap_release(&un[k]);
+	}
+	return rc;
+}
+
 /* Each frame's key file: its module's, and for a before frame its module partner's. */
 static void key_files(struct prs_diff_match *m)
 {
@@ -368,7 +471,9 @@ static void key_files(struct prs_diff_match *m)
 			if (s->mod_of[i] == UINT32_MAX)
 				continue;
 			md = &s->mods[s->mod_of[i]];
-			if (k == 0 && md->pair >= 0)
+			if (k == 0 && s->fns[s->fn_of[i]].partner >= 0)
+				md = &m->s[1].mods[m->s[1].fns[s->fns[s->fn_of[i]].partner].mod];
+			else if (k == 0 && md->pair >= 0)
 				md = &m->s[1].mods[md->pair];
 			s->file[i] = md->str;
 			s->flen[i] = md->len;
@@ -381,6 +486,7 @@ static void side_release(struct side *s)
 	free(s->file);
 	free(s->flen);
 	free(s->mod_of);
+	free(s->fn_of);
 	free(s->mods);
 	free(s->fns);
 	prs_strmap_release(&s->modmap);
@@ -405,7 +511,7 @@ int prs_diff_match_new(const struct prs_profile *before, const struct prs_profil
 	if (scan(&m->s[0], m->by_name) || scan(&m->s[1], m->by_name))
 		goto nomem;
 	pair_same(m);
-	if (pair_unmatched(m))
+	if (pair_unmatched(m) || (!m->by_name && pair_functions(m)))
 		goto nomem;
 	key_files(m);
 	*out = m;
@@ -422,6 +528,7 @@ void prs_diff_match_free(struct prs_diff_match *m)
 	side_release(&m->s[0]);
 	side_release(&m->s[1]);
 	free(m->pairs);
+	free(m->fpairs);
 	free(m);
 }
 
@@ -450,4 +557,10 @@ const struct prs_diff_pair *prs_diff_match_pairs(const struct prs_diff_match *m,
 {
 	*n = m->npairs;
 	return m->pairs;
+}
+
+const struct prs_diff_fn_pair *prs_diff_match_fn_pairs(const struct prs_diff_match *m, size_t *n)
+{
+	*n = m->nfpairs;
+	return m->fpairs;
 }

@@ -129,6 +129,20 @@ def test_a_renamed_script_matches_by_function(diff):
     assert {f[3] for f in svg_frames(out / "diff.svg")} <= {"same", "less", "more"}
 
 
+def test_a_function_moved_to_another_file_matches_by_name(diff):
+    # helper leaves app.py for a new utils.py; nothing else moves
+    before = Profile(100).add(["main (app.py:1)", "work (app.py:10)"], 100) \
+                         .add(["main (app.py:1)", "helper (app.py:30)"], 100)
+    after = Profile(100).add(["main (app.py:1)", "work (app.py:10)"], 100) \
+                        .add(["main (app.py:1)", "helper (utils.py:3)"], 100)
+    doc, md, lines, out = diff(before, after)
+    assert set(rows(doc)) == {("main", "app.py"), ("work", "app.py"), ("helper", "utils.py")}
+    assert doc["summary"]["changed"] == 0
+    assert doc["matching"]["functions"] == [{"name": "helper", "before": "app.py", "after": "utils.py"}]
+    assert "matched on its own: `helper` from `app.py` → `utils.py`" in md
+    assert {f[3] for f in svg_frames(out / "diff.svg")} == {"same"}
+
+
 def test_removed_code_is_drawn_in_the_differential_graph(diff):
     # legacy (0.5 s) and its callee are gone after; fresh (0.3 s) is new; other is unchanged
     before = Profile(100).add(["main (app.py:1)", "legacy (app.py:40)", "parse (app.py:45)"], 50) \

@@ -106,7 +106,8 @@ Test(change, seconds_for_people)
 
 /* ---- constructed recordings ---- */
 
-/* One stack of a recording: "file:name;name;..." root first (every frame in that file), ticks. */
+/* One stack of a recording: "file:name;name;..." root first (every frame in that file unless
+ * written "name@other_file"), ticks. */
 struct part {
 	const char *stack;
 	unsigned ticks;
@@ -138,7 +139,12 @@ static struct prs_profile *recording(double rate_hz, const struct part *parts, s
 		cr_assert_not_null(names);
 		*names++ = '\0';
 		for (tok = strtok_r(names, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
-			uint32_t f = prs_profile_named_frame(p, PRS_KIND_PYTHON, str(p, tok), str(p, file), 1);
+			char *at = strchr(tok, '@'); /* "name@file": a frame of another file */
+			uint32_t f;
+
+			if (at)
+				*at++ = '\0';
+			f = prs_profile_named_frame(p, PRS_KIND_PYTHON, str(p, tok), str(p, at ? at : file), 1);
 
 			st = prs_profile_stack(p, st, f);
 		}
@@ -233,17 +239,65 @@ Test(diff_match, a_moved_file_pairs_before_a_renamed_one)
 Test(diff_match, a_module_sharing_too_little_stays_apart)
 {
 	/* x.py {main, f, g, h} -> y.py {main, p, q, r}: 1 of 4 in common (< half): not the same
-	 * module, so main is removed from x.py and added in y.py */
+	 * module; main, the only unmatched main of each side, still matches on its own */
 	struct part b[] = { { "x.py:main;f", 10 }, { "x.py:main;g", 10 }, { "x.py:main;h", 10 } };
 	struct part a[] = { { "y.py:main;p", 10 }, { "y.py:main;q", 10 }, { "y.py:main;r", 10 } };
 	struct prs_profile *pb = recording(100, b, 3), *pa = recording(100, a, 3);
 	struct prs_diff *d = compute(pb, pa);
+	const struct prs_diff_fn_pair *fp;
 	size_t np;
 
 	prs_diff_match_pairs(d->match, &np);
 	cr_assert_eq(np, 0);
-	cr_assert_eq(row(d, "main", "x.py")->status, PRS_DIFF_REMOVED);
-	cr_assert_eq(row(d, "main", "y.py")->status, PRS_DIFF_ADDED);
+	fp = prs_diff_match_fn_pairs(d->match, &np);
+	cr_assert_eq(np, 1);
+	cr_assert_str_eq(fp[0].name, "main");
+	cr_assert_str_eq(fp[0].before, "x.py");
+	cr_assert_str_eq(fp[0].after, "y.py");
+	cr_assert_eq(row(d, "main", "y.py")->status, PRS_DIFF_UNCHANGED);
+	cr_assert_eq(row(d, "f", "x.py")->status, PRS_DIFF_REMOVED);
+	cr_assert_eq(row(d, "p", "y.py")->status, PRS_DIFF_ADDED);
+	cr_assert_eq(d->nrows, 7);
+	prs_diff_free(d);
+	prs_profile_free(pa);
+	prs_profile_free(pb);
+}
+
+Test(diff_match, a_function_moved_to_another_file_matches_by_name)
+{
+	/* helper moved from app.py to utils.py (a new file of one function) and got 2x faster */
+	struct part b[] = { { "app.py:main;work", 100 }, { "app.py:main;helper", 200 } };
+	struct part a[] = { { "app.py:main;work", 100 }, { "app.py:main;helper@utils.py", 100 } };
+	struct prs_profile *pb = recording(100, b, 2), *pa = recording(100, a, 2);
+	struct prs_diff *d = compute(pb, pa);
+	const struct prs_diff_row *r;
+
+	r = row(d, "helper", NULL);
+	cr_assert_str_eq(r->file, "utils.py");
+	cr_assert_eq(r->status, PRS_DIFF_FASTER);
+	cr_assert_float_eq(r->self_s.before, 2.0, 1e-9);
+	cr_assert_float_eq(r->self_s.after, 1.0, 1e-9);
+	cr_assert_eq(d->count[PRS_DIFF_ADDED] + d->count[PRS_DIFF_REMOVED], 0);
+	prs_diff_free(d);
+	prs_profile_free(pa);
+	prs_profile_free(pb);
+}
+
+Test(diff_match, a_name_unmatched_twice_on_one_side_stays_apart)
+{
+	/* helper left app.py for u1.py and u2.py: which one it became is not known */
+	struct part b[] = { { "app.py:main;work", 100 }, { "app.py:main;helper", 100 } };
+	struct part a[] = { { "app.py:main;work", 100 }, { "app.py:main;helper@u1.py", 50 },
+			    { "app.py:main;helper@u2.py", 50 } };
+	struct prs_profile *pb = recording(100, b, 2), *pa = recording(100, a, 3);
+	struct prs_diff *d = compute(pb, pa);
+	size_t np;
+
+	prs_diff_match_fn_pairs(d->match, &np);
+	cr_assert_eq(np, 0);
+	cr_assert_eq(row(d, "helper", "app.py")->status, PRS_DIFF_REMOVED);
+	cr_assert_eq(row(d, "helper", "u1.py")->status, PRS_DIFF_ADDED);
+	cr_assert_eq(row(d, "helper", "u2.py")->status, PRS_DIFF_ADDED);
 	prs_diff_free(d);
 	prs_profile_free(pa);
 	prs_profile_free(pb);
