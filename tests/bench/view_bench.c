@@ -194,9 +194,8 @@ static int run_step(const struct prs_profile *p, const struct step *st, FILE *nu
 	struct prs_view_opts o = { .view = st->view, .per_process = true, .per_thread = st->kind == 5 };
 	struct prs_err err = { 0 };
 	struct prs_profile_view *v;
-	struct prs_diff_row *rows;
+	struct prs_diff *d;
 	struct prs_fg *fg;
-	size_t n;
 	int rc;
 
 	switch (st->kind) {
@@ -214,9 +213,9 @@ static int run_step(const struct prs_profile *p, const struct step *st, FILE *nu
 		rc = prs_export_speedscope(p, st->view, null, &err);
 		break;
 	case 6:
-		rc = prs_diff_compute(p, p, st->view, &rows, &n, NULL, &err);
-		if (!rc)
-			free(rows);
+		rc = prs_diff_compute(p, p, &(struct prs_diff_opts){ .view = st->view, .run_noise = -1 },
+				      &d, &err);
+		prs_diff_free(d);
 		break;
 	default:
 		fg = prs_fg_new();
