@@ -133,7 +133,8 @@ struct prs_diff {
 	double run_noise;
 	struct prs_diff_side side[2];
 	struct prs_diff_total wall, cpu;
-	struct prs_diff_row *rows; /* the significant rows by the size of their change, then the rest */
+	struct prs_diff_row *rows; /* the significant rows, then the rest; each part by the size of
+				    * the self change, then of the total change (callees before callers) */
 	size_t nrows, changed;     /* changed: the significant ones, first in rows */
 	size_t count[PRS_DIFF_REMOVED + 1]; /* rows by status */
 	bool verdict_changed;      /* both sides have a verdict and they differ */

@@ -100,25 +100,33 @@ static int count_side(struct prs_diff *d, struct merge *m, const struct prs_prof
 	return 0;
 }
 
-/* The larger change of a row in the unit it is judged by (seconds, or shares). */
-static double move_of(const struct prs_diff *d, const struct prs_diff_row *r)
+/* The size of a row's self (or total) change in the unit it is judged by (seconds, or shares). */
+static double move_of(const struct prs_diff *d, const struct prs_diff_row *r, bool self)
 {
-	double a = fabs(d->timed ? r->self_s.delta : r->self_sh.delta);
-	double b = fabs(d->timed ? r->total_s.delta : r->total_sh.delta);
+	const struct prs_change *c = self ? (d->timed ? &r->self_s : &r->self_sh)
+					  : (d->timed ? &r->total_s : &r->total_sh);
 
-	return a > b ? a : b;
+	return fabs(c->delta);
 }
 
+/*
+ * The changes first; among them the largest self change first, then the largest total change:
+ * a function whose own time moved comes before its callers, whose totals moved by the same
+ * amount (else a deep stack's callers would fill the first rows and hide what changed).
+ */
 static int row_cmp(const void *x, const void *y, void *arg)
 {
 	const struct prs_diff_row *a = x, *b = y;
-	double ma = move_of(arg, a), mb = move_of(arg, b);
+	double sa = move_of(arg, a, true), sb = move_of(arg, b, true);
+	double ta = move_of(arg, a, false), tb = move_of(arg, b, false);
 	int r;
 
 	if (a->significant != b->significant)
 		return a->significant ? -1 : 1;
-	if (ma != mb)
-		return ma > mb ? -1 : 1;
+	if (sa != sb)
+		return sa > sb ? -1 : 1;
+	if (ta != tb)
+		return ta > tb ? -1 : 1;
 	if (a->total_w[1] != b->total_w[1])
 		return a->total_w[1] > b->total_w[1] ? -1 : 1;
 	if ((r = strcmp(a->name, b->name)))

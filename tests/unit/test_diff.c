@@ -373,3 +373,20 @@ Test(diff, one_program_at_100_and_1000_hz_shows_no_change)
 	prs_profile_free(pa);
 	prs_profile_free(pb);
 }
+
+Test(diff, the_function_that_changed_comes_before_its_callers)
+{
+	/* leaf got 2x faster under 5 callers whose totals moved by as much; other did not move */
+	struct part b[] = { { "app.py:mod;main;run;step;work;leaf", 200 }, { "app.py:mod;other", 100 } };
+	struct part a[] = { { "app.py:mod;main;run;step;work;leaf", 100 }, { "app.py:mod;other", 100 } };
+	struct prs_profile *pb = recording(100, b, 2), *pa = recording(100, a, 2);
+	struct prs_diff *d = compute(pb, pa);
+
+	cr_assert_eq(d->changed, 6, "leaf and its 5 callers");
+	cr_assert_str_eq(d->rows[0].name, "leaf");
+	cr_assert_float_eq(d->rows[0].self_s.delta, -1.0, 1e-9);
+	cr_assert_str_eq(d->rows[d->nrows - 1].name, "other");
+	prs_diff_free(d);
+	prs_profile_free(pa);
+	prs_profile_free(pb);
+}
