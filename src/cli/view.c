@@ -365,20 +365,6 @@ out:
 	return rc;
 }
 
-static bool parse_noise(const char *s, double *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || *end || !(v >= 0 && v <= 100)) {
-		cli_msg("diff: --run-noise '%s': give a percentage from 0 to 100 (the run-to-run noise "
-			"of one run's time, e.g. 5)", s);
-		return false;
-	}
-	*out = v / 100;
-	return true;
-}
-
 int cmd_diff(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -406,17 +392,19 @@ int cmd_diff(int argc, char **argv)
 			if (!parse_view(optarg, &o.view))
 				return EXIT_USAGE;
 			break;
-		case 'n':
-			if (!parse_noise(optarg, &o.run_noise))
+		case 'n': /* a percentage: the run-to-run noise of one run's time */
+			if (!cli_parse_number("--run-noise", optarg, 0, 100, &o.run_noise))
 				return EXIT_USAGE;
+			o.run_noise /= 100;
 			break;
 		case 'h':
 			puts("usage: pyrsprof diff BEFORE AFTER [-o DIR] [--view cpu|wall] [--run-noise PCT]\n"
 			     "  The re-measure report of an optimization: BEFORE and AFTER are .pyrs profiles\n"
 			     "  (or folded stacks) of the program before and after a change. Prints the\n"
-			     "  measured speedup (wall and CPU) and the functions that changed beyond noise;\n"
-			     "  with -o, writes DIR/diff.md, DIR/diff.json (every function: seconds and shares before\n"
-			     "  and after) and DIR/diff.svg (both sides' frames; red slower, blue faster).\n"
+			     "  measured speedup (wall and CPU), the functions that changed beyond noise,\n"
+			     "  the next hot spot and the stop hint. With -o, writes DIR/diff.md,\n"
+			     "  DIR/diff.json (every function: seconds and shares before and after) and\n"
+			     "  DIR/diff.svg (both sides' frames; red slower, blue faster).\n"
 			     "  --run-noise PCT  the run-to-run noise of one run's time, in percent\n"
 			     "                   (default 5): changes within it are noise");
 			return EXIT_OK;

@@ -216,7 +216,7 @@ def test_without_a_folder_the_terminal_only(run_prs, tmp_path):
 
 
 @pytest.mark.parametrize("args,rc,words", [
-    (["--run-noise", "abc"], 2, ["--run-noise", "percentage"]),
+    (["--run-noise", "abc"], 2, ["--run-noise", "not a number"]),
     (["--run-noise", "150"], 2, ["--run-noise", "0 to 100"]),
     (["--view", "disk"], 2, ["view"]),
 ])
