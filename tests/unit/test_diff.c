@@ -174,6 +174,30 @@ static struct prs_diff *compute(const struct prs_profile *b, const struct prs_pr
 	return d;
 }
 
+/* Two recordings and their diff. */
+struct pair {
+	struct prs_profile *b, *a;
+	struct prs_diff *d;
+};
+
+#define N(x) (sizeof(x) / sizeof((x)[0]))
+
+static struct pair pair_of(double rate_b, const struct part *b, size_t nb, double rate_a,
+			   const struct part *a, size_t na)
+{
+	struct pair p = { recording(rate_b, b, nb), recording(rate_a, a, na), NULL };
+
+	p.d = compute(p.b, p.a);
+	return p;
+}
+
+static void pair_free(struct pair *p)
+{
+	prs_diff_free(p->d);
+	prs_profile_free(p->a);
+	prs_profile_free(p->b);
+}
+
 static const struct prs_diff_row *row(const struct prs_diff *d, const char *name, const char *file)
 {
 	const struct prs_diff_row *found = NULL;
@@ -191,8 +215,8 @@ Test(diff_match, a_renamed_script_matches_by_function)
 {
 	struct part b[] = { { "app.py:main;work;inner", 300 }, { "app.py:main;helper", 100 } };
 	struct part a[] = { { "app_v2.py:main;work;inner", 300 }, { "app_v2.py:main;helper", 100 } };
-	struct prs_profile *pb = recording(100, b, 2), *pa = recording(100, a, 2);
-	struct prs_diff *d = compute(pb, pa);
+	struct pair p = pair_of(100, b, N(b), 100, a, N(a));
+	struct prs_diff *d = p.d;
 	const struct prs_diff_pair *pairs;
 	size_t np;
 
@@ -209,9 +233,7 @@ Test(diff_match, a_renamed_script_matches_by_function)
 	cr_assert_str_eq(pairs[0].after, "app_v2.py");
 	cr_assert_not(pairs[0].moved);
 	cr_assert_eq(pairs[0].common, 4);
-	prs_diff_free(d);
-	prs_profile_free(pa);
-	prs_profile_free(pb);
+	pair_free(&p);
 }
 
 Test(diff_match, a_moved_file_pairs_before_a_renamed_one)
@@ -220,8 +242,8 @@ Test(diff_match, a_moved_file_pairs_before_a_renamed_one)
 	 * the same basename wins */
 	struct part b[] = { { "src/app.py:main;work", 100 } };
 	struct part a[] = { { "lib/other.py:main;work", 50 }, { "lib/app.py:main;work", 100 } };
-	struct prs_profile *pb = recording(100, b, 1), *pa = recording(100, a, 2);
-	struct prs_diff *d = compute(pb, pa);
+	struct pair p = pair_of(100, b, N(b), 100, a, N(a));
+	struct prs_diff *d = p.d;
 	const struct prs_diff_pair *pairs;
 	size_t np;
 
@@ -231,9 +253,7 @@ Test(diff_match, a_moved_file_pairs_before_a_renamed_one)
 	cr_assert(pairs[0].moved);
 	cr_assert_eq(row(d, "work", "lib/app.py")->status, PRS_DIFF_UNCHANGED);
 	cr_assert_eq(row(d, "work", "lib/other.py")->status, PRS_DIFF_ADDED);
-	prs_diff_free(d);
-	prs_profile_free(pa);
-	prs_profile_free(pb);
+	pair_free(&p);
 }
 
 Test(diff_match, a_module_sharing_too_little_stays_apart)
@@ -242,8 +262,8 @@ Test(diff_match, a_module_sharing_too_little_stays_apart)
 	 * module; main, the only unmatched main of each side, still matches on its own */
 	struct part b[] = { { "x.py:main;f", 10 }, { "x.py:main;g", 10 }, { "x.py:main;h", 10 } };
 	struct part a[] = { { "y.py:main;p", 10 }, { "y.py:main;q", 10 }, { "y.py:main;r", 10 } };
-	struct prs_profile *pb = recording(100, b, 3), *pa = recording(100, a, 3);
-	struct prs_diff *d = compute(pb, pa);
+	struct pair p = pair_of(100, b, N(b), 100, a, N(a));
+	struct prs_diff *d = p.d;
 	const struct prs_diff_fn_pair *fp;
 	size_t np;
 
@@ -258,9 +278,7 @@ Test(diff_match, a_module_sharing_too_little_stays_apart)
 	cr_assert_eq(row(d, "f", "x.py")->status, PRS_DIFF_REMOVED);
 	cr_assert_eq(row(d, "p", "y.py")->status, PRS_DIFF_ADDED);
 	cr_assert_eq(d->nrows, 7);
-	prs_diff_free(d);
-	prs_profile_free(pa);
-	prs_profile_free(pb);
+	pair_free(&p);
 }
 
 Test(diff_match, a_function_moved_to_another_file_matches_by_name)
@@ -268,8 +286,8 @@ Test(diff_match, a_function_moved_to_another_file_matches_by_name)
 	/* helper moved from app.py to utils.py (a new file of one function) and got 2x faster */
 	struct part b[] = { { "app.py:main;work", 100 }, { "app.py:main;helper", 200 } };
 	struct part a[] = { { "app.py:main;work", 100 }, { "app.py:main;helper@utils.py", 100 } };
-	struct prs_profile *pb = recording(100, b, 2), *pa = recording(100, a, 2);
-	struct prs_diff *d = compute(pb, pa);
+	struct pair p = pair_of(100, b, N(b), 100, a, N(a));
+	struct prs_diff *d = p.d;
 	const struct prs_diff_row *r;
 
 	r = row(d, "helper", NULL);
@@ -278,9 +296,7 @@ Test(diff_match, a_function_moved_to_another_file_matches_by_name)
 	cr_assert_float_eq(r->self_s.before, 2.0, 1e-9);
 	cr_assert_float_eq(r->self_s.after, 1.0, 1e-9);
 	cr_assert_eq(d->count[PRS_DIFF_ADDED] + d->count[PRS_DIFF_REMOVED], 0);
-	prs_diff_free(d);
-	prs_profile_free(pa);
-	prs_profile_free(pb);
+	pair_free(&p);
 }
 
 Test(diff_match, a_name_unmatched_twice_on_one_side_stays_apart)
@@ -289,8 +305,8 @@ Test(diff_match, a_name_unmatched_twice_on_one_side_stays_apart)
 	struct part b[] = { { "app.py:main;work", 100 }, { "app.py:main;helper", 100 } };
 	struct part a[] = { { "app.py:main;work", 100 }, { "app.py:main;helper@u1.py", 50 },
 			    { "app.py:main;helper@u2.py", 50 } };
-	struct prs_profile *pb = recording(100, b, 2), *pa = recording(100, a, 3);
-	struct prs_diff *d = compute(pb, pa);
+	struct pair p = pair_of(100, b, N(b), 100, a, N(a));
+	struct prs_diff *d = p.d;
 	size_t np;
 
 	prs_diff_match_fn_pairs(d->match, &np);
@@ -298,9 +314,7 @@ Test(diff_match, a_name_unmatched_twice_on_one_side_stays_apart)
 	cr_assert_eq(row(d, "helper", "app.py")->status, PRS_DIFF_REMOVED);
 	cr_assert_eq(row(d, "helper", "u1.py")->status, PRS_DIFF_ADDED);
 	cr_assert_eq(row(d, "helper", "u2.py")->status, PRS_DIFF_ADDED);
-	prs_diff_free(d);
-	prs_profile_free(pa);
-	prs_profile_free(pb);
+	pair_free(&p);
 }
 
 Test(diff_match, same_name_in_two_kept_modules_is_two_functions)
@@ -308,16 +322,14 @@ Test(diff_match, same_name_in_two_kept_modules_is_two_functions)
 	/* util() of a.py got 2x faster, util() of b.py did not: never merged */
 	struct part b[] = { { "a.py:main;util", 200 }, { "b.py:run;util", 100 } };
 	struct part a[] = { { "a.py:main;util", 100 }, { "b.py:run;util", 100 } };
-	struct prs_profile *pb = recording(100, b, 2), *pa = recording(100, a, 2);
-	struct prs_diff *d = compute(pb, pa);
+	struct pair p = pair_of(100, b, N(b), 100, a, N(a));
+	struct prs_diff *d = p.d;
 
 	cr_assert_eq(row(d, "util", "a.py")->status, PRS_DIFF_FASTER);
 	cr_assert_float_eq(row(d, "util", "a.py")->self_s.before, 2.0, 1e-9);
 	cr_assert_float_eq(row(d, "util", "a.py")->self_s.after, 1.0, 1e-9);
 	cr_assert_eq(row(d, "util", "b.py")->status, PRS_DIFF_UNCHANGED);
-	prs_diff_free(d);
-	prs_profile_free(pa);
-	prs_profile_free(pb);
+	pair_free(&p);
 }
 
 /* ---- times ---- */
@@ -327,8 +339,8 @@ Test(diff, a_function_made_2x_faster_gives_the_absolute_speedup)
 	/* before: slow 3 s, rest 1 s (4 s); after: slow 1.5 s, rest 1 s (2.5 s): 1.6x overall */
 	struct part b[] = { { "app.py:main;slow", 300 }, { "app.py:main;rest", 100 } };
 	struct part a[] = { { "app.py:main;slow", 150 }, { "app.py:main;rest", 100 } };
-	struct prs_profile *pb = recording(100, b, 2), *pa = recording(100, a, 2);
-	struct prs_diff *d = compute(pb, pa);
+	struct pair p = pair_of(100, b, N(b), 100, a, N(a));
+	struct prs_diff *d = p.d;
 	const struct prs_diff_row *r;
 
 	cr_assert(d->timed);
@@ -350,17 +362,15 @@ Test(diff, a_function_made_2x_faster_gives_the_absolute_speedup)
 	/* what next: the after profile's top hot spot is slow (60 %), ceiling 2.5x */
 	cr_assert(d->have_next);
 	cr_assert_str_eq(d->next.rows[0].name, "slow");
-	prs_diff_free(d);
-	prs_profile_free(pa);
-	prs_profile_free(pb);
+	pair_free(&p);
 }
 
 Test(diff, one_program_at_100_and_1000_hz_shows_no_change)
 {
 	struct part b[] = { { "app.py:main;f", 150 }, { "app.py:main;g", 50 } };
 	struct part a[] = { { "app.py:main;f", 1500 }, { "app.py:main;g", 500 } };
-	struct prs_profile *pb = recording(100, b, 2), *pa = recording(1000, a, 2);
-	struct prs_diff *d = compute(pb, pa);
+	struct pair p = pair_of(100, b, N(b), 1000, a, N(a));
+	struct prs_diff *d = p.d;
 
 	cr_assert_float_eq(d->side[0].period_s, 0.01, 1e-12);
 	cr_assert_float_eq(d->side[1].period_s, 0.001, 1e-12);
@@ -369,9 +379,7 @@ Test(diff, one_program_at_100_and_1000_hz_shows_no_change)
 	cr_assert_float_eq(row(d, "f", NULL)->self_s.after, 1.5, 1e-9);
 	cr_assert_float_eq(d->wall.speedup, 1.0, 1e-9);
 	cr_assert_not(d->wall.c.significant);
-	prs_diff_free(d);
-	prs_profile_free(pa);
-	prs_profile_free(pb);
+	pair_free(&p);
 }
 
 Test(diff, the_function_that_changed_comes_before_its_callers)
@@ -379,14 +387,12 @@ Test(diff, the_function_that_changed_comes_before_its_callers)
 	/* leaf got 2x faster under 5 callers whose totals moved by as much; other did not move */
 	struct part b[] = { { "app.py:mod;main;run;step;work;leaf", 200 }, { "app.py:mod;other", 100 } };
 	struct part a[] = { { "app.py:mod;main;run;step;work;leaf", 100 }, { "app.py:mod;other", 100 } };
-	struct prs_profile *pb = recording(100, b, 2), *pa = recording(100, a, 2);
-	struct prs_diff *d = compute(pb, pa);
+	struct pair p = pair_of(100, b, N(b), 100, a, N(a));
+	struct prs_diff *d = p.d;
 
 	cr_assert_eq(d->changed, 6, "leaf and its 5 callers");
 	cr_assert_str_eq(d->rows[0].name, "leaf");
 	cr_assert_float_eq(d->rows[0].self_s.delta, -1.0, 1e-9);
 	cr_assert_str_eq(d->rows[d->nrows - 1].name, "other");
-	prs_diff_free(d);
-	prs_profile_free(pa);
-	prs_profile_free(pb);
+	pair_free(&p);
 }
