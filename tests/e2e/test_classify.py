@@ -13,6 +13,7 @@ CPU-bound fires as "also". Every other assertion is as strict."""
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
