@@ -62,6 +62,10 @@ void prs_py_free(struct prs_py *py);
 const char *prs_py_version(const struct prs_py *py);
 /* PY_VERSION_HEX of the target, e.g. 0x030c01f0. */
 uint32_t prs_py_version_hex(const struct prs_py *py);
+/* The walker's context (python/walk.h: layout and anchors, plain data), for a walk elsewhere:
+ * the preload agent walks inside the target with a copy of it. Borrowed. */
+struct prs_pywalk;
+const struct prs_pywalk *prs_py_walker(const struct prs_py *py);
 /* Where the layout came from: "table" (generated from headers) or "debug-offsets". Borrowed. */
 const char *prs_py_layout_source(const struct prs_py *py);
 /* How the interpreter state was found: "_PyRuntime symbol", ".PyRuntime section", "interp_head

@@ -31,6 +31,10 @@ enum prs_sampler_mode { PRS_SAMPLE_LAUNCH, PRS_SAMPLE_ATTACH };
 enum prs_source {
 	PRS_SOURCE_PTRACE = 0, /* stop each thread: registers, stack snapshot, native + Python frames */
 	PRS_SOURCE_VM = 1,     /* Python frames only, read from memory without stopping the target */
+	/* launch only: an LD_PRELOAD agent samples each thread on its CPU-time timer from inside
+	 * (registers, stack copy, Python frames) into a shared ring; pyrsprof unwinds and names */
+	PRS_SOURCE_PRELOAD = 2,
+	PRS_SOURCE_AUTO = 3,   /* ptrace; launch: preload when ptrace is refused */
 };
 
 struct prs_sampler_opts {
@@ -149,6 +153,13 @@ const struct prs_wait_addr *prs_sampler_wait_addrs(const struct prs_sampler *s, 
 /* Kernel stacks (opts.kernel_stacks): true when recorded; else, when they were asked for, why
  * not and what to do, in one line into why (else ""). */
 bool prs_sampler_kernel_stacks(const struct prs_sampler *s, char *why, size_t size);
+
+/* What the user should know of how the sampling went, one or more lines ("" when nothing): the
+ * fallback of --mode auto, the preload agent's problems and drops. Borrowed. */
+const char *prs_sampler_notes(const struct prs_sampler *s);
+
+/* The sample source in use: "ptrace", "vm" or "preload". */
+const char *prs_sampler_source_name(const struct prs_sampler *s);
 
 /* Fills stats (durations summarised). */
 void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats *stats);

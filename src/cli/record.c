@@ -46,8 +46,11 @@ static const char run_usage[] =
 	"      --force          replace the recording already in DIR\n"
 	"      --stack-bytes N  stack bytes copied per sample (default 65536)\n"
 	"      --stats          print the sampler's own costs\n"
-	"      --mode MODE      ptrace (default: native + Python frames) or vm (Python frames\n"
-	"                       only, read without stopping the program: lowest overhead)\n"
+	"      --mode MODE      auto (default: ptrace, or preload where ptrace is refused),\n"
+	"                       ptrace (native + Python frames, every thread at every tick),\n"
+	"                       preload (an LD_PRELOAD agent samples running threads from\n"
+	"                       inside on their CPU-time timers: native + Python frames), or vm\n"
+	"                       (Python frames only, read without stopping the program)\n"
 	"      --native-all     keep the interpreter's own native frames in Python stacks\n"
 	"      --merge-processes  graphs with a root per command, not per process\n"
 	"      --no-kernel-stacks  no kernel frames under the user stacks (they need root,\n"
@@ -117,7 +120,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 	o->merge_processes = false;
 	o->force = false;
 	o->no_kernel_stacks = false;
-	o->source = PRS_SOURCE_PTRACE;
+	o->source = run ? PRS_SOURCE_AUTO : PRS_SOURCE_PTRACE;
 	o->sym.ndirs = 0;
 	memset(&o->phase, 0, sizeof(o->phase));
 	optind = 1;
@@ -147,9 +150,17 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 				o->source = PRS_SOURCE_PTRACE;
 			} else if (strcmp(optarg, "vm") == 0) {
 				o->source = PRS_SOURCE_VM;
+			} else if (strcmp(optarg, "auto") == 0) {
+				o->source = run ? PRS_SOURCE_AUTO : PRS_SOURCE_PTRACE;
+			} else if (strcmp(optarg, "preload") == 0 && run) {
+				o->source = PRS_SOURCE_PRELOAD;
+			} else if (strcmp(optarg, "preload") == 0) {
+				cli_msg("--mode preload works only for a program pyrsprof starts (pyrsprof "
+					"run); attach with --mode ptrace or vm");
+				return EXIT_USAGE;
 			} else {
-				cli_msg("--mode: '%s' is not a mode (ptrace: native + Python frames; vm: "
-					"Python frames only, without stopping the target)", optarg);
+				cli_msg("--mode: '%s' is not a mode (auto, ptrace: native + Python frames; "
+					"preload: from inside, run only; vm: Python frames only)", optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -482,6 +493,22 @@ static void report_python(const struct prs_sampler *s, const struct rec_opts *o)
 			"sampled (use the default --mode ptrace for native programs)");
 }
 
+/* Prints the sampler's notes not printed yet, each line prefixed like every message. */
+static void cli_print_notes(const struct prs_sampler *s)
+{
+	static size_t printed;
+	const char *notes = prs_sampler_notes(s);
+	size_t len = strlen(notes);
+
+	while (printed < len) {
+		size_t n = strcspn(notes + printed, "\n");
+
+		if (n)
+			cli_msg("%.*s", (int)n, notes + printed);
+		printed += n + 1;
+	}
+}
+
 /* The live status line of a recording on a terminal, rewritten in place once a second. */
 static void status_line(void *arg, double elapsed_s, uint64_t samples, size_t threads)
 {
@@ -568,11 +595,13 @@ int cmd_run(int argc, char **argv)
 		return rc == -ENOENT || rc == -EACCES || rc == -ENOEXEC || rc == -ENOTDIR ? EXIT_NOCMD
 											  : EXIT_FAIL;
 	}
+	cli_print_notes(s);
 	set_common_meta(prs_recorder_profile(rec), &o, "run", command, prs_sampler_pid(s));
 	report_kernel_stacks(s, prs_recorder_profile(rec));
 	cli_collect_start(col, prs_sampler_pid(s), prs_recorder_profile(rec));
 	prs_sampler_run(s, &err);
 	report_python(s, &o);
+	cli_print_notes(s);
 	rc = finish(rec, s, dir, &o, col);
 	cli_collect_free(col);
 	if (!prs_sampler_target_exited(s))

@@ -73,6 +73,7 @@ uint32_t prs_py_version_hex(const struct prs_py *py) { return py->version_hex; }
 const char *prs_py_layout_source(const struct prs_py *py) { return py->layout_source; }
 const char *prs_py_binary(const struct prs_py *py) { return py->binary; }
 const char *prs_py_anchor(const struct prs_py *py) { return py->anchor ? py->anchor : ""; }
+const struct prs_pywalk *prs_py_walker(const struct prs_py *py) { return &py->walk; }
 
 /* ---- what the walker cannot do ---- */
 

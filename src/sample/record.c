@@ -63,29 +63,37 @@ void prs_record_stack(struct prs_sampler *s, struct prs_target *tg, struct prs_t
 	prs_kept_sample(&t->kept, smp);
 }
 
-/* Unwinds t's snapshot into s->pcs and s->frame_ids and counts its costs. Returns the frames. */
-static int unwind_snapshot(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
-			   uint64_t extra_ns, struct prs_unwind_info *info)
+int prs_record_unwind(struct prs_sampler *s, struct prs_target *tg, const struct prs_regs *regs,
+		      const struct prs_snapshot *snap, struct prs_unwind_info *info)
 {
-	struct prs_snapshot snap = { .base = t->regs.r[PRS_REG_RSP], .len = t->stack_len,
-				     .data = t->stack };
-	uint64_t u0 = prs_now_ns(), u1;
-	int n = prs_unwind(tg->uw, &t->regs, &snap, s->pcs, PRS_MAX_NATIVE_FRAMES, info);
+	uint64_t u0 = prs_now_ns();
+	int n = prs_unwind(tg->uw, regs, snap, s->pcs, PRS_MAX_NATIVE_FRAMES, info);
 
-	u1 = prs_now_ns();
 	if (n < 0) {
 		s->st.unwind_errors++;
 		n = 0;
 	}
 	if (info->flags & PRS_UNWIND_TRUNCATED)
 		s->st.unwind_truncated++;
-	prs_durations_add(&s->d_unwind, u1 - u0);
-	prs_durations_add(&s->d_stop, t->t_cont - t->t_interrupt);
-	prs_durations_add(&s->d_cost, (t->t_cont - t->t_interrupt) + (u1 - u0) + t->check_ns +
-					      extra_ns);
+	prs_durations_add(&s->d_unwind, prs_now_ns() - u0);
 	for (int i = 0; i < n; i++)
 		s->frame_ids[i] = prs_profile_raw_frame(s->prof, prs_target_mapping_id(s, tg, s->pcs[i]),
 							s->pcs[i], i == 0);
+	return n;
+}
+
+/* Unwinds t's snapshot into s->pcs and s->frame_ids and counts its costs. Returns the frames. */
+static int unwind_snapshot(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			   uint64_t extra_ns, struct prs_unwind_info *info)
+{
+	struct prs_snapshot snap = { .base = t->regs.r[PRS_REG_RSP], .len = t->stack_len,
+				     .data = t->stack };
+	uint64_t u0 = prs_now_ns();
+	int n = prs_record_unwind(s, tg, &t->regs, &snap, info);
+
+	prs_durations_add(&s->d_stop, t->t_cont - t->t_interrupt);
+	prs_durations_add(&s->d_cost, (t->t_cont - t->t_interrupt) + (prs_now_ns() - u0) +
+					      t->check_ns + extra_ns);
 	return n;
 }
 

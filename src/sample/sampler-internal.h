@@ -50,10 +50,22 @@ struct prs_source_ops {
 	int (*attach)(struct prs_sampler *s, struct prs_target *tg, struct prs_err *err);
 	/* One tick of tg: a sample of each of its threads recorded. now_ns: the loop's time. */
 	void (*tick)(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns);
+	/* Optional. Around the launch of the root: before the fork (argv: the command), then after
+	 * it whatever happened (restores what before changed in pyrsprof itself). */
+	int (*launch_prepare)(struct prs_sampler *s, struct prs_target *tg, char *const argv[],
+			      struct prs_err *err);
+	void (*launch_done)(struct prs_sampler *s, struct prs_target *tg);
+	/* Optional. After the loop, for every target: what is still pending is recorded. */
+	void (*end)(struct prs_sampler *s, struct prs_target *tg);
 };
 
 extern const struct prs_source_ops prs_source_ptrace; /* source_ptrace.c */
 extern const struct prs_source_ops prs_source_vm;     /* source_vm.c */
+extern const struct prs_source_ops prs_source_preload; /* source_preload.c */
+
+struct prs_preload;
+/* Frees a target's preload state (source_preload.c). NULL is fine. */
+void prs_preload_free(struct prs_preload *p);
 
 /* One traced process. */
 struct prs_target {
@@ -81,6 +93,7 @@ struct prs_target {
 	char py_info[256];
 	uint64_t last_tick_ns;  /* ptrace: start of the last tick */
 	uint64_t last_py_read;  /* vm: end of the last Python read */
+	struct prs_preload *preload; /* preload: the ring shared with the agent in the target */
 };
 
 /* The session. */
@@ -108,6 +121,7 @@ struct prs_sampler {
 	struct prs_waits waits; /* the futex words threads were sampled blocked on */
 	bool gil_meta;          /* meta gil_wait=1 written: GIL waits are told from lock waits */
 	struct prs_kstack *kstack; /* kernel stacks (opts.kernel_stacks), NULL when not asked */
+	char notes[512];        /* what the user should know of how it sampled (lines) */
 };
 
 /* ---- session.c ---- */
@@ -127,6 +141,10 @@ bool prs_session_all_exited(const struct prs_sampler *s);
 struct prs_target *prs_session_thread(const struct prs_sampler *s, pid_t tid, struct prs_thr **t);
 /* The target whose leader is pid, or NULL. */
 struct prs_target *prs_session_target(const struct prs_sampler *s, pid_t pid);
+
+/* Adds a line to s->notes (prs_sampler_notes). */
+void prs_session_note(struct prs_sampler *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* ---- target.c ---- */
 
@@ -212,6 +230,10 @@ void prs_record_stack(struct prs_sampler *s, struct prs_target *tg, struct prs_t
 		      const struct prs_py_thread *pt, struct prs_sample *smp);
 /* Counts the futex word of t's sample smp (the WAIT_ADDR records), if it waits on one. */
 void prs_record_count_wait(struct prs_sampler *s, const struct prs_thr *t, const struct prs_sample *smp);
+/* Unwinds one sample (regs, snap) of tg into s->pcs and s->frame_ids (interned with their
+ * mappings), counting the unwind's time and errors. Returns the frames. */
+int prs_record_unwind(struct prs_sampler *s, struct prs_target *tg, const struct prs_regs *regs,
+		      const struct prs_snapshot *snap, struct prs_unwind_info *info);
 /* Records t from its snapshot, if it has one (unwound now; extra_ns: its share of the tick's
  * costs outside its own stop), else from t->state alone; merged with its Python frames. */
 void prs_record_thread(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,

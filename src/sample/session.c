@@ -9,6 +9,7 @@
 #include "pyrsprof/sampler.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,9 @@ int prs_session_new(enum prs_sampler_mode mode, const struct prs_sampler_opts *o
 	s->opts = *opts;
 	if (s->opts.stack_bytes == 0)
 		s->opts.stack_bytes = 64 * 1024;
-	s->src = opts->source == PRS_SOURCE_VM ? &prs_source_vm : &prs_source_ptrace;
+	s->src = opts->source == PRS_SOURCE_VM	    ? &prs_source_vm
+		 : opts->source == PRS_SOURCE_PRELOAD ? &prs_source_preload
+						      : &prs_source_ptrace;
 	s->rec = rec;
 	s->prof = rec ? prs_recorder_profile(rec) : opts->profile;
 	if (!s->prof) {
@@ -325,6 +328,8 @@ int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)
 		next = next_deadline(s, next, period, end);
 		wait_until(s, next + jitter(s, period));
 	}
+	for (size_t i = 0; s->src->end && i < s->ntargets; i++)
+		s->src->end(s, s->targets[i]);
 	s->st.duration_s = (double)(prs_now_ns() - s->t0) / 1e9;
 	record_names(s);
 	prs_events_detach_all(s);
@@ -378,6 +383,30 @@ int prs_sampler_wait_child(struct prs_sampler *s)
 }
 
 /* ---- what the caller asks ---- */
+
+void prs_session_note(struct prs_sampler *s, const char *fmt, ...)
+{
+	size_t len = strlen(s->notes);
+	va_list ap;
+
+	if (len + 2 >= sizeof(s->notes))
+		return;
+	if (len)
+		s->notes[len++] = '\n';
+	va_start(ap, fmt);
+	vsnprintf(s->notes + len, sizeof(s->notes) - len, fmt, ap);
+	va_end(ap);
+}
+
+const char *prs_sampler_notes(const struct prs_sampler *s)
+{
+	return s->notes;
+}
+
+const char *prs_sampler_source_name(const struct prs_sampler *s)
+{
+	return s->src->name;
+}
 
 bool prs_sampler_python(const struct prs_sampler *s, char *buf, size_t size)
 {

@@ -31,18 +31,48 @@ static int new_with_root(enum prs_sampler_mode mode, const struct prs_sampler_op
 	return 0;
 }
 
+/* Launches argv as the root with the session's source, which may prepare the launch. */
+static int launch_root(struct prs_sampler *s, char *const argv[], pid_t *pid, struct prs_err *err)
+{
+	struct prs_target *root = s->targets[0];
+	int rc = 0;
+
+	if (s->src->launch_prepare)
+		rc = s->src->launch_prepare(s, root, argv, err);
+	if (rc == 0)
+		rc = prs_ptrace_launch(argv, s->src->traces, pid, err);
+	if (s->src->launch_done)
+		s->src->launch_done(s, root);
+	return rc;
+}
+
+/* --mode auto: ptrace, unless it is refused (before the program ran: the child is killed at
+ * its exec gate). Then the program is launched again with the preload agent. */
+static int launch_auto(struct prs_sampler *s, char *const argv[], pid_t *pid, struct prs_err *err)
+{
+	int rc = launch_root(s, argv, pid, err);
+
+	if (s->opts.source != PRS_SOURCE_AUTO || (rc != -EPERM && rc != -ENOSYS) || *pid > 0)
+		return rc;
+	prs_session_note(s, "ptrace is not permitted here (%s): sampling from inside the program "
+			 "with the LD_PRELOAD agent (--mode preload)", err->msg);
+	err->msg[0] = '\0';
+	s->src = &prs_source_preload;
+	return launch_root(s, argv, pid, err);
+}
+
 int prs_sampler_launch(char *const argv[], const struct prs_sampler_opts *opts,
 		       struct prs_recorder *rec, struct prs_sampler **out, struct prs_err *err)
 {
 	struct prs_sampler *s;
 	struct prs_target *root;
-	pid_t pid;
+	pid_t pid = 0;
 	int rc = new_with_root(PRS_SAMPLE_LAUNCH, opts, rec, &s, err);
 
 	if (rc)
 		return rc;
 	root = s->targets[0];
-	rc = prs_ptrace_launch(argv, s->src->traces, &pid, err);
+	rc = launch_auto(s, argv, &pid, err);
 	if (rc) {
 		prs_sampler_free(s);
 		return rc;
@@ -74,6 +104,11 @@ int prs_sampler_attach(pid_t pid, const struct prs_sampler_opts *opts, struct pr
 	root = s->targets[0];
 	prs_target_set_pid(root, pid);
 	root->own_image = true;
+	if (!s->src->attach) {
+		prs_sampler_free(s);
+		return prs_err_set(err, -EINVAL, "--mode %s needs the program started by pyrsprof run "
+				   "(attach with --mode ptrace or vm)", s->src->name);
+	}
 	rc = s->src->attach(s, root, err);
 	if (rc) {
 		prs_sampler_free(s);

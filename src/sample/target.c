@@ -43,6 +43,7 @@ void prs_target_free(struct prs_target *tg)
 	prs_py_free(tg->py);
 	free(tg->pyt);
 	free(tg->map_ids);
+	prs_preload_free(tg->preload);
 	free(tg);
 }
 

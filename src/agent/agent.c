@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libpyrsprof-agent.so: pyrsprof's sampler inside the program (--mode preload), loaded by
+ * LD_PRELOAD. It maps the shared ring pyrsprof created (ring.h), gives every thread a timer on
+ * its own CPU clock (timer_create(CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID)) that sends a
+ * real-time signal at the sampling period of CPU time, and in that signal's handler copies the
+ * registers, the top of the stack and the thread's raw Python frames into a ring slot. The
+ * native unwinding and every naming happen in pyrsprof.
+ *
+ * Threads are armed as they start: pthread_create is interposed so that the new thread arms
+ * itself before its start routine; threads already running when the agent loads are signalled
+ * once (tgkill) and arm themselves in the handler. A process-wide ITIMER_PROF is never used: it
+ * charges a signal to whichever thread runs when it fires, skewing the split between threads.
+ *
+ * The handler is async-signal-safe: raw syscalls, no allocation, no locks, no stdio, no loader
+ * calls; memory it cannot trust is read with process_vm_readv on itself, which fails on a bad
+ * address instead of faulting. A forked child stops sampling (its timers are not inherited;
+ * threads it creates are not armed): it runs unprofiled and unharmed.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "agent/ring.h"
+#include "pyrsprof/memreader.h"
+#include "python/walk.h"
+#include "util/banned.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* Per thread: its timer and the bounds of its stack (0: unknown). */
+struct agent_thread {
+	int armed;
+	int timer;    /* kernel timer id */
+	uint64_t stack_lo, stack_hi;
+};
+
+static TLS struct agent_thread me;
+
+static struct prs_ring_hdr *ring;   /* NULL: inactive (not launched by pyrsprof, or a fork) */
+static pid_t self_pid;
+static int signo;
+static struct prs_pywalk walker;    /* a copy of the header's, pointing at the header's layout */
+static int py_ready;                /* walker is set up */
+static pthread_key_t exit_key;
+static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+/* ---- small async-signal-safe helpers ---- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static pid_t my_tid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+/* Says why the agent gave up, once, in the header (pyrsprof prints it). */
+static void agent_fail(int err, const char *what)
+{
+	size_t n = strlen(what);
+
+	if (n >= sizeof(ring->agent_msg))
+		n = sizeof(ring->agent_msg) - 1;
+	memcpy(ring->agent_msg, what, n);
+	ring->agent_msg[n] = '\0';
+	ring->agent_errno = err;
+	__atomic_store_n(&ring->agent_state, PRS_AGENT_FAILED, __ATOMIC_RELEASE);
+}
+
+/* ---- timers ---- */
+
+/* Gives the calling thread its CPU-time timer. Async-signal-safe (raw syscalls). */
+static void arm_self(void)
+{
+	struct sigevent sev;
+	struct itimerspec its;
+	int id;
+
+	if (!ring || me.armed)
+		return;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = signo;
+	sev.sigev_value.sival_int = PRS_RING_COOKIE;
+	sev._sigev_un._tid = my_tid();
+	if (syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &sev, &id) != 0) {
+		__atomic_fetch_add(&ring->timer_errors, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	its.it_interval.tv_sec = (time_t)(ring->period_ns / 1000000000ull);
+	its.it_interval.tv_nsec = (long)(ring->period_ns % 1000000000ull);
+	its.it_value = its.it_interval;
+	if (syscall(SYS_timer_settime, id, 0, &its, NULL) != 0) {
+		syscall(SYS_timer_delete, id);
+		__atomic_fetch_add(&ring->timer_errors, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	me.timer = id;
+	me.armed = 1;
+	__atomic_fetch_add(&ring->timers, 1, __ATOMIC_RELAXED);
+}
+
+/* A thread's exit (pthread key destructor): its timer goes with it (timers are process
+ * resources: kept, they would pile up under thread churn against RLIMIT_SIGPENDING). */
+static void disarm_self(void *unused)
+{
+	(void)unused;
+	if (me.armed) {
+		me.armed = 0;
+		syscall(SYS_timer_delete, me.timer);
+	}
+}
+
+/* The calling thread's stack bounds, from its attributes (not in a handler: may allocate). */
+static void learn_stack(void)
+{
+	pthread_attr_t a;
+	void *lo;
+	size_t size;
+
+	if (pthread_getattr_np(pthread_self(), &a) != 0)
+		return;
+	if (pthread_attr_getstack(&a, &lo, &size) == 0) {
+		me.stack_lo = (uint64_t)(uintptr_t)lo;
+		me.stack_hi = me.stack_lo + size;
+	}
+	pthread_attr_destroy(&a);
+}
+
+/* ---- the sample ---- */
+
+/* Reads len bytes at addr of this process without faulting (process_vm_readv on itself).
+ * Returns the bytes read: a fault ends the copy there. */
+static size_t safe_copy(void *dst, uint64_t addr, size_t len)
+{
+	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv(self_pid, &l, 1, &r, 1, 0);
+
+	return n > 0 ? (size_t)n : 0;
+}
+
+static void copy_regs(struct prs_ring_slot *sl, const ucontext_t *uc)
+{
+	const greg_t *g = uc->uc_mcontext.gregs;
+
+	sl->regs[PRS_REG_RAX] = (uint64_t)g[REG_RAX];
+	sl->regs[PRS_REG_RDX] = (uint64_t)g[REG_RDX];
+	sl->regs[PRS_REG_RCX] = (uint64_t)g[REG_RCX];
+	sl->regs[PRS_REG_RBX] = (uint64_t)g[REG_RBX];
+	sl->regs[PRS_REG_RSI] = (uint64_t)g[REG_RSI];
+	sl->regs[PRS_REG_RDI] = (uint64_t)g[REG_RDI];
+	sl->regs[PRS_REG_RBP] = (uint64_t)g[REG_RBP];
+	sl->regs[PRS_REG_RSP] = (uint64_t)g[REG_RSP];
+	sl->regs[PRS_REG_R8] = (uint64_t)g[REG_R8];
+	sl->regs[PRS_REG_R9] = (uint64_t)g[REG_R9];
+	sl->regs[PRS_REG_R10] = (uint64_t)g[REG_R10];
+	sl->regs[PRS_REG_R11] = (uint64_t)g[REG_R11];
+	sl->regs[PRS_REG_R12] = (uint64_t)g[REG_R12];
+	sl->regs[PRS_REG_R13] = (uint64_t)g[REG_R13];
+	sl->regs[PRS_REG_R14] = (uint64_t)g[REG_R14];
+	sl->regs[PRS_REG_R15] = (uint64_t)g[REG_R15];
+	sl->regs[PRS_REG_RIP] = (uint64_t)g[REG_RIP];
+	sl->fs_base = (uint64_t)pthread_self();
+}
+
+/* The top of the interrupted stack: memcpy within the thread's known stack, else a copy that
+ * stops at the first unmapped byte (a thread the agent did not start, a coroutine's stack). */
+static void copy_stack(struct prs_ring_slot *sl)
+{
+	uint64_t sp = sl->regs[PRS_REG_RSP];
+	size_t cap = ring->stack_cap;
+
+	if (me.stack_hi && sp >= me.stack_lo && sp < me.stack_hi) {
+		size_t n = me.stack_hi - sp < cap ? (size_t)(me.stack_hi - sp) : cap;
+
+		memcpy(sl->stack, (const void *)(uintptr_t)sp, n);
+		sl->stack_len = (uint32_t)n;
+		sl->flags |= PRS_SLOTF_BOUNDED;
+		return;
+	}
+	sl->stack_len = (uint32_t)safe_copy(sl->stack, sp, cap);
+}
+
+/* The calling thread's raw Python frames, found among the interpreter's thread states by its
+ * pthread_t. */
+static void copy_python(struct prs_ring_slot *sl)
+{
+	struct prs_memreader mr;
+	struct prs_pywalk_iter it;
+	uint64_t self = (uint64_t)pthread_self();
+
+	if (!py_ready)
+		return;
+	prs_memreader_pid(&mr, self_pid);
+	if (prs_pywalk_begin(&walker, &mr, &it) != 0) {
+		__atomic_fetch_add(&ring->py_errors, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	while (prs_pywalk_next(&walker, &mr, &it, &sl->py) > 0) {
+		if (sl->py.thread_id != self)
+			continue;
+		prs_pywalk_thread(&walker, &mr, &it, &sl->py);
+		sl->flags |= PRS_SLOTF_PY;
+		__atomic_fetch_add(&ring->py_walks, 1, __ATOMIC_RELAXED);
+		return;
+	}
+}
+
+/* Takes the layout pyrsprof published, once (the handler's first look after it is set). */
+static void check_python(void)
+{
+	if (py_ready || !__atomic_load_n(&ring->py_ready, __ATOMIC_ACQUIRE))
+		return;
+	walker = ring->py_walk;
+	walker.L = &ring->py_layout;
+	__atomic_store_n(&py_ready, 1, __ATOMIC_RELEASE);
+}
+
+static void take_sample(const ucontext_t *uc)
+{
+	uint64_t t0 = now_ns();
+	struct prs_ring_slot *sl;
+
+	if (__atomic_load_n(&ring->stop, __ATOMIC_RELAXED))
+		return;
+	sl = prs_ring_claim(ring);
+	if (!sl)
+		return;
+	sl->flags = 0;
+	sl->tid = my_tid();
+	sl->time_ns = t0;
+	copy_regs(sl, uc);
+	copy_stack(sl);
+	check_python();
+	copy_python(sl);
+	sl->handler_ns = now_ns() - t0;
+	prs_ring_publish(ring, sl);
+}
+
+static void on_signal(int sig, siginfo_t *si, void *ucv)
+{
+	int saved = errno;
+
+	(void)sig;
+	if (!ring) {
+		errno = saved;
+		return;
+	}
+	if (si->si_code == SI_TKILL && si->si_pid == self_pid)
+		arm_self(); /* the constructor's call to a thread that was running before us */
+	else if (si->si_code == SI_TIMER && si->si_value.sival_int == PRS_RING_COOKIE)
+		take_sample(ucv);
+	else
+		__atomic_fetch_add(&ring->foreign, 1, __ATOMIC_RELAXED);
+	errno = saved;
+}
+
+/* ---- threads ---- */
+
+struct start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *thread_start(void *p)
+{
+	struct start st = *(struct start *)p;
+
+	free(p);
+	if (ring) {
+		learn_stack();
+		pthread_setspecific(exit_key, (void *)1);
+		arm_self();
+	}
+	return st.fn(st.arg);
+}
+
+EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	struct start *st;
+	int rc;
+
+	if (!real_pthread_create)
+		real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
+	if (!real_pthread_create)
+		return EAGAIN;
+	if (!ring || !(st = malloc(sizeof(*st))))
+		return real_pthread_create(th, attr, fn, arg);
+	st->fn = fn;
+	st->arg = arg;
+	rc = real_pthread_create(th, attr, thread_start, st);
+	if (rc != 0)
+		free(st);
+	return rc;
+}
+
+/* Asks every other thread already running to arm itself (in the handler). */
+static void arm_others(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	pid_t self = my_tid();
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		long tid = strtol(e->d_name, NULL, 10);
+
+		if (tid > 0 && tid != self)
+			syscall(SYS_tgkill, self_pid, (pid_t)tid, signo);
+	}
+	closedir(d);
+}
+
+/* A fork's child runs unprofiled: its threads have no timers, and the ring is the parent's. */
+static void in_child(void)
+{
+	ring = NULL;
+	me.armed = 0;
+}
+
+/* ---- start ---- */
+
+/* Maps the ring whose descriptor the environment names; NULL when there is none for us. */
+static struct prs_ring_hdr *map_ring(void)
+{
+	const char *s = getenv(PRS_AGENT_FD_ENV);
+	struct prs_ring_hdr *h;
+	struct stat st;
+	char *end;
+	long fd;
+	int32_t zero = 0;
+
+	if (!s)
+		return NULL;
+	fd = strtol(s, &end, 10);
+	if (*end || fd < 0 || fd > 1 << 20 || fstat((int)fd, &st) != 0 ||
+	    (uint64_t)st.st_size < prs_ring_slots_off())
+		return NULL;
+	h = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+	if (h == MAP_FAILED)
+		return NULL;
+	/* Only the program pyrsprof launched (or its own exec) samples: not a child it forked,
+	 * which inherited the descriptor and the environment. */
+	if (h->magic != PRS_RING_MAGIC || h->version != PRS_RING_VERSION ||
+	    prs_ring_size(h->nslots, h->stack_cap) > (uint64_t)st.st_size ||
+	    h->slots_off != prs_ring_slots_off() || h->slot_size != prs_ring_slot_size(h->stack_cap) ||
+	    h->nslots == 0 || h->period_ns == 0 || h->profiler_pid != getppid() ||
+	    (!__atomic_compare_exchange_n(&h->target_pid, &zero, getpid(), false, __ATOMIC_ACQ_REL,
+					  __ATOMIC_ACQUIRE) &&
+	     zero != getpid())) {
+		munmap(h, (size_t)st.st_size);
+		return NULL;
+	}
+	return h;
+}
+
+/* The agent's signal, unless the program already has a handler for it (then the agent steps
+ * aside: sampling would take the program's signal). */
+static int install_handler(void)
+{
+	struct sigaction sa, old;
+
+	signo = SIGRTMIN + PRS_RING_SIGNAL_OFFSET;
+	if (sigaction(signo, NULL, &old) != 0)
+		return -errno;
+	if ((old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL
+					: (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN))
+		return -EBUSY;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	return sigaction(signo, &sa, NULL) == 0 ? 0 : -errno;
+}
+
+__attribute__((constructor)) static void agent_start(void)
+{
+	struct prs_ring_hdr *h = map_ring();
+	int rc;
+
+	if (!h)
+		return;
+	ring = h;
+	self_pid = getpid();
+	real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
+	if (!real_pthread_create || pthread_key_create(&exit_key, disarm_self) != 0 ||
+	    pthread_atfork(NULL, NULL, in_child) != 0) {
+		agent_fail(ENOSYS, "the agent cannot hook thread creation");
+		ring = NULL;
+		return;
+	}
+	rc = install_handler();
+	if (rc != 0) {
+		agent_fail(-rc, rc == -EBUSY ? "the program handles the agent's signal (SIGRTMIN+8)"
+					     : "sigaction failed");
+		ring = NULL;
+		return;
+	}
+	learn_stack();
+	arm_self();
+	if (!me.armed) {
+		agent_fail(errno, "timer_create on the thread's CPU clock failed");
+		ring = NULL;
+		return;
+	}
+	__atomic_store_n(&ring->agent_state, PRS_AGENT_RUNNING, __ATOMIC_RELEASE);
+	arm_others();
+}

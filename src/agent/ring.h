@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared memory between pyrsprof and its LD_PRELOAD agent (libpyrsprof-agent.so): one memfd,
+ * created by pyrsprof before it launches the program and passed to it by descriptor number
+ * (PRS_AGENT_FD_ENV), mapped by both. It holds a header (the control channel: what pyrsprof tells
+ * the agent, what the agent reports) and a ring of fixed-size slots, one thread-sample each.
+ *
+ * The ring is multi-producer (every thread's signal handler), single-consumer (pyrsprof's loop),
+ * lock-free and never blocks a producer: a handler takes a ticket, tries a few slots from it with
+ * one compare-and-swap each (FREE -> WRITING), writes the sample, then publishes it (READY). When
+ * no slot is free the sample is dropped and counted. The consumer scans every slot for READY,
+ * records them in the order of their sequence numbers and frees them. Only atomics on plain
+ * words: both sides are this code, compiled by the same compiler, on x86_64.
+ *
+ * Everything the agent writes is untrusted by pyrsprof (a program can scribble on the mapping):
+ * lengths are bounded by the consumer before use.
+ */
+#ifndef PYRSPROF_AGENT_RING_H
+#define PYRSPROF_AGENT_RING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pyrsprof/pystack.h"
+#include "pyrsprof/types.h"
+#include "python/layout.h"
+#include "python/walk.h"
+
+#define PRS_AGENT_FD_ENV "PYRSPROF_AGENT_FD"
+#define PRS_RING_MAGIC 0x31676e6972737270ull /* "prsring1" */
+#define PRS_RING_VERSION 1
+#define PRS_RING_SIGNAL_OFFSET 8  /* the agent's signal: SIGRTMIN + 8 */
+#define PRS_RING_COOKIE 0x70727331 /* sigev_value of the agent's timers */
+#define PRS_RING_CLAIM_TRIES 4    /* slots a producer tries before it drops the sample */
+
+enum prs_slot_state { PRS_SLOT_FREE = 0, PRS_SLOT_WRITING = 1, PRS_SLOT_READY = 2 };
+
+/* What the agent says of itself (prs_ring_hdr.agent_state). */
+enum prs_agent_state {
+	PRS_AGENT_NONE = 0,    /* not started (yet) */
+	PRS_AGENT_RUNNING = 1, /* signal installed, the first thread armed */
+	PRS_AGENT_FAILED = 2,  /* gave up: agent_msg says why */
+};
+
+/* prs_ring_slot.flags */
+enum {
+	PRS_SLOTF_PY = 1u << 0,    /* slot->py holds this thread's Python frames */
+	PRS_SLOTF_BOUNDED = 1u << 1, /* the stack was copied up to its known end (else read until a fault) */
+};
+
+struct prs_ring_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t nslots;
+	uint64_t slot_size;      /* bytes per slot, a multiple of 64 */
+	uint64_t slots_off;      /* offset of slot 0 from the header */
+	uint32_t stack_cap;      /* stack bytes a slot holds */
+	int32_t profiler_pid;    /* pyrsprof: the agent starts only in a child of it */
+	uint64_t period_ns;      /* per-thread CPU time between samples */
+	/* agent -> pyrsprof */
+	int32_t target_pid;      /* the process the agent runs in (set once, by compare-and-swap) */
+	int32_t agent_state;     /* enum prs_agent_state */
+	int32_t agent_errno;
+	char agent_msg[124];
+	uint64_t ticket;         /* next slot ticket */
+	uint64_t written, dropped, timers, timer_errors, py_walks, py_errors, foreign;
+	/* pyrsprof -> agent */
+	uint32_t stop;           /* 1: sample no more */
+	uint32_t py_ready;       /* 1: py_walk and py_layout are set (published with release) */
+	struct prs_pywalk py_walk; /* its L is meaningless here: the agent points it at py_layout */
+	struct prs_py_layout py_layout;
+};
+
+struct prs_ring_slot {
+	uint32_t state;          /* enum prs_slot_state */
+	uint32_t flags;          /* PRS_SLOTF_* */
+	int32_t tid;
+	uint32_t stack_len;      /* bytes of stack[] from regs[PRS_REG_RSP] */
+	uint64_t seq;            /* the ticket: order of the samples */
+	uint64_t time_ns;        /* CLOCK_MONOTONIC at the signal */
+	uint64_t handler_ns;     /* the handler's own time up to the copy's end */
+	uint64_t regs[PRS_NREGS]; /* DWARF order (pyrsprof/types.h) */
+	uint64_t fs_base;        /* pthread_self() */
+	struct prs_py_stack py;  /* valid with PRS_SLOTF_PY */
+	uint8_t stack[];         /* stack_cap bytes */
+};
+
+/* Bytes of the whole mapping for nslots slots of stack_cap stack bytes. */
+static inline uint64_t prs_ring_slot_size(uint32_t stack_cap)
+{
+	return ((uint64_t)sizeof(struct prs_ring_slot) + stack_cap + 63) & ~63ull;
+}
+
+static inline uint64_t prs_ring_slots_off(void)
+{
+	return ((uint64_t)sizeof(struct prs_ring_hdr) + 4095) & ~4095ull;
+}
+
+static inline uint64_t prs_ring_size(uint32_t nslots, uint32_t stack_cap)
+{
+	return prs_ring_slots_off() + (uint64_t)nslots * prs_ring_slot_size(stack_cap);
+}
+
+static inline struct prs_ring_slot *prs_ring_slot(struct prs_ring_hdr *h, uint32_t i)
+{
+	return (struct prs_ring_slot *)((uint8_t *)h + h->slots_off + (uint64_t)i * h->slot_size);
+}
+
+/* Producer: a free slot, now WRITING and stamped with its sequence number, or NULL (the sample
+ * is dropped and counted). Async-signal-safe, wait-free. */
+static inline struct prs_ring_slot *prs_ring_claim(struct prs_ring_hdr *h)
+{
+	uint64_t t = __atomic_fetch_add(&h->ticket, 1, __ATOMIC_RELAXED);
+
+	for (uint32_t k = 0; k < PRS_RING_CLAIM_TRIES; k++) {
+		struct prs_ring_slot *sl = prs_ring_slot(h, (uint32_t)((t + k) % h->nslots));
+		uint32_t want = PRS_SLOT_FREE;
+
+		if (__atomic_compare_exchange_n(&sl->state, &want, PRS_SLOT_WRITING, false,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			sl->seq = t;
+			return sl;
+		}
+	}
+	__atomic_fetch_add(&h->dropped, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* Producer: makes a claimed slot visible to the consumer. */
+static inline void prs_ring_publish(struct prs_ring_hdr *h, struct prs_ring_slot *sl)
+{
+	__atomic_store_n(&sl->state, PRS_SLOT_READY, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&h->written, 1, __ATOMIC_RELAXED);
+}
+
+/* Consumer: true when slot sl holds a sample to read (its contents are then visible). */
+static inline bool prs_ring_ready(const struct prs_ring_slot *sl)
+{
+	return __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) == PRS_SLOT_READY;
+}
+
+/* Consumer: gives a slot read back to the producers. */
+static inline void prs_ring_release(struct prs_ring_slot *sl)
+{
+	__atomic_store_n(&sl->state, PRS_SLOT_FREE, __ATOMIC_RELEASE);
+}
+
+#endif

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The preload sample source (--mode preload): the agent inside the launched program samples each
+ * thread on its own CPU-time timer and writes registers, a stack copy and raw Python frames into
+ * a ring shared with pyrsprof (src/agent/ring.h). Each tick drains the ring: every sample is
+ * unwound here with the same unwinder as ptrace mode (the copy is its stack memory, the
+ * target's maps the rest), its Python frames named by the same reader, and recorded like any
+ * other. Only running threads are sampled (the timers count CPU time): no off-CPU samples yet.
+ *
+ * Nothing is ptraced: this works where ptrace is refused (a seccomp filter, Yama scope 3, a
+ * container without CAP_SYS_PTRACE), with process_vm_readv and /proc/PID/maps for the unwinder
+ * and the Python reader as in vm mode.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "agent/ring.h"
+#include "pyrsprof/python.h"
+#include "pyrsprof/util.h"
+#include "sample/preload-internal.h"
+#include "sample/sampler-internal.h"
+#include "util/banned.h"
+
+#define RING_SLOTS 128
+#define RING_STACK_MAX (64 * 1024)
+
+struct prs_preload {
+	int fd;                       /* the memfd, -1 once the program has it */
+	struct prs_ring_hdr *h;
+	size_t size;
+	uint32_t nslots, stack_cap;   /* as created: the header's copies are the program's to spoil */
+	uint32_t *ready;              /* slots found READY in a drain */
+	struct prs_py_stack *raw;     /* a slot's Python frames, copied out of the ring */
+	struct prs_py_thread *named;
+	bool py_published;
+	bool agent_seen;
+	struct prs_preload_env env;
+};
+
+void prs_preload_free(struct prs_preload *p)
+{
+	if (!p)
+		return;
+	if (p->h)
+		munmap(p->h, p->size);
+	if (p->fd >= 0)
+		close(p->fd);
+	free(p->ready);
+	free(p->raw);
+	free(p->named);
+	free(p);
+}
+
+/* The ring for one program: a memfd, its header filled. */
+static int ring_new(struct prs_sampler *s, struct prs_preload **out, struct prs_err *err)
+{
+	struct prs_preload *p = calloc(1, sizeof(*p));
+	size_t cap = s->opts.stack_bytes < RING_STACK_MAX ? s->opts.stack_bytes : RING_STACK_MAX;
+
+	if (!p)
+		return prs_err_set(err, -ENOMEM, "out of memory");
+	p->fd = -1;
+	p->nslots = RING_SLOTS;
+	p->stack_cap = (uint32_t)cap;
+	p->size = (size_t)prs_ring_size(p->nslots, p->stack_cap);
+	p->ready = calloc(p->nslots, sizeof(*p->ready));
+	p->raw = malloc(sizeof(*p->raw));
+	p->named = malloc(sizeof(*p->named));
+	if (!p->ready || !p->raw || !p->named) {
+		prs_preload_free(p);
+		return prs_err_set(err, -ENOMEM, "out of memory");
+	}
+	p->fd = memfd_create("pyrsprof-ring", MFD_CLOEXEC);
+	if (p->fd < 0 || ftruncate(p->fd, (off_t)p->size) != 0 ||
+	    (p->h = mmap(NULL, p->size, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0)) == MAP_FAILED) {
+		int e = errno;
+
+		p->h = NULL;
+		prs_preload_free(p);
+		return prs_err_set(err, -e, "shared memory for the agent: %s", strerror(e));
+	}
+	p->h->magic = PRS_RING_MAGIC;
+	p->h->version = PRS_RING_VERSION;
+	p->h->nslots = p->nslots;
+	p->h->stack_cap = p->stack_cap;
+	p->h->slot_size = prs_ring_slot_size(p->stack_cap);
+	p->h->slots_off = prs_ring_slots_off();
+	p->h->profiler_pid = getpid();
+	p->h->period_ns = (uint64_t)s->period_ns;
+	*out = p;
+	return 0;
+}
+
+/* Before the fork: the ring, the checks, and the environment that loads the agent. */
+static int preload_prepare(struct prs_sampler *s, struct prs_target *tg, char *const argv[],
+			   struct prs_err *err)
+{
+	char agent[4096];
+	int rc;
+
+	if ((rc = prs_preload_agent_path(agent, sizeof(agent), err)) != 0 ||
+	    (rc = prs_preload_check_program(argv[0], err)) != 0)
+		return rc;
+	if (!tg->preload && (rc = ring_new(s, &tg->preload, err)) != 0)
+		return rc;
+	/* the child inherits the descriptor: close-on-exec is off until the fork is done */
+	if (fcntl(tg->preload->fd, F_SETFD, 0) != 0)
+		return prs_err_set(err, -errno, "fcntl: %s", strerror(errno));
+	return prs_preload_env_set(&tg->preload->env, agent, tg->preload->fd, err);
+}
+
+static void preload_launched(struct prs_sampler *s, struct prs_target *tg)
+{
+	(void)s;
+	if (!tg->preload)
+		return;
+	if (tg->preload->env.set)
+		prs_preload_env_restore(&tg->preload->env);
+	fcntl(tg->preload->fd, F_SETFD, FD_CLOEXEC);
+}
+
+/* Hands the interpreter's layout to the agent once the reader has found it. */
+static void publish_python(struct prs_target *tg, struct prs_preload *p)
+{
+	const struct prs_pywalk *w;
+
+	if (p->py_published || !tg->py)
+		return;
+	w = prs_py_walker(tg->py);
+	p->h->py_walk = *w;
+	p->h->py_walk.L = NULL;
+	p->h->py_layout = *w->L;
+	__atomic_store_n(&p->h->py_ready, 1, __ATOMIC_RELEASE);
+	p->py_published = true;
+}
+
+/* The Python frames of a slot, named; NULL when it has none. */
+static const struct prs_py_thread *slot_python(struct prs_sampler *s, struct prs_target *tg,
+					       struct prs_preload *p, const struct prs_ring_slot *sl)
+{
+	if (!(sl->flags & PRS_SLOTF_PY) || !tg->py)
+		return NULL;
+	memcpy(p->raw, &sl->py, sizeof(*p->raw));
+	if (p->raw->nframes > PRS_MAX_PY_FRAMES)
+		return NULL;
+	if (prs_py_name(tg->py, s->prof, p->raw, p->named) != 0)
+		return NULL;
+	p->named->name = prs_py_thread_name(tg->py, s->prof, p->named->thread_id);
+	return p->named;
+}
+
+/* Keeps pt as this tick's Python thread of its tid (names, the GIL holder for the caller). */
+static void note_py_thread(struct prs_target *tg, const struct prs_py_thread *pt)
+{
+	int i;
+
+	for (i = 0; i < tg->npyt && tg->pyt[i].tid != pt->tid; i++)
+		;
+	if (i == tg->npyt) {
+		if (tg->npyt >= PRS_MAX_PY_THREADS)
+			return;
+		tg->npyt++;
+	}
+	memcpy(&tg->pyt[i], pt, sizeof(*pt));
+}
+
+/* One sample from the ring, recorded. */
+static void record_slot(struct prs_sampler *s, struct prs_target *tg, struct prs_preload *p,
+			const struct prs_ring_slot *sl)
+{
+	struct prs_regs regs;
+	struct prs_snapshot snap;
+	struct prs_unwind_info info;
+	struct prs_sample smp;
+	const struct prs_py_thread *pt;
+	struct prs_thr *t;
+	uint64_t u0 = prs_now_ns();
+	int n = 0;
+
+	if (sl->tid <= 0)
+		return;
+	t = prs_thr_find(&tg->thr, sl->tid);
+	if (!t && (t = prs_thr_add(&tg->thr, sl->tid)) != NULL)
+		prs_thr_record_name(&tg->thr, t, s->prof);
+	if (!t)
+		return;
+	memset(&regs, 0, sizeof(regs));
+	memcpy(regs.r, sl->regs, sizeof(regs.r));
+	regs.orig_rax = (uint64_t)-1;
+	regs.fs_base = sl->fs_base;
+	snap.base = regs.r[PRS_REG_RSP];
+	snap.len = sl->stack_len < p->stack_cap ? sl->stack_len : p->stack_cap;
+	snap.data = sl->stack;
+	memset(&info, 0, sizeof(info));
+	if (tg->uw)
+		n = prs_record_unwind(s, tg, &regs, &snap, &info);
+	pt = slot_python(s, tg, p, sl);
+	memset(&smp, 0, sizeof(smp));
+	smp.state = PRS_STATE_RUNNING;
+	smp.syscall = -1;
+	t->wait_addr = 0;
+	prs_record_stack(s, tg, t, sl->time_ns > s->t0 ? sl->time_ns : s->t0, s->pcs, s->frame_ids,
+			 n, pt, &smp);
+	if (pt)
+		note_py_thread(tg, pt);
+	/* the target's share: its handler; ours: the unwind and the naming */
+	prs_durations_add(&s->d_stop, sl->handler_ns);
+	prs_durations_add(&s->d_cost, sl->handler_ns + (prs_now_ns() - u0));
+}
+
+/* Sorts the ready slots by sequence number (few: insertion sort). */
+static void sort_ready(struct prs_preload *p, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++) {
+		uint32_t v = p->ready[i], j = i;
+		uint64_t seq = prs_ring_slot(p->h, v)->seq;
+
+		for (; j > 0 && prs_ring_slot(p->h, p->ready[j - 1])->seq > seq; j--)
+			p->ready[j] = p->ready[j - 1];
+		p->ready[j] = v;
+	}
+}
+
+/* Records every sample waiting in the ring, oldest first, and frees their slots. */
+static void drain(struct prs_sampler *s, struct prs_target *tg, struct prs_preload *p)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < p->nslots; i++)
+		if (prs_ring_ready(prs_ring_slot(p->h, i)))
+			p->ready[n++] = i;
+	if (n == 0)
+		return;
+	sort_ready(p, n);
+	tg->npyt = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct prs_ring_slot *sl = prs_ring_slot(p->h, p->ready[i]);
+
+		record_slot(s, tg, p, sl);
+		prs_ring_release(sl);
+	}
+	if (tg->py) {
+		prs_py_end(tg->py);
+		prs_target_py_names(s, tg);
+	}
+}
+
+/* The agent's word on itself, once. */
+static void check_agent(struct prs_sampler *s, struct prs_preload *p)
+{
+	int state = __atomic_load_n(&p->h->agent_state, __ATOMIC_ACQUIRE);
+	char msg[sizeof(p->h->agent_msg)];
+
+	if (p->agent_seen || state == PRS_AGENT_NONE)
+		return;
+	p->agent_seen = true;
+	if (state != PRS_AGENT_FAILED)
+		return;
+	memcpy(msg, p->h->agent_msg, sizeof(msg));
+	msg[sizeof(msg) - 1] = '\0';
+	for (char *c = msg; *c; c++)
+		if (*c < ' ' || *c > '~')
+			*c = '?';
+	prs_session_note(s, "the preload agent stopped: %s (try --mode ptrace)", msg);
+}
+
+static void preload_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
+{
+	struct prs_preload *p = tg->preload;
+
+	if (!p)
+		return;
+	if (!tg->uw && prs_unwinder_new(tg->pid, &tg->uw, NULL) == 0)
+		tg->last_maps_refresh = now_ns;
+	prs_target_refresh_maps(tg, now_ns);
+	check_agent(s, p);
+	publish_python(tg, p);
+	drain(s, tg, p);
+}
+
+static void add_meta_count(struct prs_sampler *s, const char *key, uint64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	prs_profile_meta(s->prof, key, buf);
+}
+
+/* After the loop: the last samples, the agent told to stop, what it counted. */
+static void preload_end(struct prs_sampler *s, struct prs_target *tg)
+{
+	struct prs_preload *p = tg->preload;
+	uint64_t dropped;
+
+	if (!p)
+		return;
+	drain(s, tg, p);
+	__atomic_store_n(&p->h->stop, 1, __ATOMIC_RELEASE);
+	check_agent(s, p);
+	dropped = __atomic_load_n(&p->h->dropped, __ATOMIC_RELAXED);
+	prs_profile_meta(s->prof, "source", "preload");
+	add_meta_count(s, "preload_samples", __atomic_load_n(&p->h->written, __ATOMIC_RELAXED));
+	add_meta_count(s, "preload_dropped", dropped);
+	add_meta_count(s, "preload_timers", __atomic_load_n(&p->h->timers, __ATOMIC_RELAXED));
+	add_meta_count(s, "preload_py_walks", __atomic_load_n(&p->h->py_walks, __ATOMIC_RELAXED));
+	if (!p->agent_seen && __atomic_load_n(&p->h->target_pid, __ATOMIC_RELAXED) == 0)
+		prs_session_note(s, "the preload agent never started in the program (does it clear "
+				 "LD_PRELOAD, or is it static?): nothing was sampled; use --mode ptrace");
+	if (dropped)
+		prs_session_note(s, "the preload ring was full %llu time%s: those samples were dropped",
+				 (unsigned long long)dropped, dropped == 1 ? "" : "s");
+}
+
+const struct prs_source_ops prs_source_preload = {
+	.name = "preload",
+	.traces = false,
+	.attach = NULL,
+	.tick = preload_tick,
+	.launch_prepare = preload_prepare,
+	.launch_done = preload_launched,
+	.end = preload_end,
+};
