@@ -21,3 +21,8 @@ bin/libpyrsprof-agent.so: $(AGENT)
 	$(Q)mkdir -p bin && cp $< $@
 
 all e2e bench: bin/libpyrsprof-agent.so
+
+# A statically linked target: --mode preload must refuse it (tests/e2e/test_preload.py).
+build/targets/static_hello: tests/targets/static_hello.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$<)$(CC) -O2 -static -o $@ $<

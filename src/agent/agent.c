@@ -236,7 +236,7 @@ static void check_python(void)
 	__atomic_store_n(&py_ready, 1, __ATOMIC_RELEASE);
 }
 
-static void take_sample(const ucontext_t *uc)
+static void take_sample(const ucontext_t *uc, int overrun)
 {
 	uint64_t t0 = now_ns();
 	struct prs_ring_slot *sl;
@@ -247,6 +247,7 @@ static void take_sample(const ucontext_t *uc)
 	if (!sl)
 		return;
 	sl->flags = 0;
+	sl->weight = 1 + (uint32_t)(overrun < 0 ? 0 : overrun > 10000 ? 10000 : overrun);
 	sl->tid = my_tid();
 	sl->time_ns = t0;
 	copy_regs(sl, uc);
@@ -269,7 +270,7 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
 	if (si->si_code == SI_TKILL && si->si_pid == self_pid)
 		arm_self(); /* the constructor's call to a thread that was running before us */
 	else if (si->si_code == SI_TIMER && si->si_value.sival_int == PRS_RING_COOKIE)
-		take_sample(ucv);
+		take_sample(ucv, si->si_overrun);
 	else
 		__atomic_fetch_add(&ring->foreign, 1, __ATOMIC_RELAXED);
 	errno = saved;

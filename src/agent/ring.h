@@ -76,6 +76,10 @@ struct prs_ring_slot {
 	uint32_t flags;          /* PRS_SLOTF_* */
 	int32_t tid;
 	uint32_t stack_len;      /* bytes of stack[] from regs[PRS_REG_RSP] */
+	/* periods of CPU time this sample stands for: 1 + the timer's overruns (CPU timers fire
+	 * at the scheduler tick at best: at 250 Hz ticks, a 1 ms period is sampled every 4 ms) */
+	uint32_t weight;
+	uint32_t reserved;
 	uint64_t seq;            /* the ticket: order of the samples */
 	uint64_t time_ns;        /* CLOCK_MONOTONIC at the signal */
 	uint64_t handler_ns;     /* the handler's own time up to the copy's end */

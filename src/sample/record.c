@@ -53,7 +53,8 @@ void prs_record_stack(struct prs_sampler *s, struct prs_target *tg, struct prs_t
 	smp->time_ns = tick_ns - s->t0;
 	smp->tid = t->tid;
 	smp->stack = stack;
-	smp->weight = 1;
+	if (smp->weight == 0) /* a sample stands for one period unless its source says more */
+		smp->weight = 1;
 	/* blocked in futex on one of the GIL's words: waiting for the GIL, not for a lock */
 	if (futex_wait(t, smp) && tg->py && prs_py_gil_waits_on(tg->py, t->wait_addr))
 		smp->flags |= PRS_SAMPLE_GIL_WAIT;

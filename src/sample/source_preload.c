@@ -39,6 +39,7 @@ struct prs_preload {
 	struct prs_py_thread *named;
 	bool py_published;
 	bool agent_seen;
+	bool refreshed;               /* the maps were re-read during this drain */
 	struct prs_preload_env env;
 };
 
@@ -199,10 +200,21 @@ static void record_slot(struct prs_sampler *s, struct prs_target *tg, struct prs
 	memset(&info, 0, sizeof(info));
 	if (tg->uw)
 		n = prs_record_unwind(s, tg, &regs, &snap, &info);
+	/* A PC in no known module: a library loaded since the maps were read (an extension module
+	 * imported). The sample was taken before now, so the maps read now have it. */
+	if (tg->uw && info.end == PRS_UNWIND_END_NO_CFI && !p->refreshed) {
+		p->refreshed = true;
+		prs_unwinder_refresh(tg->uw, NULL);
+		tg->maps_dirty = false;
+		tg->last_maps_refresh = prs_now_ns();
+		memset(&info, 0, sizeof(info));
+		n = prs_record_unwind(s, tg, &regs, &snap, &info);
+	}
 	pt = slot_python(s, tg, p, sl);
 	memset(&smp, 0, sizeof(smp));
 	smp.state = PRS_STATE_RUNNING;
 	smp.syscall = -1;
+	smp.weight = sl->weight >= 1 && sl->weight <= 10000 ? sl->weight : 1;
 	t->wait_addr = 0;
 	prs_record_stack(s, tg, t, sl->time_ns > s->t0 ? sl->time_ns : s->t0, s->pcs, s->frame_ids,
 			 n, pt, &smp);
@@ -238,6 +250,7 @@ static void drain(struct prs_sampler *s, struct prs_target *tg, struct prs_prelo
 		return;
 	sort_ready(p, n);
 	tg->npyt = 0;
+	p->refreshed = false;
 	for (uint32_t i = 0; i < n; i++) {
 		struct prs_ring_slot *sl = prs_ring_slot(p->h, p->ready[i]);
 
@@ -275,10 +288,12 @@ static void preload_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t 
 
 	if (!p)
 		return;
-	if (!tg->uw && prs_unwinder_new(tg->pid, &tg->uw, NULL) == 0)
+	check_agent(s, p);
+	/* The maps are read once the agent runs: the loader has mapped every library by then (at
+	 * the exec, only the program and the loader are there). */
+	if (!tg->uw && p->agent_seen && prs_unwinder_new(tg->pid, &tg->uw, NULL) == 0)
 		tg->last_maps_refresh = now_ns;
 	prs_target_refresh_maps(tg, now_ns);
-	check_agent(s, p);
 	publish_python(tg, p);
 	drain(s, tg, p);
 }
