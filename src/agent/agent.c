@@ -20,6 +20,9 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -42,10 +45,12 @@
 #define EXPORT __attribute__((visibility("default")))
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 
-/* Per thread: its timer and the bounds of its stack (0: unknown). */
+/* Per thread: its timer or perf event, and the bounds of its stack (0: unknown). */
 struct agent_thread {
 	int armed;
-	int timer;    /* kernel timer id */
+	int timer;    /* kernel timer id, -1 with a perf event */
+	int perf_fd;  /* the task-clock event, -1 with a timer */
+	uint64_t perf_id; /* its id: the descriptor is closed at exit only if it is still ours */
 	uint64_t stack_lo, stack_hi;
 };
 
@@ -56,6 +61,7 @@ static pid_t self_pid;
 static int signo;
 static struct prs_pywalk walker;    /* a copy of the header's, pointing at the header's layout */
 static int py_ready;                /* walker is set up */
+static uint32_t my_gen;             /* this image's generation in the ring */
 static pthread_key_t exit_key;
 static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
@@ -89,7 +95,34 @@ static void agent_fail(int err, const char *what)
 
 /* ---- timers ---- */
 
-/* Gives the calling thread its CPU-time timer. Async-signal-safe (raw syscalls). */
+/* A task-clock event of the calling thread that signals it every period of its CPU time; -1
+ * when perf events are not allowed. Async-signal-safe (syscalls). */
+static int arm_perf(void)
+{
+	struct perf_event_attr pe;
+	struct f_owner_ex owner = { F_OWNER_TID, my_tid() };
+	int fd;
+
+	memset(&pe, 0, sizeof(pe));
+	pe.type = PERF_TYPE_SOFTWARE;
+	pe.size = sizeof(pe);
+	pe.config = PERF_COUNT_SW_TASK_CLOCK;
+	pe.sample_period = ring->period_ns;
+	pe.wakeup_events = 1;
+	fd = (int)syscall(SYS_perf_event_open, &pe, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, signo) != 0 ||
+	    fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) != 0 ||
+	    ioctl(fd, PERF_EVENT_IOC_ID, &me.perf_id) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Gives the calling thread its CPU-time clock: a perf task-clock event, or a POSIX CPU timer.
+ * Async-signal-safe (raw syscalls). */
 static void arm_self(void)
 {
 	struct sigevent sev;
@@ -98,6 +131,13 @@ static void arm_self(void)
 
 	if (!ring || me.armed)
 		return;
+	me.perf_fd = -1;
+	me.timer = -1;
+	if (ring->clock == PRS_CLOCK_AUTO && (me.perf_fd = arm_perf()) >= 0) {
+		me.armed = 1;
+		__atomic_fetch_add(&ring->perf_clocks, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	memset(&sev, 0, sizeof(sev));
 	sev.sigev_notify = SIGEV_THREAD_ID;
 	sev.sigev_signo = signo;
@@ -124,11 +164,17 @@ static void arm_self(void)
  * resources: kept, they would pile up under thread churn against RLIMIT_SIGPENDING). */
 static void disarm_self(void *unused)
 {
+	uint64_t id = 0;
+
 	(void)unused;
-	if (me.armed) {
-		me.armed = 0;
+	if (!me.armed)
+		return;
+	me.armed = 0;
+	if (me.timer >= 0)
 		syscall(SYS_timer_delete, me.timer);
-	}
+	/* the program may have closed our descriptor and reused its number: ours only */
+	if (me.perf_fd >= 0 && ioctl(me.perf_fd, PERF_EVENT_IOC_ID, &id) == 0 && id == me.perf_id)
+		close(me.perf_fd);
 }
 
 /* The calling thread's stack bounds, from its attributes (not in a handler: may allocate). */
@@ -229,7 +275,8 @@ static void copy_python(struct prs_ring_slot *sl)
 /* Takes the layout pyrsprof published, once (the handler's first look after it is set). */
 static void check_python(void)
 {
-	if (py_ready || !__atomic_load_n(&ring->py_ready, __ATOMIC_ACQUIRE))
+	/* a layout for this image: pyrsprof found the interpreter since the last exec */
+	if (py_ready || __atomic_load_n(&ring->py_gen, __ATOMIC_ACQUIRE) != my_gen)
 		return;
 	walker = ring->py_walk;
 	walker.L = &ring->py_layout;
@@ -247,6 +294,7 @@ static void take_sample(const ucontext_t *uc, int overrun)
 	if (!sl)
 		return;
 	sl->flags = 0;
+	sl->gen = my_gen;
 	sl->weight = 1 + (uint32_t)(overrun < 0 ? 0 : overrun > 10000 ? 10000 : overrun);
 	sl->tid = my_tid();
 	sl->time_ns = t0;
@@ -271,6 +319,8 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
 		arm_self(); /* the constructor's call to a thread that was running before us */
 	else if (si->si_code == SI_TIMER && si->si_value.sival_int == PRS_RING_COOKIE)
 		take_sample(ucv, si->si_overrun);
+	else if (si->si_code == POLL_IN && me.armed && me.perf_fd >= 0 && si->si_fd == me.perf_fd)
+		take_sample(ucv, 0);
 	else
 		__atomic_fetch_add(&ring->foreign, 1, __ATOMIC_RELAXED);
 	errno = saved;
@@ -336,8 +386,14 @@ static void arm_others(void)
 /* A fork's child runs unprofiled: its threads have no timers, and the ring is the parent's. */
 static void in_child(void)
 {
+	uint64_t id = 0;
+
 	ring = NULL;
 	me.armed = 0;
+	/* the copy of the forking thread's event descriptor: the event stays the parent's */
+	if (me.perf_fd >= 0 && ioctl(me.perf_fd, PERF_EVENT_IOC_ID, &id) == 0 && id == me.perf_id)
+		close(me.perf_fd);
+	me.perf_fd = -1;
 }
 
 /* ---- start ---- */
@@ -404,6 +460,7 @@ __attribute__((constructor)) static void agent_start(void)
 		return;
 	ring = h;
 	self_pid = getpid();
+	my_gen = __atomic_add_fetch(&h->generation, 1, __ATOMIC_ACQ_REL);
 	real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
 	if (!real_pthread_create || pthread_key_create(&exit_key, disarm_self) != 0 ||
 	    pthread_atfork(NULL, NULL, in_child) != 0) {

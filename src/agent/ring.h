@@ -42,6 +42,19 @@ enum prs_agent_state {
 	PRS_AGENT_FAILED = 2,  /* gave up: agent_msg says why */
 };
 
+/*
+ * How the agent measures each thread's CPU time (prs_ring_hdr.clock). A POSIX CPU timer expires
+ * only at a scheduler tick (250 Hz here): its samples fall at the tick's instants, which a loop of
+ * a period commensurate with the tick aliases with (cpu_split's 0.75 ms iterations: splits off by
+ * 7 points). A perf task-clock event with a sample period overflows on an hrtimer, at exact
+ * amounts of the thread's CPU time; it needs perf_event_open (perf_event_paranoid <= 2, not
+ * forbidden by seccomp) and one descriptor per thread.
+ */
+enum prs_agent_clock {
+	PRS_CLOCK_AUTO = 0,  /* a perf task-clock event, else a POSIX CPU timer */
+	PRS_CLOCK_POSIX = 1, /* POSIX CPU timers only */
+};
+
 /* prs_ring_slot.flags */
 enum {
 	PRS_SLOTF_PY = 1u << 0,    /* slot->py holds this thread's Python frames */
@@ -59,14 +72,18 @@ struct prs_ring_hdr {
 	uint64_t period_ns;      /* per-thread CPU time between samples */
 	/* agent -> pyrsprof */
 	int32_t target_pid;      /* the process the agent runs in (set once, by compare-and-swap) */
+	uint32_t generation;     /* agent starts in it: 1, then one more at each exec */
 	int32_t agent_state;     /* enum prs_agent_state */
 	int32_t agent_errno;
 	char agent_msg[124];
 	uint64_t ticket;         /* next slot ticket */
-	uint64_t written, dropped, timers, timer_errors, py_walks, py_errors, foreign;
+	/* timers: threads armed with a POSIX CPU timer; perf_clocks: with a task-clock event */
+	uint64_t written, dropped, timers, perf_clocks, timer_errors, py_walks, py_errors, foreign;
 	/* pyrsprof -> agent */
 	uint32_t stop;           /* 1: sample no more */
-	uint32_t py_ready;       /* 1: py_walk and py_layout are set (published with release) */
+	uint32_t clock;          /* enum prs_agent_clock */
+	uint32_t py_gen;         /* py_walk and py_layout are for this generation (0: none; set
+				  * with release after them) */
 	struct prs_pywalk py_walk; /* its L is meaningless here: the agent points it at py_layout */
 	struct prs_py_layout py_layout;
 };
@@ -79,7 +96,7 @@ struct prs_ring_slot {
 	/* periods of CPU time this sample stands for: 1 + the timer's overruns (CPU timers fire
 	 * at the scheduler tick at best: at 250 Hz ticks, a 1 ms period is sampled every 4 ms) */
 	uint32_t weight;
-	uint32_t reserved;
+	uint32_t gen;            /* the agent's generation (prs_ring_hdr.generation) that wrote it */
 	uint64_t seq;            /* the ticket: order of the samples */
 	uint64_t time_ns;        /* CLOCK_MONOTONIC at the signal */
 	uint64_t handler_ns;     /* the handler's own time up to the copy's end */

@@ -21,12 +21,14 @@
 
 #include "agent/ring.h"
 #include "pyrsprof/python.h"
+#include "pyrsprof/task.h"
 #include "pyrsprof/util.h"
 #include "sample/preload-internal.h"
 #include "sample/sampler-internal.h"
 #include "util/banned.h"
 
 #define RING_SLOTS 128
+#define PRUNE_NS 500000000ull /* threads gone are looked for this often (no exit events here) */
 #define RING_STACK_MAX (64 * 1024)
 
 struct prs_preload {
@@ -37,9 +39,13 @@ struct prs_preload {
 	uint32_t *ready;              /* slots found READY in a drain */
 	struct prs_py_stack *raw;     /* a slot's Python frames, copied out of the ring */
 	struct prs_py_thread *named;
+	struct prs_thr gone;          /* stands for a thread that exited before its samples were read */
 	bool py_published;
 	bool agent_seen;
 	bool refreshed;               /* the maps were re-read during this drain */
+	uint64_t last_prune;
+	uint32_t gen;                 /* the agent generation (image) samples are recorded for */
+	uint64_t stale;               /* samples of an image replaced by an exec, dropped */
 	struct prs_preload_env env;
 };
 
@@ -93,6 +99,10 @@ static int ring_new(struct prs_sampler *s, struct prs_preload **out, struct prs_
 	p->h->slots_off = prs_ring_slots_off();
 	p->h->profiler_pid = getpid();
 	p->h->period_ns = (uint64_t)s->period_ns;
+	/* PYRSPROF_AGENT_CLOCK=posix: POSIX CPU timers even where perf events work (comparisons) */
+	p->h->clock = getenv("PYRSPROF_AGENT_CLOCK") && strcmp(getenv("PYRSPROF_AGENT_CLOCK"), "posix") == 0
+			      ? PRS_CLOCK_POSIX
+			      : PRS_CLOCK_AUTO;
 	*out = p;
 	return 0;
 }
@@ -130,13 +140,13 @@ static void publish_python(struct prs_target *tg, struct prs_preload *p)
 {
 	const struct prs_pywalk *w;
 
-	if (p->py_published || !tg->py)
+	if (p->py_published || !tg->py || p->gen == 0)
 		return;
 	w = prs_py_walker(tg->py);
 	p->h->py_walk = *w;
 	p->h->py_walk.L = NULL;
 	p->h->py_layout = *w->L;
-	__atomic_store_n(&p->h->py_ready, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&p->h->py_gen, p->gen, __ATOMIC_RELEASE);
 	p->py_published = true;
 }
 
@@ -186,6 +196,12 @@ static void record_slot(struct prs_sampler *s, struct prs_target *tg, struct prs
 	if (sl->tid <= 0)
 		return;
 	t = prs_thr_find(&tg->thr, sl->tid);
+	/* a thread gone, read after its exit: recorded as it was, not counted as a new thread */
+	if (!t && (tg->exited || !prs_task_exists(tg->pid, sl->tid))) {
+		memset(&p->gone, 0, sizeof(p->gone));
+		p->gone.tid = sl->tid;
+		t = &p->gone;
+	}
 	if (!t && (t = prs_thr_add(&tg->thr, sl->tid)) != NULL)
 		prs_thr_record_name(&tg->thr, t, s->prof);
 	if (!t)
@@ -225,6 +241,29 @@ static void record_slot(struct prs_sampler *s, struct prs_target *tg, struct prs
 	prs_durations_add(&s->d_cost, sl->handler_ns + (prs_now_ns() - u0));
 }
 
+/* Whether slot sl is of the image samples are recorded for; a newer one means the program
+ * exec'ed (the agent started again): the old image's maps and interpreter are forgotten. */
+static bool slot_current(struct prs_sampler *s, struct prs_target *tg, struct prs_preload *p,
+			 const struct prs_ring_slot *sl)
+{
+	uint32_t gen = sl->gen;
+
+	if (gen < p->gen || gen == 0) {
+		p->stale++;
+		return false;
+	}
+	if (gen > p->gen) {
+		if (p->gen != 0) {
+			prs_target_exec(tg);
+			prs_target_refresh_maps(tg, prs_now_ns());
+			prs_target_try_python(s, tg, prs_now_ns(), true);
+		}
+		p->gen = gen;
+		p->py_published = false;
+	}
+	return true;
+}
+
 /* Sorts the ready slots by sequence number (few: insertion sort). */
 static void sort_ready(struct prs_preload *p, uint32_t n)
 {
@@ -254,7 +293,8 @@ static void drain(struct prs_sampler *s, struct prs_target *tg, struct prs_prelo
 	for (uint32_t i = 0; i < n; i++) {
 		struct prs_ring_slot *sl = prs_ring_slot(p->h, p->ready[i]);
 
-		record_slot(s, tg, p, sl);
+		if (slot_current(s, tg, p, sl))
+			record_slot(s, tg, p, sl);
 		prs_ring_release(sl);
 	}
 	if (tg->py) {
@@ -282,6 +322,21 @@ static void check_agent(struct prs_sampler *s, struct prs_preload *p)
 	prs_session_note(s, "the preload agent stopped: %s (try --mode ptrace)", msg);
 }
 
+/* Forgets the threads that exited (nothing reports their exit without ptrace): the table
+ * stays the size of the live threads under churn. */
+static void prune_threads(struct prs_target *tg, struct prs_preload *p, uint64_t now_ns)
+{
+	if (now_ns - p->last_prune < PRUNE_NS)
+		return;
+	p->last_prune = now_ns;
+	for (size_t i = 0; i < tg->thr.n;) {
+		if (tg->thr.v[i].tid != tg->pid && !prs_task_exists(tg->pid, tg->thr.v[i].tid))
+			prs_thr_remove(&tg->thr, &tg->thr.v[i]);
+		else
+			i++;
+	}
+}
+
 static void preload_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
 {
 	struct prs_preload *p = tg->preload;
@@ -296,6 +351,7 @@ static void preload_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t 
 	prs_target_refresh_maps(tg, now_ns);
 	publish_python(tg, p);
 	drain(s, tg, p);
+	prune_threads(tg, p, now_ns);
 }
 
 static void add_meta_count(struct prs_sampler *s, const char *key, uint64_t v)
@@ -322,6 +378,7 @@ static void preload_end(struct prs_sampler *s, struct prs_target *tg)
 	add_meta_count(s, "preload_samples", __atomic_load_n(&p->h->written, __ATOMIC_RELAXED));
 	add_meta_count(s, "preload_dropped", dropped);
 	add_meta_count(s, "preload_timers", __atomic_load_n(&p->h->timers, __ATOMIC_RELAXED));
+	add_meta_count(s, "preload_perf_clocks", __atomic_load_n(&p->h->perf_clocks, __ATOMIC_RELAXED));
 	add_meta_count(s, "preload_py_walks", __atomic_load_n(&p->h->py_walks, __ATOMIC_RELAXED));
 	if (!p->agent_seen && __atomic_load_n(&p->h->target_pid, __ATOMIC_RELAXED) == 0)
 		prs_session_note(s, "the preload agent never started in the program (does it clear "

@@ -1,0 +1,270 @@
+# SPDX-License-Identifier: MIT
+"""--mode preload (the LD_PRELOAD agent, src/agent/) and --mode auto, end to end: the same
+targets and truths as the ptrace-mode tests (the CPU split each target measures and prints, the
+marker lines of the Python targets, demangled Rust with inlined frames, exit statuses, the byte
+stream of echo_output), sampled from inside the program; auto choosing preload where a seccomp
+filter forbids ptrace (tests/targets/noptrace); programs the agent cannot be loaded into refused in
+one line. Preload samples running threads only (CPU-time timers): the cpu view is compared."""
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets" / "py"))
+import pyrs_testlib as T  # noqa: E402
+from pyrs_testlib import python_or_skip  # noqa: E402
+from conftest import (PREFIX, assert_bad_input, assert_clean, body_range, check_echo_output,  # noqa: E402
+                      markers, pid_gone, proc_state, read_truth_split, steady_run, thread_root,
+                      thread_tids, total, wait_child)
+from test_python_cli import FFI, PARAMS, py_frames, record_py  # noqa: E402
+
+PRELOAD = ["--mode", "preload"]
+# CPU-time timers fire at the scheduler tick at best (250 Hz on the dev VM): 250 Hz and 6 s give a
+# split enough samples on a loaded machine (about 700 at half a CPU: 1.7 points of noise).
+RATE, SECONDS = 250, 6
+
+
+def weight_in(recs, name):
+    return sum(c for fr, c in recs if any(f.name == name for f in fr))
+
+
+def share_a(recs, a, b):
+    wa, wb = weight_in(recs, a), weight_in(recs, b)
+    assert wa + wb > 0, recs[:5]
+    return wa / (wa + wb), wa + wb
+
+
+# ---- native: C and Rust ----------------------------------------------------------------------
+
+def test_c_split_frames_and_lines(record, export_folded):
+    """cpu_split in preload mode: every sample unwound to _start through main (the CFI unwinder
+    over the agent's stack copy), hot_X's leaf lines inside hot_X, the split within 5 points of
+    the target's own measure, and the CPU time weighed right (1 + the timer's overruns)."""
+    rec = record("cpu_split", SECONDS, rate=RATE, extra=PRELOAD, steady=True)
+    recs = export_folded(rec.pyrs, view="cpu", lines=True)
+    truth_a, _ = read_truth_split(rec.res.out)
+    got, n = share_a(recs, "hot_a", "hot_b")
+    assert abs(got - truth_a) <= 0.05, (got, truth_a, n)
+    whole = sum(c for fr, c in recs if fr[0].name == "_start" and any(f.name == "main" for f in fr))
+    assert whole / total(recs) >= 0.98, [([f.name for f in fr], c) for fr, c in recs[:5]]
+    for fn in ("hot_a", "hot_b"):
+        body = body_range("cpu_split.c", fn)
+        leaves = [(fr[-1], c) for fr, c in recs if fr[-1].name == fn]
+        inside = sum(c for f, c in leaves if f.base == "cpu_split.c" and f.line in body)
+        assert inside / sum(c for _, c in leaves) >= 0.95, leaves[:5]
+    # the weight is the program's CPU time at RATE (its "cpu_s" line), within 15 %
+    cpu_s = sum(float(kv.split("=")[1]) for kv in
+                [l for l in rec.res.out.splitlines() if l.startswith("cpu_s ")][0].split()[1:])
+    assert abs(n / RATE - cpu_s) <= 0.15 * cpu_s, (n, cpu_s)
+
+
+def test_rust_demangled_inlined_split(record, export_folded):
+    rec = record("cpu_split_rs", SECONDS, rate=RATE, extra=PRELOAD, steady=True)
+    recs = export_folded(rec.pyrs, view="cpu", lines=True)
+    truth_a, _ = read_truth_split(rec.res.out)
+    got, n = share_a(recs, "cpu_split::hot_a", "cpu_split::hot_b")
+    assert abs(got - truth_a) <= 0.05, (got, truth_a, n)
+    inlined = 0
+    for fr, c in recs:
+        names = [f.name for f in fr]
+        if "cpu_split::mix" in names:
+            i = names.index("cpu_split::mix")
+            assert names[i - 1] == "cpu_split::hot_a", names
+            assert fr[i].base == "cpu_split_rs.rs", fr[i]
+            inlined += c
+    assert inlined > 0, [[f.name for f in fr] for fr, _ in recs[:3]]
+
+
+def test_threads_each_in_its_function(record, export_folded, run_prs):
+    """threads4: each worker, armed as pthread_create starts it, is sampled in its own function
+    under its own thread root, with its share of the CPU."""
+    rec = record("threads4", 2, rate=200, extra=PRELOAD, steady=True)
+    tids = thread_tids(rec.res.out)
+    assert len(tids) == 4, rec.res.out
+    recs = export_folded(rec.pyrs, view="cpu", lines=False, per_thread=True)
+    per = {}
+    for fr, c in recs:
+        root = thread_root(fr)
+        if root:
+            per.setdefault(root[0], []).append((fr, c))
+    all_w = total(recs)
+    for name, tid in tids.items():
+        fn = "work_" + name[-1]
+        mine = per.get(tid, [])
+        w = sum(c for _, c in mine)
+        assert w >= 0.1 * all_w, (name, w, all_w)
+        assert sum(c for fr, c in mine if any(f.name == fn for f in fr)) / w >= 0.95, (name, mine[:3])
+
+
+# ---- the program's behaviour ----------------------------------------------------------------
+
+@pytest.mark.parametrize("args,rc,out", [((7, 0.5), 7, "exitwith: 7\n"),
+                                         (("TERM", 0.5), 143, "exitwith: signal 15\n"),
+                                         (("SEGV", 0.3), 139, "exitwith: signal 11\n")])
+def test_exit_status_passthrough(record, args, rc, out):
+    rec = record("exitwith", *args, extra=PRELOAD, expect_rc=rc)
+    assert rec.res.out == out
+
+
+def test_output_byte_exact(run_prs, targets, outdir):
+    argv = [str(targets / "echo_output"), "1.5", "40", "3"]
+    direct = subprocess.run(argv, capture_output=True, timeout=30)
+    res = run_prs(["run", "-r", "1000", *PRELOAD, "-o", outdir / "p", "--", *argv], timeout=60)
+    assert_clean(res)
+    assert res.rc == 3, res.describe()
+    assert res.stdout == direct.stdout
+    check_echo_output(res.stdout, 60)
+    theirs = [l for l in res.stderr.split(b"\n") if not l.startswith(PREFIX.encode())]
+    assert theirs == direct.stderr.split(b"\n")
+
+
+def test_kill9_of_pyrsprof_program_completes(prs, targets, outdir):
+    """kill -9 of pyrsprof: the agent keeps writing into a ring nobody reads (full: it drops),
+    the program runs to its end with its output and exit code."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    try:
+        out_path = outdir / "child.out"
+        with open(out_path, "wb") as out:
+            p = subprocess.Popen([prs, "run", "-r", "1000", *PRELOAD, "-o", outdir / "p", "--",
+                                  targets / "echo_output", "3", "20", "4"],
+                                 stdout=out, stderr=subprocess.DEVNULL, start_new_session=True)
+        child = wait_child(p.pid)
+        time.sleep(1.0)
+        assert not pid_gone(child)
+        p.kill()
+        p.wait()
+        _, status = os.waitpid(child, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 4, f"status {status:#x}"
+        check_echo_output(out_path.read_bytes(), 60)
+    finally:
+        libc.prctl(36, 0, 0, 0, 0)
+
+
+def test_ld_preload_appended(run_prs, outdir):
+    """The user's LD_PRELOAD stays, first; the agent comes after it."""
+    lib = "/usr/lib/x86_64-linux-gnu/libm.so.6"
+    env = dict(os.environ, LD_PRELOAD=lib)
+    res = run_prs(["run", *PRELOAD, "-o", outdir / "p", "--", "sh", "-c", 'echo "$LD_PRELOAD"'],
+                  env=env, timeout=60)
+    assert res.rc == 0, res.describe()
+    first, agent = res.out.strip().split(":")
+    assert first == lib and agent.endswith("/libpyrsprof-agent.so") and os.path.isabs(agent)
+
+
+# ---- where ptrace is forbidden -----------------------------------------------------------------
+
+def test_auto_under_seccomp_without_ptrace(run_prs, targets, outdir, export_folded):
+    """Under a seccomp filter that makes ptrace fail (noptrace): --mode ptrace fails, and the
+    default --mode auto says in one line that it samples from inside, and gets the split."""
+    jail = [targets / "noptrace"]
+    res = run_prs(["run", "--mode", "ptrace", "-o", outdir / "pt", "--", targets / "cpu_split", "0.3"],
+                  prefix=jail, timeout=60)
+    assert res.rc != 0 and "not permitted" in res.err, res.describe()
+
+    def once():
+        d = outdir / str(time.monotonic_ns())
+        r = run_prs(["run", "-r", RATE, "-o", d, "--", targets / "cpu_split", SECONDS, "6"], prefix=jail,
+                    timeout=60)
+        r.dir = d
+        return r
+    res = steady_run(once)
+    assert_clean(res)
+    assert res.rc == 6, res.describe()
+    said = [l for l in res.own_lines() if "ptrace is not permitted" in l]
+    assert len(said) == 1 and "--mode preload" in said[0], res.describe()
+    recs = export_folded(res.dir / "profile.pyrs", view="cpu", lines=False)
+    truth_a, _ = read_truth_split(res.out)
+    got, n = share_a(recs, "hot_a", "hot_b")
+    assert abs(got - truth_a) <= 0.05, (got, truth_a, n)
+
+
+# ---- programs the agent cannot be loaded into ---------------------------------------------------
+
+def test_static_binary_refused(run_prs, targets, outdir):
+    res = run_prs(["run", *PRELOAD, "-o", outdir / "p", "--", targets / "static_hello"], timeout=30)
+    assert_bad_input(res, 1, "statically linked", "--mode ptrace")
+    assert "static_hello" not in res.out  # not run
+
+
+def test_setuid_program_refused(run_prs, targets, tmp_path, outdir):
+    prog = tmp_path / "suid_split"
+    shutil.copy(targets / "cpu_split", prog)
+    os.chmod(prog, 0o4755)
+    res = run_prs(["run", *PRELOAD, "-o", outdir / "p", "--", prog, "0.2"], timeout=30)
+    assert_bad_input(res, 1, "set-user-ID", "--mode ptrace")
+
+
+def test_attach_preload_refused(run_prs):
+    res = run_prs(["attach", str(os.getpid()), *PRELOAD], timeout=30)
+    assert_bad_input(res, 2, "preload", "pyrsprof run")
+
+
+# ---- Python -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("py", PARAMS)
+def test_python_chain_frames_and_lines(py, run_prs, export_folded, outdir):
+    """chain.py: the frames the agent walks in its handler, named by pyrsprof, are <module>,
+    main, a, b, c at their call lines, merged above the interpreter's native frames."""
+    exe = python_or_skip(py)
+    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "chain.py", 2.5], extra=PRELOAD)
+    recs = export_folded(pyrs, view="cpu", lines=True)
+    chain = [(fr, c) for fr, c in recs if any(f.base == "chain.py" and f.name == "c" for f in fr)]
+    n = sum(c for _, c in chain)
+    assert n >= 150, recs[:5]
+    want = [("<module>", T.marker_line("chain.py", "CALL-MAIN")), ("main", T.marker_line("chain.py", "CALL-A")),
+            ("a", T.marker_line("chain.py", "CALL-B")), ("b", T.marker_line("chain.py", "CALL-C"))]
+    for fr, c in chain:
+        assert fr[0].name == "<module>", fr
+        assert py_frames(fr, "chain.py")[:4] == want, fr
+    work = T.marker_line("chain.py", "WORK")
+    on_work = sum(c for fr, c in chain if ("c", work) in py_frames(fr, "chain.py"))
+    assert on_work / n >= 0.5, (on_work, n)
+
+
+@pytest.mark.parametrize("py", PARAMS)
+def test_python_split_within_5_points(py, run_prs, export_folded, outdir):
+    exe = python_or_skip(py)
+    res, pyrs = steady_run(lambda: record_py(run_prs, outdir / str(time.monotonic_ns()),
+                                             [exe, T.HERE / "split.py", 4], rate=250, extra=PRELOAD))
+    line = [l for l in res.out.splitlines() if l.startswith("truth ")][0]
+    want = float(dict(kv.split("=") for kv in line.split()[1:])["hot_a"])
+    recs = export_folded(pyrs, view="cpu", lines=False)
+    got, n = share_a(recs, "hot_a", "hot_b")
+    assert n >= 500, n
+    assert abs(got - want) <= 0.05, (got, want)
+
+
+@pytest.mark.parametrize("py", PARAMS)
+def test_python_rust_cdylib_native_under_python(py, run_prs, export_folded, outdir):
+    exe = python_or_skip(py)
+    if not FFI.exists():
+        pytest.skip("build/targets/py/libpyrs_ffi.so not built (make targets)")
+    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "ffi_rust.py", 2], extra=PRELOAD)
+    recs = export_folded(pyrs, view="cpu", lines=True)
+    under = [(fr, c) for fr, c in recs if any(f.name == "call_rust" for f in fr)]
+    n = sum(c for _, c in under)
+    assert n >= 100, recs[:10]
+    good = 0
+    for fr, c in under:
+        i = [f.name for f in fr].index("call_rust")
+        assert fr[i].line == T.marker_line("ffi_rust.py", "CALL-RUST")
+        rust = [f for f in fr[i + 1:] if f.name == "pyrs_ffi::hot::mix"]
+        if rust and rust[0].base == "pyrs_ffi.rs" and rust[0].line:
+            good += c
+    assert good / n >= 0.8, (good, n, [[f.name for f in fr] for fr, _ in under[:3]])
+
+
+@pytest.mark.parametrize("py", PARAMS)
+def test_python_fork_exec_unharmed(py, run_prs, export_folded, outdir):
+    """forkexec.py forks (the child runs unprofiled: exit 3 checked by the parent) and execs
+    itself (the agent starts again in the new image): exit 5, and the final image is sampled."""
+    exe = python_or_skip(py)
+    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "forkexec.py"], extra=PRELOAD, expect_rc=5)
+    recs = export_folded(pyrs, view="cpu", lines=False)
+    assert any(f.name == "spin" for fr, _ in recs for f in fr), recs[:5]
