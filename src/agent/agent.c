@@ -64,6 +64,10 @@ static int py_ready;                /* walker is set up */
 static uint32_t my_gen;             /* this image's generation in the ring */
 static pthread_key_t exit_key;
 static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static int (*real_execve)(const char *, char *const[], char *const[]);
+static int (*real_execv)(const char *, char *const[]);
+static int (*real_execvp)(const char *, char *const[]);
+static int (*real_execvpe)(const char *, char *const[], char *const[]);
 
 /* ---- small async-signal-safe helpers ---- */
 
@@ -365,6 +369,85 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 	return rc;
 }
 
+/* ---- exec ---- */
+
+/*
+ * An exec of the sampled process: a sample signal pending at the exec (a perf overflow during
+ * it, say) would reach the new image before any handler, and the default action of a real-time
+ * signal is to terminate. Ignoring the signal discards those pending and keeps it ignored
+ * across the exec; the new image's agent installs its handler over SIG_IGN. Restored if the
+ * exec fails. (execl* and fexecve are not wrapped: glibc's own calls do not go through these.)
+ */
+static bool resolve_real(void);
+
+static void exec_begin(struct sigaction *saved)
+{
+	struct sigaction ign;
+
+	if (!ring)
+		return;
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigaction(signo, &ign, saved);
+}
+
+static void exec_failed(const struct sigaction *saved)
+{
+	int e = errno;
+
+	if (ring)
+		sigaction(signo, saved, NULL);
+	errno = e;
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	struct sigaction saved;
+
+	if (!real_execve && !resolve_real())
+		return -1;
+	exec_begin(&saved);
+	real_execve(path, argv, envp);
+	exec_failed(&saved);
+	return -1;
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+	struct sigaction saved;
+
+	if (!real_execv && !resolve_real())
+		return -1;
+	exec_begin(&saved);
+	real_execv(path, argv);
+	exec_failed(&saved);
+	return -1;
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+	struct sigaction saved;
+
+	if (!real_execvp && !resolve_real())
+		return -1;
+	exec_begin(&saved);
+	real_execvp(file, argv);
+	exec_failed(&saved);
+	return -1;
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	struct sigaction saved;
+
+	if (!real_execvpe && !resolve_real())
+		return -1;
+	exec_begin(&saved);
+	real_execvpe(file, argv, envp);
+	exec_failed(&saved);
+	return -1;
+}
+
 /* Asks every other thread already running to arm itself (in the handler). */
 static void arm_others(void)
 {
@@ -433,7 +516,8 @@ static struct prs_ring_hdr *map_ring(void)
 }
 
 /* The agent's signal, unless the program already has a handler for it (then the agent steps
- * aside: sampling would take the program's signal). */
+ * aside: sampling would take the program's signal). SIG_IGN is taken over: an exec from a
+ * sampled image leaves it so (exec_begin). */
 static int install_handler(void)
 {
 	struct sigaction sa, old;
@@ -451,8 +535,21 @@ static int install_handler(void)
 	return sigaction(signo, &sa, NULL) == 0 ? 0 : -errno;
 }
 
+/* The functions the agent wraps, resolved before anything can call them (a wrapper may run in
+ * a forked child, where dlsym is not safe). Returns false if one is missing. */
+static bool resolve_real(void)
+{
+	real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
+	real_execve = dlsym(RTLD_NEXT, "execve");
+	real_execv = dlsym(RTLD_NEXT, "execv");
+	real_execvp = dlsym(RTLD_NEXT, "execvp");
+	real_execvpe = dlsym(RTLD_NEXT, "execvpe");
+	return real_pthread_create && real_execve && real_execv && real_execvp && real_execvpe;
+}
+
 __attribute__((constructor)) static void agent_start(void)
 {
+	bool resolved = resolve_real();
 	struct prs_ring_hdr *h = map_ring();
 	int rc;
 
@@ -461,8 +558,7 @@ __attribute__((constructor)) static void agent_start(void)
 	ring = h;
 	self_pid = getpid();
 	my_gen = __atomic_add_fetch(&h->generation, 1, __ATOMIC_ACQ_REL);
-	real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
-	if (!real_pthread_create || pthread_key_create(&exit_key, disarm_self) != 0 ||
+	if (!resolved || pthread_key_create(&exit_key, disarm_self) != 0 ||
 	    pthread_atfork(NULL, NULL, in_child) != 0) {
 		agent_fail(ENOSYS, "the agent cannot hook thread creation");
 		ring = NULL;

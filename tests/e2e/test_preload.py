@@ -212,16 +212,20 @@ def test_python_chain_frames_and_lines(py, run_prs, export_folded, outdir):
     """chain.py: the frames the agent walks in its handler, named by pyrsprof, are <module>,
     main, a, b, c at their call lines, merged above the interpreter's native frames."""
     exe = python_or_skip(py)
-    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "chain.py", 2.5], extra=PRELOAD)
+    # (preload samples CPU time, which a loaded machine gives out sparingly: 1000 Hz of it)
+    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "chain.py", 2.5], rate=1000, extra=PRELOAD)
     recs = export_folded(pyrs, view="cpu", lines=True)
     chain = [(fr, c) for fr, c in recs if any(f.base == "chain.py" and f.name == "c" for f in fr)]
     n = sum(c for _, c in chain)
     assert n >= 150, recs[:5]
     want = [("<module>", T.marker_line("chain.py", "CALL-MAIN")), ("main", T.marker_line("chain.py", "CALL-A")),
             ("a", T.marker_line("chain.py", "CALL-B")), ("b", T.marker_line("chain.py", "CALL-C"))]
-    for fr, c in chain:
-        assert fr[0].name == "<module>", fr
-        assert py_frames(fr, "chain.py")[:4] == want, fr
+    # The agent's raw frames are named a tick later: a code object freed meanwhile (an import's
+    # <module>, during start-up) and its address reused by chain.py's code names a start-up
+    # sample as chain.py's, without a line (docs/preload.md, "Known limits"). At most 1 %.
+    bad = [(fr, c) for fr, c in chain
+           if fr[0].name != "<module>" or py_frames(fr, "chain.py")[:4] != want]
+    assert sum(c for _, c in bad) <= 0.01 * n, bad[:3]
     work = T.marker_line("chain.py", "WORK")
     on_work = sum(c for fr, c in chain if ("c", work) in py_frames(fr, "chain.py"))
     assert on_work / n >= 0.5, (on_work, n)
@@ -231,7 +235,7 @@ def test_python_chain_frames_and_lines(py, run_prs, export_folded, outdir):
 def test_python_split_within_5_points(py, run_prs, export_folded, outdir):
     exe = python_or_skip(py)
     res, pyrs = steady_run(lambda: record_py(run_prs, outdir / str(time.monotonic_ns()),
-                                             [exe, T.HERE / "split.py", 4], rate=250, extra=PRELOAD))
+                                             [exe, T.HERE / "split.py", 4], rate=1000, extra=PRELOAD))
     line = [l for l in res.out.splitlines() if l.startswith("truth ")][0]
     want = float(dict(kv.split("=") for kv in line.split()[1:])["hot_a"])
     recs = export_folded(pyrs, view="cpu", lines=False)
@@ -245,7 +249,7 @@ def test_python_rust_cdylib_native_under_python(py, run_prs, export_folded, outd
     exe = python_or_skip(py)
     if not FFI.exists():
         pytest.skip("build/targets/py/libpyrs_ffi.so not built (make targets)")
-    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "ffi_rust.py", 2], extra=PRELOAD)
+    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "ffi_rust.py", 2], rate=1000, extra=PRELOAD)
     recs = export_folded(pyrs, view="cpu", lines=True)
     under = [(fr, c) for fr, c in recs if any(f.name == "call_rust" for f in fr)]
     n = sum(c for _, c in under)
