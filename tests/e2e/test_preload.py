@@ -272,3 +272,21 @@ def test_python_fork_exec_unharmed(py, run_prs, export_folded, outdir):
     res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "forkexec.py"], extra=PRELOAD, expect_rc=5)
     recs = export_folded(pyrs, view="cpu", lines=False)
     assert any(f.name == "spin" for fr, _ in recs for f in fr), recs[:5]
+
+
+def test_posix_timers_weigh_cpu_time(run_prs, targets, outdir, export_folded):
+    """PYRSPROF_AGENT_CLOCK=posix (the clock where perf events are not allowed): at 1000 Hz the
+    timers expire at the scheduler tick only, and each sample's weight (1 + overruns) still adds
+    up to the program's CPU time; every stack is whole."""
+    d = outdir / "p"
+    res = run_prs(["run", *PRELOAD, "-r", "1000", "-o", d, "--", targets / "cpu_split", "3"],
+                  env=dict(os.environ, PYRSPROF_AGENT_CLOCK="posix"), timeout=60)
+    assert_clean(res)
+    assert res.rc == 0, res.describe()
+    recs = export_folded(d / "profile.pyrs", view="cpu", lines=False)
+    cpu_s = sum(float(kv.split("=")[1]) for kv in
+                [l for l in res.out.splitlines() if l.startswith("cpu_s ")][0].split()[1:])
+    n = total(recs)
+    assert abs(n / 1000 - cpu_s) <= 0.15 * cpu_s, (n, cpu_s)
+    whole = sum(c for fr, c in recs if fr[0].name == "_start" and any(f.name == "main" for f in fr))
+    assert whole / n >= 0.98, recs[:5]
