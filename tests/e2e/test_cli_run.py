@@ -49,13 +49,15 @@ def test_killed_by_sigsegv_is_139(record):
 
 # ---- passthrough -----------------------------------------------------------------------------
 
-def test_stdout_stderr_byte_exact(run_prs, targets, outdir):
+@pytest.mark.parametrize("mode", ["auto", "preload"])
+def test_stdout_stderr_byte_exact(run_prs, targets, outdir, mode):
     """The target's stdout is byte-for-byte what it prints unprofiled; its stderr too, once
-    pyrsprof's own "pyrsprof: " lines are set aside."""
+    pyrsprof's own "pyrsprof: " lines are set aside. (preload: sampled from inside at 1000 Hz.)"""
     argv = [str(targets / "echo_output"), "1.5", "40", "3"]
     direct = subprocess.run(argv, capture_output=True, timeout=30)
     assert direct.returncode == 3
-    res = run_prs(["run", "-o", outdir / "p", "--", *argv], timeout=60)
+    res = run_prs(["run", "--mode", mode, "-r", 1000 if mode == "preload" else 100, "-o", outdir / "p",
+                   "--", *argv], timeout=60)
     assert_clean(res)
     assert res.rc == 3, res.describe()
     assert res.stdout == direct.stdout
@@ -145,15 +147,17 @@ def test_ctrl_c_reaches_command_and_artifacts_written(prs, targets, outdir):
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def test_kill9_during_run_target_completes(prs, targets, outdir):
+@pytest.mark.parametrize("mode", ["auto", "preload"])
+def test_kill9_during_run_target_completes(prs, targets, outdir, mode):
     """kill -9 of pyrsprof mid-recording: its child (re-parented to us: we are a subreaper for
-    this test) is not left stopped, runs to completion with complete output and its exit code."""
+    this test) is not left stopped, runs to completion with complete output and its exit code.
+    (preload: the agent keeps writing into a ring nobody reads: full, it drops.)"""
     libc = ctypes.CDLL(None, use_errno=True)
     assert libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     try:
         out_path = outdir / "child.out"
         with open(out_path, "wb") as out:
-            p = subprocess.Popen([prs, "run", "-r", "1000", "-o", outdir / "p", "--",
+            p = subprocess.Popen([prs, "run", "--mode", mode, "-r", "1000", "-o", outdir / "p", "--",
                                   targets / "echo_output", "3", "20", "4"],
                                  stdout=out, stderr=subprocess.DEVNULL, start_new_session=True)
         child = wait_child(p.pid)

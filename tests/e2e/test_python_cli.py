@@ -138,18 +138,25 @@ def test_dump_gil_one_holder(py, python_cli, run_prs):
 
 
 @pytest.mark.parametrize("py", PARAMS)
-def test_run_chain_profile(py, python_cli, run_prs, export_folded, outdir):
+@pytest.mark.parametrize("mode", ["ptrace", "preload"])
+def test_run_chain_profile(py, mode, python_cli, run_prs, export_folded, outdir):
+    """(preload: the frames the agent walks in its signal handler, named by pyrsprof; sampled on
+    CPU time: 1000 Hz of it on a loaded machine)"""
     exe = python_or_skip(py)
-    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "chain.py", 2.5])
+    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "chain.py", 2.5], extra=["--mode", mode],
+                          rate=1000 if mode == "preload" else 200)
     recs = export_folded(pyrs, view="cpu", lines=True)
     chain = [(fr, c) for fr, c in recs if any(f.base == "chain.py" and f.name == "c" for f in fr)]
     n = sum(c for _, c in chain)
     assert n >= 150, recs[:5]
     want = [("<module>", T.marker_line("chain.py", "CALL-MAIN")), ("main", T.marker_line("chain.py", "CALL-A")),
             ("a", T.marker_line("chain.py", "CALL-B")), ("b", T.marker_line("chain.py", "CALL-C"))]
-    for fr, c in chain:
-        assert fr[0].name == "<module>", fr  # starts at the outermost Python frame
-        assert py_frames(fr, "chain.py")[:4] == want, fr
+    # starts at the outermost Python frame, every call at its line. Preload names the agent's
+    # raw frames a tick later: a code object freed meanwhile (an import's <module> at start-up)
+    # whose address chain.py's code reused misnames that sample (docs/preload.md): at most 1 %.
+    bad = [(fr, c) for fr, c in chain
+           if fr[0].name != "<module>" or py_frames(fr, "chain.py")[:4] != want]
+    assert sum(c for _, c in bad) <= (0.01 * n if mode == "preload" else 0), bad[:3]
     work = T.marker_line("chain.py", "WORK")
     on_work = sum(c for fr, c in chain if ("c", work) in py_frames(fr, "chain.py"))
     assert on_work / n >= 0.5, (on_work, n)
@@ -183,11 +190,14 @@ def test_native_leaves_under_python(py, kind, native_re, python_cli, run_prs, ex
 
 
 @pytest.mark.parametrize("py", PARAMS)
-def test_rust_cdylib_through_ctypes(py, python_cli, run_prs, export_folded, outdir):
+@pytest.mark.parametrize("mode", ["ptrace", "preload"])
+def test_rust_cdylib_through_ctypes(py, mode, python_cli, run_prs, export_folded, outdir):
+    """(preload: sampled from inside, on CPU time: 1000 Hz of it on a loaded machine)"""
     exe = python_or_skip(py)
     if not FFI.exists():
         pytest.skip("build/targets/py/libpyrs_ffi.so not built (make targets)")
-    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "ffi_rust.py", 2])
+    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "ffi_rust.py", 2], extra=["--mode", mode],
+                          rate=1000 if mode == "preload" else 200)
     recs = export_folded(pyrs, view="cpu", lines=True)
     under = [(fr, c) for fr, c in recs if any(f.name == "call_rust" for f in fr)]
     n = sum(c for _, c in under)
