@@ -113,8 +113,11 @@ def test_exit_status_passthrough(record, args, rc, out):
 def test_ld_preload_appended(run_prs, outdir):
     """The user's LD_PRELOAD stays, first; the agent comes after it."""
     lib = "/usr/lib/x86_64-linux-gnu/libm.so.6"
-    env = dict(os.environ, LD_PRELOAD=lib)
-    res = run_prs(["run", *PRELOAD, "-o", outdir / "p", "--", "sh", "-c", 'echo "$LD_PRELOAD"'],
+    # (an ASan build of pyrsprof gets the LD_PRELOAD too: its runtime must not insist on being first)
+    env = dict(os.environ, LD_PRELOAD=lib,
+               ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0")
+    res = run_prs(["run", *PRELOAD, "-o", outdir / "p", "--", "sh", "-c",
+                   'echo "$LD_PRELOAD"; i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'],
                   env=env, timeout=60)
     assert res.rc == 0, res.describe()
     first, agent = res.out.strip().split(":")
@@ -127,14 +130,16 @@ def test_auto_under_seccomp_without_ptrace(run_prs, targets, outdir, export_fold
     """Under a seccomp filter that makes ptrace fail (noptrace): --mode ptrace fails, and the
     default --mode auto says in one line that it samples from inside, and gets the split."""
     jail = [targets / "noptrace"]
+    # (LeakSanitizer stops the world with ptrace: an ASan build of pyrsprof checks no leaks here)
+    env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
     res = run_prs(["run", "--mode", "ptrace", "-o", outdir / "pt", "--", targets / "cpu_split", "0.3"],
-                  prefix=jail, timeout=60)
+                  prefix=jail, env=env, timeout=60)
     assert res.rc != 0 and "not permitted" in res.err, res.describe()
 
     def once():
         d = outdir / str(time.monotonic_ns())
         r = run_prs(["run", "-r", RATE, "-o", d, "--", targets / "cpu_split", SECONDS, "6"], prefix=jail,
-                    timeout=60)
+                    env=env, timeout=60)
         r.dir = d
         return r
     res = steady_run(once)
