@@ -264,14 +264,21 @@ static bool slot_current(struct prs_sampler *s, struct prs_target *tg, struct pr
 	return true;
 }
 
+/* Slot i, from pyrsprof's own copy of the geometry: the header is the program's to scribble on. */
+static struct prs_ring_slot *slot_at(const struct prs_preload *p, uint32_t i)
+{
+	return (struct prs_ring_slot *)((uint8_t *)p->h + prs_ring_slots_off() +
+					 (uint64_t)i * prs_ring_slot_size(p->stack_cap));
+}
+
 /* Sorts the ready slots by sequence number (few: insertion sort). */
 static void sort_ready(struct prs_preload *p, uint32_t n)
 {
 	for (uint32_t i = 1; i < n; i++) {
 		uint32_t v = p->ready[i], j = i;
-		uint64_t seq = prs_ring_slot(p->h, v)->seq;
+		uint64_t seq = slot_at(p, v)->seq;
 
-		for (; j > 0 && prs_ring_slot(p->h, p->ready[j - 1])->seq > seq; j--)
+		for (; j > 0 && slot_at(p, p->ready[j - 1])->seq > seq; j--)
 			p->ready[j] = p->ready[j - 1];
 		p->ready[j] = v;
 	}
@@ -283,7 +290,7 @@ static void drain(struct prs_sampler *s, struct prs_target *tg, struct prs_prelo
 	uint32_t n = 0;
 
 	for (uint32_t i = 0; i < p->nslots; i++)
-		if (prs_ring_ready(prs_ring_slot(p->h, i)))
+		if (prs_ring_ready(slot_at(p, i)))
 			p->ready[n++] = i;
 	if (n == 0)
 		return;
@@ -291,7 +298,7 @@ static void drain(struct prs_sampler *s, struct prs_target *tg, struct prs_prelo
 	tg->npyt = 0;
 	p->refreshed = false;
 	for (uint32_t i = 0; i < n; i++) {
-		struct prs_ring_slot *sl = prs_ring_slot(p->h, p->ready[i]);
+		struct prs_ring_slot *sl = slot_at(p, p->ready[i]);
 
 		if (slot_current(s, tg, p, sl))
 			record_slot(s, tg, p, sl);
