@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +14,7 @@
 
 #include "cli/cli.h"
 #include "cli/collect.h"
-#include "cli/render.h"
+#include "cli/outputs.h"
 #include "cli/symbols.h"
 #include "pyrsprof/profile.h"
 #include "pyrsprof/sampler.h"
@@ -218,69 +217,6 @@ static void default_dir(const char *prog, char *buf, size_t size)
 	snprintf(buf, size, "pyrsprof-%s-%s", safe, stamp);
 }
 
-static json_t *dist_json(const struct prs_dist *d)
-{
-	return json_pack("{s:f, s:f, s:f, s:f, s:I}", "median", d->median / 1000.0, "p10",
-			 d->p10 / 1000.0, "p90", d->p90 / 1000.0, "max", d->max / 1000.0, "n",
-			 (json_int_t)d->n);
-}
-
-static int write_stats(const char *dir, const struct prs_sampler_stats *st, double rate_hz,
-		       const struct prs_symbolize_stats *sym)
-{
-	char path[4096];
-	struct cli_atomic a;
-	FILE *f;
-	json_t *j;
-	int rc;
-
-	snprintf(path, sizeof(path), "%s/stats.json", dir);
-	j = json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:o, s:o, s:o, s:o, s:I, s:o, s:{s:I, s:I, s:I, s:I, s:I}}",
-		      "samples", (json_int_t)st->ticks, "thread_samples", (json_int_t)st->thread_samples,
-		      "threads", (json_int_t)st->threads_seen, "missed_ticks",
-		      (json_int_t)st->missed_ticks, "duration_s", st->duration_s, "rate_hz", rate_hz,
-		      "sample_cost_us", dist_json(&st->sample_cost), "stop_us", dist_json(&st->stop),
-		      "python_us", dist_json(&st->python), "py_names_us", dist_json(&st->py_names),
-		      "py_name_reads", (json_int_t)st->py_name_reads,
-		      "unwind_us", dist_json(&st->unwind), "errors", "unwind",
-		      (json_int_t)st->unwind_errors, "unwind_truncated", (json_int_t)st->unwind_truncated,
-		      "read", (json_int_t)st->read_errors, "not_stopped", (json_int_t)st->not_stopped,
-		      "signals_forwarded", (json_int_t)st->signals_forwarded);
-	if (!j)
-		return -ENOMEM;
-	json_object_set_new(json_object_get(j, "errors"), "python",
-			    json_pack("{s:I, s:I, s:I, s:I, s:I}", "read", (json_int_t)st->py_read_errors,
-				      "bad_frames", (json_int_t)st->py_bad_frames, "truncated",
-				      (json_int_t)st->py_truncated, "merge_mismatch",
-				      (json_int_t)st->py_merge_mismatch, "stale_code",
-				      (json_int_t)st->py_code_stale));
-	json_object_set_new(j, "reused", json_pack("{s:I, s:I, s:I}", "samples", (json_int_t)st->reused_samples,
-						   "native", (json_int_t)st->reused_native, "lost",
-						   (json_int_t)st->reuse_lost));
-	if (sym)
-		json_object_set_new(j, "symbols",
-				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
-					      "frames", (json_int_t)sym->frames, "symbolized",
-					      (json_int_t)sym->symbolized, "by_range", (json_int_t)sym->by_range,
-					      "with_lines", (json_int_t)sym->with_line, "inlined",
-					      (json_int_t)sym->inlined, "build_id_mismatches",
-					      (json_int_t)sym->build_id_mismatches, "files",
-					      (json_int_t)sym->files, "files_missing",
-					      (json_int_t)sym->files_missing, "debug_files",
-					      (json_int_t)sym->debug_files, "debuginfod_queries",
-					      (json_int_t)sym->debuginfod_queries, "debuginfod_fetched",
-					      (json_int_t)sym->debuginfod_fetched, "time_s", sym->time_ns / 1e9));
-	f = cli_atomic_open(&a, path);
-	if (!f) {
-		json_decref(j);
-		return -EIO;
-	}
-	rc = json_dumpf(j, f, JSON_INDENT(2) | JSON_SORT_KEYS) == 0 ? 0 : -EIO;
-	fputc('\n', f);
-	json_decref(j);
-	return cli_atomic_close(&a, rc == 0);
-}
-
 static void add_meta_num(struct prs_profile *p, const char *key, double v)
 {
 	char buf[64];
@@ -323,7 +259,8 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 	struct prs_err err = { 0 };
 	const char *mode;
 	int rc = EXIT_OK;
-	bool pyrs_ok = true, graphs_ok, stats_ok, reports_ok;
+	struct cli_written w;
+	bool pyrs_ok = true;
 	size_t nthreads;
 
 	prs_sampler_get_stats(s, &st);
@@ -349,20 +286,16 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 			return rc;
 		done->complete = true;
 	}
-	graphs_ok = cli_render_recording(done, dir, o->merge_processes) == 0;
-	stats_ok = write_stats(dir, &st, o->rate_hz, &sym) == 0;
-	if (!graphs_ok || !stats_ok)
-		rc = EXIT_FAIL;
 	if (o->print_stats)
 		fprintf(stderr,
 			"pyrsprof: per thread-sample: cost median %.1f us (p10 %.1f, p90 %.1f); stop %.1f us; "
 			"unwind %.1f us; %llu missed ticks\n",
 			st.sample_cost.median / 1000, st.sample_cost.p10 / 1000, st.sample_cost.p90 / 1000,
 			st.stop.median / 1000, st.unwind.median / 1000, (unsigned long long)st.missed_ticks);
-	reports_ok = cli_write_reports(done, dir, true, NULL) == 0;
-	if (!reports_ok)
+	cli_write_recording(done, dir, &st, o->rate_hz, &sym, o->merge_processes, true, &w);
+	if (!w.graphs || !w.stats || !w.reports)
 		rc = EXIT_FAIL;
-	summary_line(&st, nthreads, o->rate_hz, dir, pyrs_ok, graphs_ok, reports_ok);
+	summary_line(&st, nthreads, o->rate_hz, dir, pyrs_ok, w.graphs, w.reports);
 	prs_profile_free(done);
 	return rc;
 }
