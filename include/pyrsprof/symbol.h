@@ -163,4 +163,14 @@ void prs_symbolizer_stats(const struct prs_symbolizer *s, struct prs_symbolize_s
 int prs_symbolize_profile(struct prs_profile *p, const struct prs_symbol_opts *opts,
 			  struct prs_symbolize_stats *stats, struct prs_err *err);
 
+/*
+ * As prs_symbolize_profile, with a symbolizer the caller keeps across calls (set up with
+ * prs_symbolizer_set_opts; rename as opts->rename): its files stay open and the addresses it
+ * has seen are a hash lookup, so a profile that grows while recording (`top`, snapshots) is named
+ * at the cost of its new addresses only. stats (may be NULL): the symbolizer's cumulative
+ * counters, time_ns that of this call.
+ */
+int prs_symbolize_profile_with(struct prs_symbolizer *s, struct prs_profile *p, bool rename,
+			       struct prs_symbolize_stats *stats, struct prs_err *err);
+
 #endif

@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/collect.h"
 #include "cli/outputs.h"
+#include "cli/snapshot.h"
 #include "cli/symbols.h"
 #include "pyrsprof/profile.h"
 #include "pyrsprof/sampler.h"
@@ -31,6 +32,7 @@ struct rec_opts {
 	bool merge_processes; /* for the graphs only */
 	bool force; /* --force: replace the recording already in the output folder */
 	bool no_kernel_stacks;
+	double snapshot_every_s; /* --snapshot-every; 0: snapshots on SIGUSR1 only */
 	enum prs_source source;
 	struct cli_symopts sym;
 	struct cli_phase_opts phase; /* --target, --dim, --no-classify */
@@ -58,6 +60,7 @@ static const char run_usage[] =
 	"      --target EXPR    the Phase-0 target, e.g. 'wall<2s' (phase1.md says if it is met)\n"
 	"      --dim N=T[..MAX] an input dimension, typical value and max (repeatable)\n"
 	"      --no-classify    skip the classifier's collection (counters, /proc, taskstats)\n"
+	CLI_SNAPSHOT_HELP
 	"  CMD's input, output, signals and exit status pass through; Ctrl-C reaches CMD, a second\n"
 	"  Ctrl-C stops sampling.\n"
 	"  PYRSPROF_READ_IDLE=1 in the environment: stop and read every thread at every tick, also\n"
@@ -83,6 +86,7 @@ static const char attach_usage[] =
 	"      --target EXPR    the Phase-0 target, e.g. 'wall<2s' (phase1.md says if it is met)\n"
 	"      --dim N=T[..MAX] an input dimension, typical value and max (repeatable)\n"
 	"      --no-classify    skip the classifier's collection (counters, /proc, taskstats)\n"
+	CLI_SNAPSHOT_HELP
 	"  PYRSPROF_READ_IDLE=1 in the environment: stop and read every thread at every tick, also\n"
 	"  one asleep since its last sample (by default its last sample is recorded again).\n";
 
@@ -104,6 +108,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 		{ "merge-processes", no_argument, NULL, 'P' },
 		{ "force", no_argument, NULL, 'F' },
 		{ "no-kernel-stacks", no_argument, NULL, 'K' },
+		{ "snapshot-every", required_argument, NULL, CLI_OPT_SNAPSHOT_EVERY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -119,6 +124,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 	o->merge_processes = false;
 	o->force = false;
 	o->no_kernel_stacks = false;
+	o->snapshot_every_s = 0;
 	o->source = run ? PRS_SOURCE_AUTO : PRS_SOURCE_PTRACE;
 	o->sym.ndirs = 0;
 	memset(&o->phase, 0, sizeof(o->phase));
@@ -178,6 +184,10 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 			break;
 		case 'K':
 			o->no_kernel_stacks = true;
+			break;
+		case CLI_OPT_SNAPSHOT_EVERY:
+			if (!cli_parse_duration(optarg, &o->snapshot_every_s))
+				return EXIT_USAGE;
 			break;
 		case 'h':
 			fputs(run ? run_usage : attach_usage, stdout);
@@ -487,6 +497,7 @@ static void set_common_meta(struct prs_profile *p, const struct rec_opts *o, con
 int cmd_run(int argc, char **argv)
 {
 	struct rec_opts o;
+	struct cli_snapshot snap;
 	struct prs_sampler_opts so = { 0 };
 	struct prs_sampler *s = NULL;
 	struct prs_recorder *rec = NULL;
@@ -517,6 +528,7 @@ int cmd_run(int argc, char **argv)
 	if (rc)
 		return rc;
 	sampler_opts(&o, &so);
+	cli_snapshot_hook(&snap, &so, dir, &o.sym, o.rate_hz, o.merge_processes, o.snapshot_every_s);
 	col = cli_collect_new(!o.phase.no_classify);
 	cli_collect_hook(col, &so);
 	block_signals(&old);
@@ -532,7 +544,9 @@ int cmd_run(int argc, char **argv)
 	set_common_meta(prs_recorder_profile(rec), &o, "run", command, prs_sampler_pid(s));
 	report_kernel_stacks(s, prs_recorder_profile(rec));
 	cli_collect_start(col, prs_sampler_pid(s), prs_recorder_profile(rec));
+	cli_snapshot_start(&snap, s);
 	prs_sampler_run(s, &err);
+	cli_snapshot_end(&snap);
 	report_python(s, &o);
 	cli_print_notes(s);
 	rc = finish(rec, s, dir, &o, col);
@@ -551,6 +565,7 @@ int cmd_run(int argc, char **argv)
 int cmd_attach(int argc, char **argv)
 {
 	struct rec_opts o;
+	struct cli_snapshot snap;
 	struct prs_sampler_opts so = { 0 };
 	struct prs_sampler *s = NULL;
 	struct prs_recorder *rec = NULL;
@@ -589,6 +604,7 @@ int cmd_attach(int argc, char **argv)
 	sampler_opts(&o, &so);
 	if (isatty(STDERR_FILENO))
 		so.progress = status_line;
+	cli_snapshot_hook(&snap, &so, dir, &o.sym, o.rate_hz, o.merge_processes, o.snapshot_every_s);
 	col = cli_collect_new(!o.phase.no_classify);
 	cli_collect_hook(col, &so);
 	block_signals(&old);
@@ -605,8 +621,10 @@ int cmd_attach(int argc, char **argv)
 	cli_collect_start(col, pid, prs_recorder_profile(rec));
 	if (!isatty(STDERR_FILENO) || o.duration_s == 0)
 		cli_msg("sampling pid %d (%s) at %g Hz; Ctrl-C to stop", (int)pid, comm, o.rate_hz);
+	cli_snapshot_start(&snap, s);
 	prs_sampler_run(s, &err);
 	end_status_line();
+	cli_snapshot_end(&snap);
 	report_python(s, &o);
 	rc = finish(rec, s, dir, &o, col);
 	cli_collect_free(col);

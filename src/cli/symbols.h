@@ -39,4 +39,16 @@ bool cli_add_debug_dir(struct cli_symopts *c, const char *dir);
 void cli_symbolize(struct prs_profile *p, const struct cli_symopts *c, bool hint,
 		   struct prs_symbolize_stats *stats);
 
+/*
+ * A symbolizer with c's options, kept across passes over a profile that grows while recording
+ * (`top`, snapshots). NULL (a warning printed) when it cannot be set up; free with
+ * prs_symbolizer_free.
+ */
+struct prs_symbolizer *cli_symbolizer_new(const struct cli_symopts *c);
+
+/* A pass of s (may be NULL: nothing is named) over p's frames not yet named (s has c's debug
+ * folders from the start, so nothing needs naming again); a failure is printed as a warning.
+ * stats (may be NULL): s's cumulative counters. */
+void cli_symbolize_with(struct prs_symbolizer *s, struct prs_profile *p, struct prs_symbolize_stats *stats);
+
 #endif

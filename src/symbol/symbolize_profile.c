@@ -33,12 +33,8 @@ static uint32_t intern(struct prs_profile *p, const char *s)
 int prs_symbolize_profile(struct prs_profile *p, const struct prs_symbol_opts *opts,
 			  struct prs_symbolize_stats *stats, struct prs_err *err)
 {
-	struct prs_symframe fr[PRS_SYM_MAX_INLINE];
-	uint32_t ids[PRS_SYM_MAX_INLINE];
 	struct prs_symbolizer *s;
-	uint32_t nframes;
-	uint64_t t0 = mono_ns();
-	int rc = 0;
+	int rc;
 
 	if (stats)
 		memset(stats, 0, sizeof(*stats));
@@ -48,10 +44,25 @@ int prs_symbolize_profile(struct prs_profile *p, const struct prs_symbol_opts *o
 	if (!s)
 		return prs_err_set(err, -ENOMEM, "symbolize: out of memory");
 	rc = prs_symbolizer_set_opts(s, opts);
-	if (rc) {
+	if (rc)
 		prs_err_set(err, rc, "symbolize: options: %s", strerror(-rc));
-		goto out;
-	}
+	else
+		rc = prs_symbolize_profile_with(s, p, opts && opts->rename, stats, err);
+	prs_symbolizer_free(s);
+	return rc;
+}
+
+int prs_symbolize_profile_with(struct prs_symbolizer *s, struct prs_profile *p, bool rename,
+			       struct prs_symbolize_stats *stats, struct prs_err *err)
+{
+	struct prs_symframe fr[PRS_SYM_MAX_INLINE];
+	uint32_t ids[PRS_SYM_MAX_INLINE];
+	uint32_t nframes;
+	uint64_t t0 = mono_ns();
+	int rc = 0;
+
+	if (!p)
+		return prs_err_set(err, -EINVAL, "symbolize: no profile");
 	/* named frames are appended as we go: only the frames present at the start are raw */
 	nframes = p->nframes;
 	for (uint32_t f = 0; f < nframes; f++) {
@@ -62,7 +73,7 @@ int prs_symbolize_profile(struct prs_profile *p, const struct prs_symbol_opts *o
 
 		if (!fcopy.raw || fcopy.mapping == PRS_NO_MAPPING || fcopy.mapping >= p->nmappings)
 			continue;
-		if (p->expansions && p->expansions[f].count && !(opts && opts->rename))
+		if (p->expansions && p->expansions[f].count && !rename)
 			continue;
 		m = &p->mappings[fcopy.mapping];
 		if (m->path >= p->nstrings)
@@ -101,6 +112,5 @@ out:
 		prs_symbolizer_stats(s, stats);
 		stats->time_ns = mono_ns() - t0;
 	}
-	prs_symbolizer_free(s);
 	return rc;
 }
