@@ -168,6 +168,11 @@ bool cli_parse_rate(const char *s, double *out)
 
 bool cli_parse_duration(const char *s, double *out)
 {
+	return cli_parse_duration_opt("-d", s, out);
+}
+
+bool cli_parse_duration_opt(const char *opt, const char *s, double *out)
+{
 	char *end;
 	double v, mult = 1;
 
@@ -182,16 +187,16 @@ bool cli_parse_duration(const char *s, double *out)
 			mult = 3600, end++;
 	}
 	if (end == s || *end != '\0' || errno != 0 || !isfinite(v)) {
-		cli_msg("-d: '%s' is not a duration in seconds (try -d 10)", s);
+		cli_msg("%s: '%s' is not a duration in seconds (try %s 10)", opt, s, opt);
 		return false;
 	}
 	v *= mult;
 	if (v <= 0) {
-		cli_msg("-d: the duration must be more than 0 seconds");
+		cli_msg("%s: the duration must be more than 0 seconds", opt);
 		return false;
 	}
 	if (v > PRS_MAX_DURATION_S) {
-		cli_msg("-d: %g s is too long: at most %.0f s (7 days)", v, PRS_MAX_DURATION_S);
+		cli_msg("%s: %g s is too long: at most %.0f s (7 days)", opt, v, PRS_MAX_DURATION_S);
 		return false;
 	}
 	*out = v;

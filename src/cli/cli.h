@@ -48,6 +48,8 @@ void cli_output_err(const struct prs_err *err, const char *path);
 bool cli_parse_rate(const char *s, double *out);
 /* Parses a duration in seconds (0 < d <= PRS_MAX_DURATION_S; "10", "2.5", "30s", "5m"). */
 bool cli_parse_duration(const char *s, double *out);
+/* The same for option opt ("-d" above), named in the messages. */
+bool cli_parse_duration_opt(const char *opt, const char *s, double *out);
 /* Parses a PID (a positive integer). */
 bool cli_parse_pid(const char *s, pid_t *out);
 /* Parses a positive number with an upper bound, for widths and the like. */

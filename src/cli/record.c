@@ -186,8 +186,13 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 			o->no_kernel_stacks = true;
 			break;
 		case CLI_OPT_SNAPSHOT_EVERY:
-			if (!cli_parse_duration(optarg, &o->snapshot_every_s))
+			if (!cli_parse_duration_opt("--snapshot-every", optarg, &o->snapshot_every_s))
 				return EXIT_USAGE;
+			if (o->snapshot_every_s < 1) {
+				/* the sampler's callback that takes them runs once a second */
+				cli_msg("--snapshot-every: at least 1 second");
+				return EXIT_USAGE;
+			}
 			break;
 		case 'h':
 			fputs(run ? run_usage : attach_usage, stdout);
@@ -325,7 +330,8 @@ static bool holds_recording(const char *dir)
 		if (access(path, F_OK) == 0)
 			return true;
 	}
-	return false;
+	snprintf(path, sizeof(path), "%s/snapshots", dir);
+	return access(path, F_OK) == 0;
 }
 
 /*
@@ -336,6 +342,7 @@ static bool holds_recording(const char *dir)
 static int choose_dir(const struct rec_opts *o, const char *prog, char *dir, size_t dsize)
 {
 	char path[4096];
+	int rc;
 
 	if (!o->outdir) {
 		size_t len;
@@ -359,6 +366,10 @@ static int choose_dir(const struct rec_opts *o, const char *prog, char *dir, siz
 			cli_msg("--force: cannot remove '%s': %s", path, strerror(errno));
 			return EXIT_FAIL;
 		}
+	}
+	if ((rc = cli_snapshots_remove(dir)) != 0) {
+		cli_msg("--force: cannot remove '%s/snapshots': %s", dir, strerror(-rc));
+		return EXIT_FAIL;
 	}
 	return 0;
 }

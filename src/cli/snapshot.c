@@ -2,6 +2,7 @@
 /* Snapshots of a recording while it runs: see snapshot.h. */
 #include "cli/snapshot.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -74,6 +75,26 @@ static void remove_folder(const char *dir)
 		unlink(path);
 	}
 	rmdir(dir);
+}
+
+int cli_snapshots_remove(const char *dir)
+{
+	char parent[4200], sub[4500];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(parent, sizeof(parent), "%s/snapshots", dir);
+	d = opendir(parent);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", parent, e->d_name);
+		remove_folder(sub);
+	}
+	closedir(d);
+	return rmdir(parent) == 0 ? 0 : -errno;
 }
 
 /*

@@ -54,4 +54,8 @@ void cli_snapshot_start(struct cli_snapshot *c, const struct prs_sampler *s);
  * long, when there were any. */
 void cli_snapshot_end(struct cli_snapshot *c);
 
+/* Removes DIR/snapshots and the snapshots in it (for --force). Returns 0 (also when there is
+ * none) or -errno (e.g. -ENOTEMPTY when it holds files a snapshot does not write). */
+int cli_snapshots_remove(const char *dir);
+
 #endif
