@@ -25,6 +25,7 @@ pkgs=(
   librsvg2-bin                       # rsvg-convert: the SVGs drawn by a viewer without script
   nodejs                             # playwright-core (npm) drives chromium
   gdb
+  tmux                               # `top` driven in a terminal: send-keys, capture-pane
 )
 
 missing=()

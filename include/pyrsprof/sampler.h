@@ -114,6 +114,12 @@ int prs_sampler_attach(pid_t pid, const struct prs_sampler_opts *opts, struct pr
 int prs_sampler_run(struct prs_sampler *s, struct prs_err *err);
 
 /*
+ * Asks prs_sampler_run to stop sampling within a tick, as the user's stop does (then it detaches
+ * and returns; a launched child runs on). For the progress callback (`top`'s q key).
+ */
+void prs_sampler_stop(struct prs_sampler *s);
+
+/*
  * After prs_sampler_run: waits (forwarding signals) until a launched child exits and returns its
  * exit status as a shell would: the code, or 128 + signal. For an attached target, or a child
  * already reaped, returns the known status (0 for attach). Returns -1 if the status is unknown.

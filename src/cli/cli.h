@@ -92,5 +92,6 @@ int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@ static const char usage[] =
 	"\n"
 	"  run [-r HZ] [-d SEC] [-o DIR] -- CMD ARGS...   launch CMD and profile it until it exits\n"
 	"  attach PID [-r HZ] [-d SEC] [-o DIR]           profile a live process (Ctrl-C stops)\n"
+	"  top PID | top -- CMD ARGS...                   live view: the functions running now, each second\n"
 	"  dump PID                                       print every thread's stack now\n"
 	"  report FILE|DIR [-o DIR]                       re-render the graphs and the phase reports\n"
 	"  flamegraph IN -o OUT.svg [options]             flame graph of a .pyrs profile or folded stacks\n"
@@ -33,7 +34,7 @@ int main(int argc, char **argv)
 		{ "dump", cmd_dump },       { "report", cmd_report },
 		{ "flamegraph", cmd_flamegraph }, { "export", cmd_export },
 		{ "diff", cmd_diff },       { "sweep", cmd_sweep },
-		{ "calibrate", cmd_calibrate },
+		{ "calibrate", cmd_calibrate }, { "top", cmd_top },
 	};
 
 	if (argc < 2) {
@@ -52,6 +53,6 @@ int main(int argc, char **argv)
 		if (strcmp(argv[1], cmds[i].name) == 0)
 			return cmds[i].fn(argc - 1, argv + 1);
 	cli_msg("unknown command '%s' (commands: run, attach, dump, report, flamegraph, export, diff, "
-		"sweep, calibrate)", argv[1]);
+		"sweep, calibrate, top)", argv[1]);
 	return EXIT_USAGE;
 }

@@ -203,6 +203,11 @@ static void handle_user_signal(struct prs_sampler *s, const siginfo_t *si)
 		s->stop_requested = true;
 }
 
+void prs_sampler_stop(struct prs_sampler *s)
+{
+	s->stop_requested = true;
+}
+
 void prs_session_wait_signal(struct prs_sampler *s, uint64_t timeout_ns)
 {
 	struct timespec ts = { (time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull) };
