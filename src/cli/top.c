@@ -407,9 +407,11 @@ int cmd_top(int argc, char **argv)
 	prs_sampler_run(t.s, &err);
 	if (t.tty)
 		term_leave(&t);
-	/* what came in after the last refresh: the last table, on the screen left behind */
-	t.view.rows = PLAIN_ROWS;
+	/* the last table, on the screen left behind: every sample, with what came in after the
+	 * last refresh */
 	t.tty = false;
+	t.view.cumulative = true;
+	printf("the whole run:\n");
 	refresh(&t);
 	if (!prs_sampler_target_exited(t.s))
 		cli_msg("sampling stopped; %s runs on%s", t.what,

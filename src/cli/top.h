@@ -69,7 +69,8 @@ struct cli_top_view {
 	double rate_hz; /* samples per second per thread: a sample stands for 1/rate_hz s */
 	int rows;       /* at most this many rows (0: all) */
 	int width;      /* cut lines to this many columns (0: no cut) */
-	const char *eol; /* written at the end of each line ("\n", or "\033[K\r\n" on a terminal) */
+	const char *eol; /* written at the end of each line ("\n", or "\033[K\n" on a terminal) */
+	bool cumulative; /* %Own and %Total of every sample since the start (the last table) */
 };
 
 /* Writes the column heads and the rows, sorted, to f. Names are printed with their control

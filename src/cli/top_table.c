@@ -228,9 +228,11 @@ static void write_row(const struct cli_top_table *t, const struct prs_profile *p
 	int used;
 
 	row_label(p, r, v->lines, label, sizeof(label));
-	used = fprintf(f, "%6.1f%% %6.1f%% %9.2fs %9.2fs  ",
-		       t->now ? 100.0 * (double)r->own_now / (double)t->now : 0.0,
-		       t->now ? 100.0 * (double)r->total_now / (double)t->now : 0.0, (double)r->own * period,
+	uint64_t own = v->cumulative ? r->own : r->own_now, total = v->cumulative ? r->total : r->total_now;
+	uint64_t all = v->cumulative ? t->total : t->now;
+
+	used = fprintf(f, "%6.1f%% %6.1f%% %9.2fs %9.2fs  ", all ? 100.0 * (double)own / (double)all : 0.0,
+		       all ? 100.0 * (double)total / (double)all : 0.0, (double)r->own * period,
 		       (double)r->total * period);
 	put_clean(f, label, v->width > used ? (size_t)(v->width - used) : v->width ? 1 : 0);
 	fputs(v->eol, f);
