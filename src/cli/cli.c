@@ -166,6 +166,17 @@ bool cli_parse_rate(const char *s, double *out)
 	return true;
 }
 
+bool cli_parse_mode(const char *s, enum prs_source *out)
+{
+	if (strcmp(s, "ptrace") == 0 || strcmp(s, "vm") == 0) {
+		*out = strcmp(s, "vm") == 0 ? PRS_SOURCE_VM : PRS_SOURCE_PTRACE;
+		return true;
+	}
+	cli_msg("--mode: '%s' is not a mode (ptrace: native + Python frames; vm: Python frames only, "
+		"without stopping the target)", s);
+	return false;
+}
+
 bool cli_parse_duration(const char *s, double *out)
 {
 	return cli_parse_duration_opt("-d", s, out);

@@ -12,6 +12,7 @@
 
 #include "pyrsprof/err.h"
 #include "pyrsprof/python.h"
+#include "pyrsprof/sampler.h"
 #include "pyrsprof/util.h"
 
 /* Exit codes of pyrsprof itself (a launched program's own code passes through instead). */
@@ -50,6 +51,8 @@ bool cli_parse_rate(const char *s, double *out);
 bool cli_parse_duration(const char *s, double *out);
 /* The same for option opt ("-d" above), named in the messages. */
 bool cli_parse_duration_opt(const char *opt, const char *s, double *out);
+/* Parses --mode: ptrace or vm. Prints the problem and returns false. */
+bool cli_parse_mode(const char *s, enum prs_source *out);
 /* Parses a PID (a positive integer). */
 bool cli_parse_pid(const char *s, pid_t *out);
 /* Parses a positive number with an upper bound, for widths and the like. */

@@ -115,12 +115,8 @@ static int parse_opts(int argc, char **argv, struct top_opts *o)
 				return EXIT_USAGE;
 			break;
 		case O_MODE:
-			if (strcmp(optarg, "ptrace") != 0 && strcmp(optarg, "vm") != 0) {
-				cli_msg("--mode: '%s' is not a mode (ptrace: native + Python frames; vm: "
-					"Python frames only, without stopping the target)", optarg);
+			if (!cli_parse_mode(optarg, &o->source))
 				return EXIT_USAGE;
-			}
-			o->source = strcmp(optarg, "vm") == 0 ? PRS_SOURCE_VM : PRS_SOURCE_PTRACE;
 			break;
 		case O_PID:
 			if (!parse_id("--pid", optarg, &o->filter.pid))

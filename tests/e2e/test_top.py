@@ -9,8 +9,10 @@ two thirds) must top the table sorted by own time, with its share of the two wit
 correct end, and the terminal as it was (normal screen, cursor shown).
 """
 
+import contextlib
 import os
 import re
+import signal
 import shutil
 import subprocess
 import time
@@ -93,7 +95,7 @@ class Tmux:
         subprocess.run(["tmux", "-L", self.sock, "kill-server"], capture_output=True, timeout=20)
 
 
-def enough_samples(text, n=1.0):
+def enough_samples(text, n=0.5):
     """The table has hot_a and hot_b with n seconds of own time between them."""
     try:
         rows = rows_of(text)
@@ -104,9 +106,9 @@ def enough_samples(text, n=1.0):
 
 
 def test_top_launch_in_a_terminal(prs, tmp_path):
-    t = Tmux(f"{prs} top -r 200 -- {PY} {SPLIT} 12; echo TOP-EXIT=$?; sleep 60")
+    t = Tmux(f"{prs} top -r 200 -- {PY} {SPLIT} 20; echo TOP-EXIT=$?; sleep 90")
     try:
-        screen = t.wait(enough_samples, 60, "no table with 1 s of hot_a + hot_b")
+        screen = t.wait(enough_samples, 60, "no table with 0.5 s of hot_a + hot_b")
         assert t.flags() == (True, False), "top draws on the alternate screen, cursor hidden"
         assert "Press q to quit" in screen and "[OwnTime]" in screen, screen
         rows = rows_of(screen)
@@ -122,7 +124,7 @@ def test_top_launch_in_a_terminal(prs, tmp_path):
         after = t.wait(lambda s: "runs on: waiting" in s, 10, "q did not stop top", history=True)
         assert proc_state(pid) not in ("T", "t"), "the program was left stopped"
         assert t.flags() == (False, True), "terminal not restored (alternate screen, cursor)"
-        after = t.wait(lambda s: "TOP-EXIT=" in s, 30, "the program did not end", history=True)
+        after = t.wait(lambda s: "TOP-EXIT=" in s, 60, "the program did not end", history=True)
         assert "TOP-EXIT=0" in after, after  # its own exit status, through top
         truth = truth_b(after)  # the program ran to its end and printed its truth
         assert abs(share - truth) <= tol, (share, truth, tol, screen)
@@ -131,55 +133,54 @@ def test_top_launch_in_a_terminal(prs, tmp_path):
         t.close()
 
 
-def test_top_attach_then_quit_leaves_it_running(prs):
-    target = subprocess.Popen([PY, str(SPLIT), "10"], stdout=subprocess.PIPE, text=True)
+@contextlib.contextmanager
+def split_under_top(prs, secs, *opts):
+    """split.py SECS running, and `top [opts] PID` on it in a tmux session: yields (target, tmux)."""
+    target = subprocess.Popen([PY, str(SPLIT), str(secs)], stdout=subprocess.PIPE, text=True)
     t = None
     try:
         assert target.stdout.readline() == "ready\n"
-        t = Tmux(f"{prs} top -r 200 {target.pid}; echo TOP-EXIT=$?; sleep 60")
-        screen = t.wait(enough_samples, 60, "no table with 1 s of hot_a + hot_b")
+        t = Tmux(f"{prs} top {' '.join(opts)} {target.pid}; echo TOP-EXIT=$?; sleep 90")
+        yield target, t
+    finally:
+        if t:
+            t.close()
+        if target.poll() is None:
+            target.kill()
+            target.wait()
+
+
+def assert_left_running(target, t, after):
+    """top ended with 0, the terminal is back, the process was not left stopped and ends well."""
+    assert "TOP-EXIT=0" in after, after
+    assert t.flags() == (False, True), "terminal not restored (alternate screen, cursor)"
+    assert proc_state(target.pid) not in ("T", "t"), "the process was left stopped"
+    out, _ = target.communicate(timeout=60)  # it runs on to its end
+    assert target.returncode == 0
+    return out
+
+
+def test_top_attach_then_quit_leaves_it_running(prs):
+    with split_under_top(prs, 20, "-r", "200") as (target, t):
+        screen = t.wait(enough_samples, 60, "no table with 0.5 s of hot_a + hot_b")
         assert rows_of(screen)[0][4] == "hot_b (split.py)", screen
         share, tol = hot_share(rows_of(screen))
         t.tmux("send-keys", "q")
         after = t.wait(lambda s: "TOP-EXIT=" in s, 10, "q did not end top", history=True)
-        assert "TOP-EXIT=0" in after, after
-        assert t.flags() == (False, True), "terminal not restored"
-        assert proc_state(target.pid) not in ("T", "t"), "the process was left stopped"
-        out, _ = target.communicate(timeout=30)  # it runs on to its end
-        assert target.returncode == 0
+        out = assert_left_running(target, t, after)
         assert abs(share - truth_b(out)) <= tol, (share, out, tol)
-    finally:
-        if t:
-            t.close()
-        if target.poll() is None:
-            target.kill()
-            target.wait()
 
 
 def test_top_sigterm_restores_the_terminal(prs):
-    target = subprocess.Popen([PY, str(SPLIT), "8"], stdout=subprocess.PIPE, text=True)
-    t = None
-    try:
-        assert target.stdout.readline() == "ready\n"
-        t = Tmux(f"{prs} top {target.pid}; echo TOP-EXIT=$?; sleep 60")
+    with split_under_top(prs, 8) as (target, t):
         t.wait(lambda s: "%Own" in s, 30, "no table")
-        top = int(t.tmux("display", "-p", "#{pane_pid}"))
-        kids = [int(x) for x in open(f"/proc/{top}/task/{top}/children").read().split()]
+        shell = int(t.tmux("display", "-p", "#{pane_pid}"))
+        kids = [int(x) for x in open(f"/proc/{shell}/task/{shell}/children").read().split()]
         assert len(kids) == 1, kids
-        os.kill(kids[0], 15)
+        os.kill(kids[0], signal.SIGTERM)
         after = t.wait(lambda s: "TOP-EXIT=" in s, 10, "SIGTERM did not end top", history=True)
-        assert "TOP-EXIT=0" in after, after
-        assert t.flags() == (False, True), "terminal not restored after SIGTERM"
         assert wait_gone(kids[0], 5)
-        assert proc_state(target.pid) not in ("T", "t")
-        target.communicate(timeout=30)
-        assert target.returncode == 0
-    finally:
-        if t:
-            t.close()
-        if target.poll() is None:
-            target.kill()
-            target.wait()
+        assert_left_running(target, t, after)
 
 
 def test_top_plain_tables(run_prs):
