@@ -161,11 +161,15 @@ static json_t *hit_json(const struct prs_rule_hit *h)
 
 static json_t *verdict_json(const struct prs_facts *f, const struct prs_verdict *v)
 {
-	json_t *o, *also = json_array(), *ev = json_array(), *q = json_array(), *split = json_null();
+	json_t *o, *also, *ev, *q, *split;
 	bool cpu = v->primary.rule == PRS_RULE_CPU;
 
 	if (!v->have)
 		return json_null();
+	also = json_array();
+	ev = json_array();
+	q = json_array();
+	split = json_null();
 	for (unsigned i = 0; i < v->nalso; i++) {
 		json_array_append_new(also, hit_json(&v->also[i]));
 		cpu |= v->also[i].rule == PRS_RULE_CPU;
