@@ -61,7 +61,7 @@ GEN_SRCS :=   # appended to by mk/*.mk
 
 LIB_OBJS = $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRCS)) $(patsubst $(GEN)/%.c,$(GEN)/%.o,$(GEN_SRCS))
 CLI_OBJS = $(patsubst %.c,$(BUILD)/%.o,$(CLI_SRCS))
-UNIT_OBJS = $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRCS))
+UNIT_OBJS = $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRCS)) $(UNIT_CLI_OBJS)
 LIB := $(BUILD)/libpyrsprof.a
 PROG := $(BUILD)/pyrsprof
 UNIT := $(BUILD)/unit-tests
