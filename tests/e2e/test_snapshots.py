@@ -149,3 +149,23 @@ def test_force_replaces_the_snapshots_too(run_prs, tmp_path):
     res = run_prs(["run", "--force", "-o", d, "--", "true"])
     assert res.rc == 0, res.describe()
     assert not (d / "snapshots").exists()
+
+
+def test_attach_snapshots_and_the_process_runs_on(run_prs, tmp_path):
+    target = subprocess.Popen([PY, str(SPLIT), "6"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert target.stdout.readline() == "ready\n"
+        d = tmp_path / "att"
+        res = run_prs(["attach", "--snapshot-every", 1, "-d", 2.5, "-o", d, target.pid])
+        assert_clean(res)
+        assert res.rc == 0, res.describe()
+        snaps = sorted((d / "snapshots").iterdir())
+        assert [s.name[:4] for s in snaps] == ["001-", "002-"], (snaps, res.err)
+        totals = [svg_total(s / "cpu.svg") for s in snaps] + [svg_total(d / "cpu.svg")]
+        assert totals[0] < totals[1] < totals[2], totals
+        out, _ = target.communicate(timeout=60)
+        assert target.returncode == 0 and "truth hot_a=" in out, out
+    finally:
+        if target.poll() is None:
+            target.kill()
+            target.wait()

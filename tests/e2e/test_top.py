@@ -183,8 +183,9 @@ def test_top_sigterm_restores_the_terminal(prs):
         assert_left_running(target, t, after)
 
 
-def test_top_plain_tables(run_prs):
-    res = run_prs(["top", "-r", 200, "--", PY, SPLIT, 6], timeout=60)
+@pytest.mark.parametrize("mode", ["ptrace", "vm"])
+def test_top_plain_tables(run_prs, mode):
+    res = run_prs(["top", "-r", 200, "--mode", mode, "--", PY, SPLIT, 6], timeout=60)
     assert_clean(res)
     assert res.rc == 0, res.describe()
     tables = re.findall(r"^pyrsprof top: .*$", res.out, re.M)
