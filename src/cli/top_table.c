@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* `pyrsprof top`'s table: the samples a profile gains, summed per function and per line. */
+/*
+ * `pyrsprof top`'s table: the samples a profile gains, summed per function and per line. It walks
+ * the new samples itself rather than through a view (include/pyrsprof/view.h): a view is built
+ * over the whole profile, and top must sum only what each second added.
+ */
 #include "cli/top.h"
 
 #include <errno.h>
