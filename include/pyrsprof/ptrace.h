@@ -49,12 +49,17 @@ struct prs_event {
 /* The options every seized thread gets: follow clones (new threads are traced automatically), see
  * execs, and stop once at each thread's exit (its final kernel accounting is read there). */
 #define PRS_PTRACE_OPTIONS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT)
+/* With the child processes followed too (--subprocesses): every fork, vfork and clone of a new
+ * process makes a tracee, auto-attached and stopped at its start. Never PTRACE_O_EXITKILL: the
+ * program runs on if pyrsprof dies. */
+#define PRS_PTRACE_OPTIONS_TREE (PRS_PTRACE_OPTIONS | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK)
 
 /*
- * PTRACE_SEIZE tid with PRS_PTRACE_OPTIONS. Returns 0 or -errno (-EPERM, -ESRCH) with err set;
- * the message names the tid but not the cause: call prs_explain_eperm() for that.
+ * PTRACE_SEIZE tid with options (PRS_PTRACE_OPTIONS or PRS_PTRACE_OPTIONS_TREE). Returns 0 or
+ * -errno (-EPERM, -ESRCH) with err set; the message names the tid but not the cause: call
+ * prs_explain_eperm() for that.
  */
-int prs_ptrace_seize(pid_t tid, struct prs_err *err);
+int prs_ptrace_seize(pid_t tid, int options, struct prs_err *err);
 
 /* PTRACE_INTERRUPT: asks a running seized thread to stop. Returns 0 or -errno. */
 int prs_ptrace_interrupt(pid_t tid);
@@ -71,7 +76,7 @@ int prs_ptrace_detach(pid_t tid, int sig);
 /* Reads the registers of a stopped thread with PTRACE_GETREGSET(NT_PRSTATUS) into DWARF order. */
 int prs_ptrace_getregs(pid_t tid, struct prs_regs *regs);
 
-/* PTRACE_GETEVENTMSG (the new thread id after a clone event). */
+/* PTRACE_GETEVENTMSG (the new thread id after a clone event, the new process after a fork). */
 int prs_ptrace_eventmsg(pid_t tid, unsigned long *msg);
 
 /*
@@ -99,8 +104,8 @@ enum prs_state prs_state_from_regs(const struct prs_regs *regs, int *syscall);
 
 /*
  * Starts argv[0] (searched in PATH) as a child, with an empty signal mask (the caller's blocked
- * signals are the sampler's, not the program's). With seize, the child is PTRACE_SEIZEd before it
- * execs, so it is traced from its first instruction: it waits on a pipe (the gate) until the
+ * signals are the sampler's, not the program's). With seize_options (PRS_PTRACE_OPTIONS or
+ * PRS_PTRACE_OPTIONS_TREE; 0: not traced), the child is PTRACE_SEIZEd before it execs, so it is traced from its first instruction: it waits on a pipe (the gate) until the
  * caller has seized it. exec's errno comes back through a close-on-exec pipe, which a successful
  * exec closes. Returns 0 and the child's pid in *pid, or:
  *   -ENOENT/-EACCES/...  the command cannot be run: err says "cannot run 'x': ..."; the child
@@ -109,7 +114,7 @@ enum prs_state prs_state_from_regs(const struct prs_regs *regs, int *syscall);
  *   -errno               pipe or fork failed
  * (src/proc/launch.c)
  */
-int prs_ptrace_launch(char *const argv[], bool seize, pid_t *pid, struct prs_err *err);
+int prs_ptrace_launch(char *const argv[], int seize_options, pid_t *pid, struct prs_err *err);
 
 /*
  * Explains why ptrace of pid is not permitted, in one line for the user: another tracer

@@ -59,6 +59,10 @@ struct prs_sampler_opts {
 	 * permitted (ptrace source only; src/sample/kstack-internal.h). prs_sampler_kernel_stacks()
 	 * says whether they are recorded. */
 	bool kernel_stacks;
+	/* Follow the child processes (fork, vfork, clone of a process, and their execs) of every
+	 * traced process, each sampled as its own process; the recording goes on until the last of
+	 * the tree exits. Without it, children run untraced (--subprocesses). */
+	bool subprocesses;
 	/* Called about once a second from the loop (e.g. for a status line); may be NULL. */
 	void (*progress)(void *arg, double elapsed_s, uint64_t thread_samples, size_t threads);
 	void *progress_arg;
@@ -79,6 +83,12 @@ struct prs_sampler_stats {
 	uint64_t reused_samples, reused_native, reuse_lost;
 	uint64_t unwind_errors, unwind_truncated, read_errors;
 	uint64_t signals_forwarded;
+	/* processes sampled (the root and, with subprocesses, every process of its tree) */
+	uint64_t processes;
+	/* Without subprocesses: the CPU time of the root's children that it waited for (so not
+	 * sampled), as /proc/ROOT/stat's cutime + cstime said last (at its exit for a launched
+	 * root; for an attached one, what was added while attached); 0 with subprocesses. */
+	uint64_t children_cpu_ns;
 	/* Python reader (0 when the target is not Python) */
 	uint64_t py_read_errors, py_bad_frames, py_truncated, py_merge_mismatch, py_code_stale;
 	uint64_t py_name_reads;   /* reads of the threading names (off the stop, between ticks) */

@@ -91,6 +91,22 @@ int prs_task_parse_syscall(const char *text, struct prs_task_sys *out);
 /* True if process pid exists (it may be a zombie). */
 bool prs_proc_exists(pid_t pid);
 
+/* Who process (or thread) tid is, from /proc/TID/status: its thread group (Tgid), parent (PPid)
+ * and tracer (TracerPid, 0 = none). Returns 0 or -errno (-ESRCH: gone, -EINVAL: unparsable). */
+struct prs_proc_ids {
+	pid_t tgid, ppid, tracer;
+};
+int prs_proc_ids(pid_t tid, struct prs_proc_ids *out);
+
+/* The CPU time of process pid (utime + stime) and of its children it waited for (cutime +
+ * cstime), in nanoseconds, from /proc/PID/stat (a zombie's too). Returns 0 or -errno. */
+int prs_proc_cpu(pid_t pid, uint64_t *self_ns, uint64_t *children_ns);
+
+/* Lists the child processes of pid into out: from /proc/PID/task/TID/children of each thread,
+ * or, where the kernel has no such file, by scanning /proc for processes whose parent is pid.
+ * Returns the count (it may be more than max: only max are written) or -errno (-ESRCH). */
+int prs_proc_children(pid_t pid, pid_t *out, size_t max);
+
 /* Reads /proc/PID/cmdline as one line (arguments joined by spaces, bounded) into buf. Returns 0 or -errno. */
 int prs_proc_cmdline(pid_t pid, char *buf, size_t size);
 

@@ -131,7 +131,7 @@ static void print_thread(struct prs_profile_view *v, const struct prs_profile *p
 	}
 	printf(" (");
 	print_state(smp);
-	if (pi && pi->holds_gil)
+	if ((pi && pi->holds_gil) || (smp->flags & PRS_SAMPLE_GIL))
 		printf(", holds the GIL");
 	printf(")\n");
 	if (n == 0)
@@ -196,10 +196,11 @@ static int print_dump(const struct prs_profile *p, pid_t pid, const char *pyver,
 }
 
 /* Returns -1 to go on, else an exit code. */
-static int parse_opts(int argc, char **argv, struct cli_symopts *sym)
+static int parse_opts(int argc, char **argv, struct cli_symopts *sym, bool *subprocesses)
 {
 	static const struct option longopts[] = {
 		{ "debug-dir", required_argument, NULL, 'G' },
+		{ "subprocesses", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -209,9 +210,13 @@ static int parse_opts(int argc, char **argv, struct cli_symopts *sym)
 	while ((c = cli_getopt(argc, argv, "+h", longopts, "dump")) != -1) {
 		if (c == 'G' && !cli_add_debug_dir(sym, optarg))
 			return EXIT_USAGE;
+		if (c == 'C')
+			*subprocesses = true;
 		if (c == 'h') {
-			fputs("usage: pyrsprof dump [--debug-dir DIR] PID\n"
-			      "  Prints every thread's stack once, with its state, and detaches.\n" CLI_DEBUG_DIR_HELP,
+			fputs("usage: pyrsprof dump [--subprocesses] [--debug-dir DIR] PID\n"
+			      "  Prints every thread's stack once, with its state, and detaches.\n"
+			      "      --subprocesses   every process below PID too, each with its threads\n"
+			      CLI_DEBUG_DIR_HELP,
 			      stdout);
 			return EXIT_OK;
 		}
@@ -231,15 +236,15 @@ int cmd_dump(int argc, char **argv)
 	sigset_t set, old;
 	struct pyinfo *py = NULL;
 	char pyver[256];
-	bool is_py;
+	bool is_py, subprocesses = false;
 	pid_t pid;
 	int rc, npy = 0;
 
-	rc = parse_opts(argc, argv, &sym);
+	rc = parse_opts(argc, argv, &sym, &subprocesses);
 	if (rc >= 0)
 		return rc;
 	if (optind != argc - 1) {
-		cli_msg("dump: give one PID (usage: pyrsprof dump [--debug-dir DIR] PID)");
+		cli_msg("dump: give one PID (usage: pyrsprof dump [--subprocesses] [--debug-dir DIR] PID)");
 		return EXIT_USAGE;
 	}
 	if (!cli_parse_pid(argv[optind], &pid))
@@ -258,6 +263,7 @@ int cmd_dump(int argc, char **argv)
 	so.stack_bytes = 256 * 1024;
 	so.profile = p;
 	so.quiet = true;
+	so.subprocesses = subprocesses;
 	cli_py_opts_from_env(&so.py);
 	prs_sampler_sigset(&set);
 	sigprocmask(SIG_BLOCK, &set, &old);

@@ -28,8 +28,10 @@ int cli_write_stats(const char *dir, const struct prs_sampler_stats *st, double 
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/stats.json", dir);
-	j = json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:o, s:o, s:o, s:o, s:I, s:o, s:{s:I, s:I, s:I, s:I, s:I}}",
+	j = json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:f, s:f, s:o, s:o, s:o, s:o, s:I, s:o, s:{s:I, s:I, s:I, s:I, s:I}}",
 		      "samples", (json_int_t)st->ticks, "thread_samples", (json_int_t)st->thread_samples,
+		      "processes", (json_int_t)st->processes, "children_cpu_s",
+		      st->children_cpu_ns / 1e9,
 		      "threads", (json_int_t)st->threads_seen, "missed_ticks",
 		      (json_int_t)st->missed_ticks, "duration_s", st->duration_s, "rate_hz", rate_hz,
 		      "sample_cost_us", dist_json(&st->sample_cost), "stop_us", dist_json(&st->stop),

@@ -33,6 +33,7 @@ struct rec_opts {
 	bool force; /* --force: replace the recording already in the output folder */
 	bool no_kernel_stacks;
 	double snapshot_every_s; /* --snapshot-every; 0: snapshots on SIGUSR1 only */
+	bool subprocesses;
 	enum prs_source source;
 	struct cli_symopts sym;
 	struct cli_phase_opts phase; /* --target, --dim, --no-classify */
@@ -53,6 +54,8 @@ static const char run_usage[] =
 	"                       inside on their CPU-time timers: native + Python frames), or vm\n"
 	"                       (Python frames only, read without stopping the program)\n"
 	"      --native-all     keep the interpreter's own native frames in Python stacks\n"
+	"      --subprocesses   follow CMD's child processes too (fork, exec), each one sampled;\n"
+	"                       sampling goes on until the last of them exits\n"
 	"      --merge-processes  graphs with a root per command, not per process\n"
 	"      --no-kernel-stacks  no kernel frames under the user stacks (they need root,\n"
 	"                       CAP_PERFMON or kernel.perf_event_paranoid <= 1)\n"
@@ -79,6 +82,8 @@ static const char attach_usage[] =
 	"      --mode MODE      ptrace (default: native + Python frames) or vm (Python frames\n"
 	"                       only, read without stopping the program: lowest overhead)\n"
 	"      --native-all     keep the interpreter's own native frames in Python stacks\n"
+	"      --subprocesses   also every process below PID, and those they start, until the\n"
+	"                       last of them exits\n"
 	"      --merge-processes  graphs with a root per command, not per process\n"
 	"      --no-kernel-stacks  no kernel frames under the user stacks (they need root,\n"
 	"                       CAP_PERFMON or kernel.perf_event_paranoid <= 1)\n"
@@ -109,6 +114,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 		{ "force", no_argument, NULL, 'F' },
 		{ "no-kernel-stacks", no_argument, NULL, 'K' },
 		{ "snapshot-every", required_argument, NULL, CLI_OPT_SNAPSHOT_EVERY },
+		{ "subprocesses", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -126,6 +132,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 	o->no_kernel_stacks = false;
 	o->snapshot_every_s = 0;
 	o->source = run ? PRS_SOURCE_AUTO : PRS_SOURCE_PTRACE;
+	o->subprocesses = false;
 	o->sym.ndirs = 0;
 	memset(&o->phase, 0, sizeof(o->phase));
 	optind = 1;
@@ -193,6 +200,8 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 				cli_msg("--snapshot-every: at least 1 second");
 				return EXIT_USAGE;
 			}
+		case 'C':
+			o->subprocesses = true;
 			break;
 		case 'h':
 			fputs(run ? run_usage : attach_usage, stdout);
@@ -206,6 +215,11 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 	}
 	if (!cli_folder_ok(o->outdir, run ? "run" : "attach"))
 		return EXIT_USAGE;
+	if (o->subprocesses && o->source == PRS_SOURCE_VM) {
+		cli_msg("--subprocesses follows the processes with ptrace: it needs --mode ptrace (the "
+			"default)");
+		return EXIT_USAGE;
+	}
 	return -1;
 }
 
@@ -264,6 +278,36 @@ static void summary_line(const struct prs_sampler_stats *st, size_t nthreads, do
 		nthreads, nthreads == 1 ? "" : "s", st->duration_s, rate_hz, files);
 }
 
+/* The CPU time the running samples of p stand for, in seconds. */
+static double sampled_cpu_s(const struct prs_profile *p, double rate_hz)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < p->nsamples; i++)
+		if (p->samples[i].state == PRS_STATE_RUNNING)
+			n += p->samples[i].weight;
+	return (double)n / rate_hz;
+}
+
+/*
+ * Without --subprocesses, the children the program waited for used CPU that no sample shows
+ * (`run -- sh -c 'python3 work.py; ...'`): says how much, against what the samples show, and
+ * suggests the flag when it is a good part of the whole.
+ */
+static void hint_children(const struct prs_sampler_stats *st, const struct prs_profile *p,
+			  const struct rec_opts *o)
+{
+	double child_s = (double)st->children_cpu_ns / 1e9, sampled_s;
+
+	if (o->subprocesses || child_s < 0.1)
+		return;
+	sampled_s = sampled_cpu_s(p, o->rate_hz);
+	if (child_s < 0.25 * sampled_s)
+		return;
+	cli_msg("the program's child processes used %.1f s of CPU that was not sampled (the samples "
+		"show %.1f s); add --subprocesses to follow them", child_s, sampled_s);
+}
+
 /* Symbolizes, closes the profile, renders the graphs and the stats. Returns an exit code. */
 static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *dir,
 		  const struct rec_opts *o, struct cli_collect *col)
@@ -310,7 +354,10 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 	cli_write_recording(done, dir, &st, o->rate_hz, &sym, o->merge_processes, true, &w);
 	if (!w.graphs || !w.stats || !w.reports)
 		rc = EXIT_FAIL;
+	if (st.processes > 1)
+		cli_msg("%llu processes sampled", (unsigned long long)st.processes);
 	summary_line(&st, nthreads, o->rate_hz, dir, pyrs_ok, w.graphs, w.reports);
+	hint_children(&st, done, o);
 	prs_profile_free(done);
 	return rc;
 }
@@ -416,7 +463,10 @@ static void sampler_opts(const struct rec_opts *o, struct prs_sampler_opts *so)
 	so->stack_bytes = o->stack_bytes;
 	so->source = o->source;
 	so->native_all = o->native_all;
-	so->kernel_stacks = !o->no_kernel_stacks && o->source == PRS_SOURCE_PTRACE;
+	/* auto starts with ptrace; the session drops them for a source that does not trace */
+	so->kernel_stacks = !o->no_kernel_stacks &&
+			    (o->source == PRS_SOURCE_PTRACE || o->source == PRS_SOURCE_AUTO);
+	so->subprocesses = o->subprocesses;
 	cli_py_opts_from_env(&so->py);
 	/* PYRSPROF_READ_IDLE (any value): read every thread at every tick (see the usage) */
 	so->read_idle = getenv("PYRSPROF_READ_IDLE") != NULL;

@@ -75,7 +75,7 @@ static int release(char *const argv[], pid_t pid, int *gate_wr, int *status_rd, 
 	return prs_err_set(err, -child_errno, "cannot run '%s': %s", argv[0], strerror(child_errno));
 }
 
-int prs_ptrace_launch(char *const argv[], bool seize, pid_t *pid, struct prs_err *err)
+int prs_ptrace_launch(char *const argv[], int seize_options, pid_t *pid, struct prs_err *err)
 {
 	int gate[2] = { -1, -1 }, status_pipe[2] = { -1, -1 };
 	int rc = 0;
@@ -99,8 +99,8 @@ int prs_ptrace_launch(char *const argv[], bool seize, pid_t *pid, struct prs_err
 	gate[0] = -1;
 	close(status_pipe[1]);
 	status_pipe[1] = -1;
-	if (seize) {
-		rc = prs_ptrace_seize(p, err);
+	if (seize_options) {
+		rc = prs_ptrace_seize(p, seize_options, err);
 		if (rc) {
 			kill(p, SIGKILL);
 			waitpid(p, NULL, 0);

@@ -20,9 +20,9 @@
 #include "pyrsprof/task.h"
 #include "util/banned.h"
 
-int prs_ptrace_seize(pid_t tid, struct prs_err *err)
+int prs_ptrace_seize(pid_t tid, int options, struct prs_err *err)
 {
-	if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)PRS_PTRACE_OPTIONS) == 0)
+	if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)options) == 0)
 		return 0;
 	int e = errno;
 	return prs_err_set(err, -e, "seize thread %d: %s", (int)tid, strerror(e));

@@ -316,3 +316,133 @@ int prs_proc_cmdline(pid_t pid, char *buf, size_t size)
 		buf[--n] = '\0';
 	return 0;
 }
+
+/* The number after "key:" in status text, or -1. */
+static long status_num(const char *buf, const char *key)
+{
+	size_t klen = strlen(key);
+
+	for (const char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		if (strncmp(l, key, klen) == 0 && l[klen] == ':') {
+			char *end;
+			long v = strtol(l + klen + 1, &end, 10);
+
+			return end == l + klen + 1 ? -1 : v;
+		}
+	}
+	return -1;
+}
+
+int prs_proc_ids(pid_t tid, struct prs_proc_ids *out)
+{
+	char path[64], buf[2048];
+	ssize_t n;
+	long tgid, ppid, tracer;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	n = read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : (int)n;
+	tgid = status_num(buf, "Tgid");
+	ppid = status_num(buf, "PPid");
+	tracer = status_num(buf, "TracerPid");
+	if (tgid <= 0 || ppid < 0 || tracer < 0)
+		return -EINVAL;
+	out->tgid = (pid_t)tgid;
+	out->ppid = (pid_t)ppid;
+	out->tracer = (pid_t)tracer;
+	return 0;
+}
+
+int prs_proc_cpu(pid_t pid, uint64_t *self_ns, uint64_t *children_ns)
+{
+	char path[64], buf[1024];
+	unsigned long long v[4];
+	long hz = sysconf(_SC_CLK_TCK);
+	const char *p;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	n = read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : (int)n;
+	/* after "(comm) ": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
+	 * cmajflt utime stime cutime cstime (fields 3..17) */
+	p = strrchr(buf, ')');
+	if (!p || hz <= 0 ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &v[0],
+		   &v[1], &v[2], &v[3]) != 4)
+		return -EINVAL;
+	*self_ns = (uint64_t)(v[0] + v[1]) * (1000000000ull / (unsigned long long)hz);
+	*children_ns = (uint64_t)(v[2] + v[3]) * (1000000000ull / (unsigned long long)hz);
+	return 0;
+}
+
+/* Appends the pids listed in one children file to out. Returns 0, or -ENOENT when the kernel
+ * has no such file. */
+static int read_children_file(pid_t pid, pid_t tid, pid_t *out, size_t max, size_t *n)
+{
+	char path[96], buf[4096];
+	ssize_t len;
+	char *p, *end;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)tid);
+	len = read_small(path, buf, sizeof(buf));
+	if (len < 0)
+		return (int)len;
+	for (p = buf;; p = end) {
+		long c = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (c > 0 && *n < max)
+			out[*n] = (pid_t)c;
+		if (c > 0)
+			(*n)++;
+	}
+	return 0;
+}
+
+/* The fallback: every process of /proc whose PPid is pid. */
+static int scan_children(pid_t pid, pid_t *out, size_t max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	size_t n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)) != NULL) {
+		struct prs_proc_ids ids;
+		char *end;
+		long c = strtol(de->d_name, &end, 10);
+
+		if (*end != '\0' || c <= 0 || c == pid)
+			continue;
+		if (prs_proc_ids((pid_t)c, &ids) == 0 && ids.ppid == pid && ids.tgid == c) {
+			if (n < max)
+				out[n] = (pid_t)c;
+			n++;
+		}
+	}
+	closedir(d);
+	return (int)n;
+}
+
+int prs_proc_children(pid_t pid, pid_t *out, size_t max)
+{
+	pid_t tids[256];
+	size_t n = 0;
+	int nt = prs_task_list(pid, tids, 256);
+
+	if (nt < 0)
+		return nt;
+	/* (a process with more threads than that is scanned: every thread's children are its) */
+	for (int i = 0; i < nt && nt <= 256; i++) {
+		int rc = read_children_file(pid, tids[i], out, max, &n);
+
+		if (rc == -ENOENT && i == 0 && prs_task_exists(pid, tids[i]))
+			return scan_children(pid, out, max);
+	}
+	return nt > 256 ? scan_children(pid, out, max) : (int)n;
+}

@@ -4,6 +4,7 @@
  * tid: new threads (clone), signals to re-inject, job-control stops, execs, exits; during a tick,
  * the interrupt stops that the sample source waits for. And the detach at the end.
  */
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 
 #include "pyrsprof/ptrace.h"
@@ -59,7 +60,7 @@ static void on_interrupt(struct prs_sampler *s, struct prs_target *tg, struct pr
 		/* After LISTEN, a SIGCONT is reported as this trap: the job-control stop is over. */
 		t->life = PRS_THR_RUNNING;
 		prs_events_resume(t, 0);
-	} else if (prs_thr_interrupt_owed(t) && in_tick) {
+	} else if (prs_thr_interrupt_owed(t) && in_tick && tg == s->ticking) {
 		prs_ptrace_take_sample(s, tg, t);
 	} else {
 		t->life = PRS_THR_RUNNING;
@@ -67,11 +68,14 @@ static void on_interrupt(struct prs_sampler *s, struct prs_target *tg, struct pr
 	}
 }
 
-static void on_clone(struct prs_target *tg, pid_t tid, pid_t new_tid)
+static void on_clone(struct prs_sampler *s, struct prs_target *tg, pid_t tid, pid_t new_tid)
 {
 	struct prs_thr *t;
 
-	if (new_tid > 0 && !prs_thr_find(&tg->thr, new_tid)) {
+	if (prs_tree_is_process(s, tg, new_tid)) {
+		prs_tree_forked(s, tg, new_tid); /* a clone without CLONE_THREAD */
+		tg = prs_session_thread(s, tid, &t); /* (the targets may have moved) */
+	} else if (new_tid > 0 && !prs_thr_find(&tg->thr, new_tid)) {
 		struct prs_thr *n = prs_thr_add(&tg->thr, new_tid);
 
 		if (n)
@@ -82,11 +86,12 @@ static void on_clone(struct prs_target *tg, pid_t tid, pid_t new_tid)
 		prs_events_resume(t, 0);
 }
 
-static void on_exec(struct prs_target *tg)
+static void on_exec(struct prs_sampler *s, struct prs_target *tg)
 {
 	struct prs_thr *t;
 
 	prs_target_exec(tg);
+	prs_tree_record_command(s, tg);
 	t = prs_thr_find(&tg->thr, tg->pid);
 	if (t) {
 		if (t->life != PRS_THR_GROUP_STOPPED)
@@ -97,6 +102,27 @@ static void on_exec(struct prs_target *tg)
 	}
 }
 
+/* A fork or vfork event (only with subprocesses): the child joins the session. */
+static void on_fork(struct prs_sampler *s, struct prs_target *tg, pid_t tid, pid_t child)
+{
+	struct prs_thr *t;
+
+	prs_tree_forked(s, tg, child);
+	if (prs_session_thread(s, tid, &t)) /* (the targets may have moved) */
+		prs_events_resume(t, 0);
+}
+
+/*
+ * Without subprocesses, the root's leader's PTRACE_EVENT_EXIT stop (PRS_PTRACE_OPTIONS) is the
+ * last moment its children's CPU time can be read, before it is reaped.
+ */
+static void note_root_exit(struct prs_sampler *s, pid_t tid, int status)
+{
+	if (WIFSTOPPED(status) && (unsigned)status >> 16 == PTRACE_EVENT_EXIT && s->ntargets &&
+	    tid == s->targets[0]->pid)
+		prs_tree_note_children_cpu(s);
+}
+
 void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tick)
 {
 	struct prs_event ev;
@@ -104,6 +130,7 @@ void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tic
 	struct prs_target *tg;
 
 	prs_ptrace_decode(tid, status, &ev);
+	note_root_exit(s, tid, status);
 	tg = prs_session_thread(s, tid, &t);
 	if (is_exit(&ev)) {
 		on_thread_exit(s, tg, t, tid, status);
@@ -112,7 +139,7 @@ void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tic
 	if (!t) {
 		/* A new thread's first stop can arrive before its parent's clone event. */
 		tg = owner_of_new(s, tid);
-		t = tg ? prs_thr_add(&tg->thr, tid) : NULL;
+		t = tg ? prs_thr_add(&tg->thr, tid) : prs_tree_early_stop(s, tid);
 		if (!t) {
 			prs_ptrace_cont(tid, 0);
 			return;
@@ -139,16 +166,18 @@ void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tic
 		prs_ptrace_listen(t->tid);
 		break;
 	case PRS_EV_CLONE:
-		on_clone(tg, tid, ev.new_tid);
+		on_clone(s, tg, tid, ev.new_tid);
 		break;
 	case PRS_EV_EXEC:
-		on_exec(tg);
+		on_exec(s, tg);
 		break;
 	case PRS_EV_EXITING:
 		prs_exit_acct_take(s, tg, tid);
 		prs_events_resume(t, 0);
 		break;
 	case PRS_EV_FORK:
+		on_fork(s, tg, tid, ev.new_tid);
+		break;
 	case PRS_EV_OTHER:
 		prs_events_resume(t, 0);
 		break;
@@ -241,8 +270,17 @@ static void detach_event(struct prs_sampler *s, pid_t tid, int status)
 		prs_ptrace_detach(tid, ev.sig);
 		prs_thr_remove(&tg->thr, t);
 		break;
+	case PRS_EV_FORK:
+		prs_tree_forked_at_detach(s, tg, ev.new_tid);
+		tg = prs_session_thread(s, tid, &t);
+		prs_ptrace_detach(tid, 0);
+		prs_thr_remove(&tg->thr, t);
+		break;
 	case PRS_EV_CLONE:
-		if (ev.new_tid > 0 && !prs_thr_find(&tg->thr, ev.new_tid)) {
+		if (prs_tree_is_process(s, tg, ev.new_tid)) {
+			prs_tree_forked_at_detach(s, tg, ev.new_tid);
+			tg = prs_session_thread(s, tid, &t);
+		} else if (ev.new_tid > 0 && !prs_thr_find(&tg->thr, ev.new_tid)) {
 			struct prs_thr *n = prs_thr_add(&tg->thr, ev.new_tid);
 
 			if (n)

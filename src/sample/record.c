@@ -52,6 +52,7 @@ void prs_record_stack(struct prs_sampler *s, struct prs_target *tg, struct prs_t
 	}
 	smp->time_ns = tick_ns - s->t0;
 	smp->tid = t->tid;
+	smp->pid = tg->pid;
 	smp->stack = stack;
 	if (smp->weight == 0) /* a sample stands for one period unless its source says more */
 		smp->weight = 1;

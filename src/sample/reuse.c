@@ -165,10 +165,10 @@ void prs_reuse_record_all(struct prs_sampler *s, struct prs_target *tg, struct p
 {
 	struct prs_sample smp;
 
-	(void)tg;
 	memset(&smp, 0, sizeof(smp));
 	smp.time_ns = tick_ns - s->t0;
 	smp.tid = t->tid;
+	smp.pid = tg->pid;
 	smp.state = t->kept.state;
 	smp.syscall = t->kept.syscall;
 	smp.stack = t->kept.stack;

@@ -10,7 +10,9 @@
  * source_vm.c) takes one tick of one target and records it (record.c), leaving sleeping threads
  * alone where it can (reuse.c).
  *
- * Today a session has one target (start.c creates it); nothing else assumes so.
+ * A session starts with one target, the root (start.c). With --subprocesses, the root's tree
+ * joins it: the processes it forks (events.c tells tree.c, which makes their targets), and at
+ * attach the descendants alive then; a target that exited is freed (the root is kept).
  */
 #ifndef PYRSPROF_SAMPLE_SAMPLER_INTERNAL_H
 #define PYRSPROF_SAMPLE_SAMPLER_INTERNAL_H
@@ -70,6 +72,8 @@ void prs_preload_free(struct prs_preload *p);
 /* One traced process. */
 struct prs_target {
 	pid_t pid;
+	pid_t ppid;             /* its parent (0: unknown, the root) */
+	uint32_t command;       /* the command it runs (profile string id; 0: not recorded yet) */
 	struct prs_thr_table thr;
 	bool seized;            /* its threads are traced: they are detached at the end */
 	bool own_image;         /* it runs its own program (a launched child: once it exec'ed;
@@ -105,6 +109,12 @@ struct prs_sampler {
 	struct prs_profile *prof;
 	struct prs_target **targets; /* [0] is the root: the launched or attached process */
 	size_t ntargets;
+	struct prs_target *ticking;  /* the target whose tick runs (its interrupt stops are taken) */
+	int seize_options;      /* PRS_PTRACE_OPTIONS, or _TREE with subprocesses */
+	char py_info[256];      /* the first interpreter found in any target (prs_sampler_python) */
+	bool py_meta;           /* meta python_version written */
+	struct prs_py_stats py_gone; /* the Python readers' statistics of targets freed */
+	uint64_t root_cutime0;  /* attach: the root's children's CPU when attached */
 	struct prs_thr_common thr_common;
 	int64_t period_ns;      /* the sampling period (the CPU balance's unit) */
 	/* scratch for one thread-sample at a time */
@@ -141,6 +151,30 @@ bool prs_session_all_exited(const struct prs_sampler *s);
 struct prs_target *prs_session_thread(const struct prs_sampler *s, pid_t tid, struct prs_thr **t);
 /* The target whose leader is pid, or NULL. */
 struct prs_target *prs_session_target(const struct prs_sampler *s, pid_t pid);
+/* Frees the targets that exited, but the root (their Python statistics kept). */
+void prs_session_drop_exited(struct prs_sampler *s);
+
+/* ---- tree.c: the process tree (--subprocesses) ---- */
+
+/* Records tg's command (/proc/PID/cmdline) in the profile from now on: when it is first seen
+ * running its own program and after each exec. */
+void prs_tree_record_command(struct prs_sampler *s, struct prs_target *tg);
+/* tg forked (fork, vfork, or a clone of a process) the new process child: its target, its leader
+ * NEW (its first stop not seen yet), unless its first stop came first. */
+void prs_tree_forked(struct prs_sampler *s, struct prs_target *tg, pid_t child);
+/* True when the clone event new_tid of tg made a process, not a thread (subprocesses only). */
+bool prs_tree_is_process(const struct prs_sampler *s, const struct prs_target *tg, pid_t new_tid);
+/* An unknown tid stopped: when it is a new process of the tree whose first stop came before its
+ * parent's fork event, its target is made now; returns its leader (NEW), else NULL. */
+struct prs_thr *prs_tree_early_stop(struct prs_sampler *s, pid_t tid);
+/* Attach: seizes every process below the root, alive now (subprocesses only). Processes that
+ * cannot be seized are skipped. Returns 0 or -ENOMEM. */
+int prs_tree_attach(struct prs_sampler *s, struct prs_err *err);
+/* During the detach: tg forked child; when child is still ours, its target waits for its stop to
+ * detach it. */
+void prs_tree_forked_at_detach(struct prs_sampler *s, struct prs_target *tg, pid_t child);
+/* Without subprocesses: notes the CPU time of the root's waited-for children (stats). */
+void prs_tree_note_children_cpu(struct prs_sampler *s);
 
 /* Adds a line to s->notes (prs_sampler_notes). */
 void prs_session_note(struct prs_sampler *s, const char *fmt, ...)

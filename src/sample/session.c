@@ -13,9 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <time.h>
 
+#include "pyrsprof/ptrace.h"
 #include "pyrsprof/python.h"
 #include "pyrsprof/util.h"
 #include "sample/sampler-internal.h"
@@ -68,6 +70,7 @@ int prs_session_new(enum prs_sampler_mode mode, const struct prs_sampler_opts *o
 	s->src = opts->source == PRS_SOURCE_VM	    ? &prs_source_vm
 		 : opts->source == PRS_SOURCE_PRELOAD ? &prs_source_preload
 						      : &prs_source_ptrace;
+	s->seize_options = opts->subprocesses ? PRS_PTRACE_OPTIONS_TREE : PRS_PTRACE_OPTIONS;
 	s->rec = rec;
 	s->prof = rec ? prs_recorder_profile(rec) : opts->profile;
 	if (!s->prof) {
@@ -141,6 +144,39 @@ struct prs_target *prs_session_target(const struct prs_sampler *s, pid_t pid)
 		if (s->targets[i]->pid == pid)
 			return s->targets[i];
 	return NULL;
+}
+
+/* Adds the Python reader's statistics of tg into into. */
+static void add_py_stats(struct prs_py_stats *into, const struct prs_target *tg)
+{
+	struct prs_py_stats ps;
+
+	if (!tg->py)
+		return;
+	prs_py_get_stats(tg->py, &ps);
+	into->read_errors += ps.read_errors;
+	into->bad_frames += ps.bad_frames;
+	into->truncated += ps.truncated;
+	into->merge_mismatch += ps.merge_mismatch;
+	into->code_stale += ps.code_stale;
+}
+
+void prs_session_drop_exited(struct prs_sampler *s)
+{
+	size_t k = 1;
+
+	for (size_t i = 1; i < s->ntargets; i++) {
+		struct prs_target *tg = s->targets[i];
+
+		if (tg->exited && tg->thr.n == 0) {
+			add_py_stats(&s->py_gone, tg);
+			prs_target_free(tg);
+		} else {
+			s->targets[k++] = tg;
+		}
+	}
+	if (s->ntargets > 1)
+		s->ntargets = k;
 }
 
 bool prs_session_all_exited(const struct prs_sampler *s)
@@ -280,8 +316,10 @@ static void tick(struct prs_sampler *s, uint64_t now)
 		if (!tg->own_image || tg->exited)
 			continue;
 		prs_target_try_python(s, tg, now, tg->maps_dirty);
+		s->ticking = tg;
 		s->src->tick(s, tg, now);
 	}
+	s->ticking = NULL;
 	s->st.ticks++;
 }
 
@@ -329,6 +367,7 @@ int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)
 			continue;
 		}
 		tick(s, now);
+		prs_session_drop_exited(s);
 		periodic(s, prs_now_ns());
 		next = next_deadline(s, next, period, end);
 		wait_until(s, next + jitter(s, period));
@@ -336,6 +375,8 @@ int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)
 	for (size_t i = 0; s->src->end && i < s->ntargets; i++)
 		s->src->end(s, s->targets[i]);
 	s->st.duration_s = (double)(prs_now_ns() - s->t0) / 1e9;
+	if (!s->targets[0]->exited)
+		prs_tree_note_children_cpu(s);
 	record_names(s);
 	prs_events_detach_all(s);
 	return 0;
@@ -344,19 +385,24 @@ int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)
 /* ---- after the run ---- */
 
 /* Waits (forwarding signals) until the root, a launched child, exits. Returns its raw status or
- * -1. */
+ * -1. A tracee the detach gave up on (a vfork parent stays in the kernel until its child execs)
+ * stops when it can: it is detached then, so that nothing waits for pyrsprof. */
 static int wait_root(struct prs_sampler *s)
 {
 	struct prs_target *root = s->targets[0];
 	int status;
 
 	for (;;) {
-		pid_t r = waitpid(root->pid, &status, WNOHANG);
+		pid_t r = waitpid(-1, &status, __WALL | WNOHANG);
 
-		if (r == root->pid) {
+		if (r == root->pid && !WIFSTOPPED(status)) {
 			prs_target_exited(root, status);
 			return status;
 		}
+		if (r > 0 && WIFSTOPPED(status))
+			prs_ptrace_detach(r, (unsigned)status >> 16 == 0 ? WSTOPSIG(status) : 0);
+		if (r > 0)
+			continue;
 		if (r < 0)
 			return -1;
 		prs_session_wait_signal(s, CHILD_POLL_NS);
@@ -417,8 +463,10 @@ bool prs_sampler_python(const struct prs_sampler *s, char *buf, size_t size)
 {
 	const struct prs_target *root = s->targets[0];
 
-	snprintf(buf, size, "%s", root->py_info);
-	return root->py != NULL;
+	/* the root's interpreter, else the first found in the tree (`sh -c 'python3 ...'`) */
+	snprintf(buf, size, "%s", root->py || root->py_info[0] || !s->py_info[0] ? root->py_info
+										     : s->py_info);
+	return root->py != NULL || (s->py_info[0] && !root->py_info[0]);
 }
 
 const struct prs_py_thread *prs_sampler_python_threads(const struct prs_sampler *s, int *n)
@@ -447,20 +495,17 @@ bool prs_sampler_target_exited(const struct prs_sampler *s)
 
 void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats *stats)
 {
+	struct prs_py_stats ps = s->py_gone;
+
 	*stats = s->st;
 	stats->threads_seen = s->thr_common.seen;
-	for (size_t i = 0; i < s->ntargets; i++) {
-		struct prs_py_stats ps;
-
-		if (!s->targets[i]->py)
-			continue;
-		prs_py_get_stats(s->targets[i]->py, &ps);
-		stats->py_read_errors += ps.read_errors;
-		stats->py_bad_frames += ps.bad_frames;
-		stats->py_truncated += ps.truncated;
-		stats->py_merge_mismatch += ps.merge_mismatch;
-		stats->py_code_stale += ps.code_stale;
-	}
+	for (size_t i = 0; i < s->ntargets; i++)
+		add_py_stats(&ps, s->targets[i]);
+	stats->py_read_errors = ps.read_errors;
+	stats->py_bad_frames = ps.bad_frames;
+	stats->py_truncated = ps.truncated;
+	stats->py_merge_mismatch = ps.merge_mismatch;
+	stats->py_code_stale = ps.code_stale;
 	prs_durations_summary(&s->d_cost, &stats->sample_cost);
 	prs_durations_summary(&s->d_stop, &stats->stop);
 	prs_durations_summary(&s->d_unwind, &stats->unwind);

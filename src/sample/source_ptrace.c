@@ -339,7 +339,7 @@ static void ptrace_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t n
 
 /* Seizes every thread; threads created by a not-yet-seized thread meanwhile show up in the next
  * listing, so list again until nothing new appears. */
-static int seize_all(struct prs_target *tg, pid_t *tids, struct prs_err *err)
+static int seize_all(struct prs_target *tg, int options, pid_t *tids, struct prs_err *err)
 {
 	bool added;
 	int n, rc;
@@ -352,7 +352,7 @@ static int seize_all(struct prs_target *tg, pid_t *tids, struct prs_err *err)
 		for (int i = 0; i < n && i < PRS_THR_MAX; i++) {
 			if (prs_thr_find(&tg->thr, tids[i]))
 				continue;
-			rc = prs_ptrace_seize(tids[i], err);
+			rc = prs_ptrace_seize(tids[i], options, err);
 			if (rc == -ESRCH)
 				continue; /* exited meanwhile */
 			if (rc == -EPERM) {
@@ -378,10 +378,9 @@ static int ptrace_attach(struct prs_sampler *s, struct prs_target *tg, struct pr
 	pid_t *tids = malloc(PRS_THR_MAX * sizeof(*tids));
 	int rc;
 
-	(void)s;
 	if (!tids)
 		return prs_err_set(err, -ENOMEM, "out of memory");
-	rc = seize_all(tg, tids, err);
+	rc = seize_all(tg, s->seize_options, tids, err);
 	free(tids);
 	if (rc)
 		return rc;

@@ -40,7 +40,7 @@ static int launch_root(struct prs_sampler *s, char *const argv[], pid_t *pid, st
 	if (s->src->launch_prepare)
 		rc = s->src->launch_prepare(s, root, argv, err);
 	if (rc == 0)
-		rc = prs_ptrace_launch(argv, s->src->traces, pid, err);
+		rc = prs_ptrace_launch(argv, s->src->traces ? s->seize_options : 0, pid, err);
 	if (s->src->launch_done)
 		s->src->launch_done(s, root);
 	return rc;
@@ -81,6 +81,9 @@ int prs_sampler_launch(char *const argv[], const struct prs_sampler_opts *opts,
 	root->seized = s->src->traces;
 	/* Seized before its exec, it runs pyrsprof's image until its exec event. */
 	root->own_image = !root->seized;
+	s->st.processes = 1;
+	if (!root->seized)
+		prs_tree_record_command(s, root); /* (else at its exec) */
 	if (!prs_thr_add(&root->thr, pid)) {
 		prs_sampler_free(s);
 		return prs_err_set(err, -ENOMEM, "out of memory");
@@ -110,9 +113,18 @@ int prs_sampler_attach(pid_t pid, const struct prs_sampler_opts *opts, struct pr
 				   "(attach with --mode ptrace or vm)", s->src->name);
 	}
 	rc = s->src->attach(s, root, err);
+	if (rc == 0 && opts->subprocesses)
+		rc = prs_tree_attach(s, err);
 	if (rc) {
 		prs_sampler_free(s);
 		return rc;
+	}
+	s->st.processes++;
+	prs_tree_record_command(s, root);
+	if (!opts->subprocesses) {
+		uint64_t self;
+
+		prs_proc_cpu(pid, &self, &s->root_cutime0);
 	}
 	*out = s;
 	return 0;

@@ -98,6 +98,7 @@ uint32_t prs_target_mapping_id(struct prs_sampler *s, struct prs_target *tg, uin
 		pm.start = m->start;
 		pm.end = m->end;
 		pm.offset = m->offset;
+		pm.pid = tg->pid;
 		pm.path = prs_profile_string(s->prof, m->path, strlen(m->path));
 		if (m->path[0] == '/' &&
 		    prs_elf_build_id(m->path, pm.build_id, sizeof(pm.build_id), &len) == 0)

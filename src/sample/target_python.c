@@ -58,7 +58,12 @@ void prs_target_try_python(struct prs_sampler *s, struct prs_target *tg, uint64_
 			prs_py_set_keep(tg->py, keep_thread, tg);
 		snprintf(tg->py_info, sizeof(tg->py_info), "CPython %s in %s (layout: %s)",
 			 prs_py_version(tg->py), prs_py_binary(tg->py), prs_py_layout_source(tg->py));
-		prs_profile_meta(s->prof, "python_version", prs_py_version(tg->py));
+		if (!s->py_meta) {
+			/* (the first interpreter of the tree: the profile has one meta of it) */
+			prs_profile_meta(s->prof, "python_version", prs_py_version(tg->py));
+			snprintf(s->py_info, sizeof(s->py_info), "%s", tg->py_info);
+			s->py_meta = true;
+		}
 		return;
 	}
 	if (rc == -ENOTSUP) {

@@ -163,5 +163,5 @@ void prs_thr_record_name(struct prs_thr_table *tab, struct prs_thr *t, struct pr
 	if (sid == UINT32_MAX || sid == t->name_sid)
 		return;
 	t->name_sid = sid;
-	prs_profile_thread(prof, t->tid, sid);
+	prs_profile_thread_pid(prof, tab->pid, t->tid, sid);
 }
