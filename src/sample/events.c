@@ -60,7 +60,7 @@ static void on_interrupt(struct prs_sampler *s, struct prs_target *tg, struct pr
 		/* After LISTEN, a SIGCONT is reported as this trap: the job-control stop is over. */
 		t->life = PRS_THR_RUNNING;
 		prs_events_resume(t, 0);
-	} else if (prs_thr_interrupt_owed(t) && in_tick && tg == s->ticking) {
+	} else if (prs_thr_interrupt_owed(t) && in_tick && tg->tick.open) {
 		prs_ptrace_take_sample(s, tg, t);
 	} else {
 		t->life = PRS_THR_RUNNING;

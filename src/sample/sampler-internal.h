@@ -40,7 +40,8 @@ struct prs_target;
 
 /*
  * A sample source: how a tick of one target is taken. The session calls attach once for a live
- * process it is given, then tick once per tick for every target that runs its own image.
+ * process it is given; then at each tick, for the targets that run their own image, begin (if
+ * any) for every one of them, then tick for every one, then record (if any) for every one.
  */
 struct prs_source_ops {
 	const char *name;
@@ -50,7 +51,9 @@ struct prs_source_ops {
 	/* Makes live process tg->pid (its table empty) ready to sample. Returns 0 or -errno with
 	 * err set (-EPERM explained). */
 	int (*attach)(struct prs_sampler *s, struct prs_target *tg, struct prs_err *err);
-	/* One tick of tg: a sample of each of its threads recorded. now_ns: the loop's time. */
+	/* Starts tg's tick (NULL: none). now_ns: the loop's time. */
+	void (*begin)(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns);
+	/* One tick of tg: a sample of each of its threads taken (with record NULL: recorded). */
 	void (*tick)(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns);
 	/* Optional. Around the launch of the root: before the fork (argv: the command), then after
 	 * it whatever happened (restores what before changed in pyrsprof itself). */
@@ -59,6 +62,20 @@ struct prs_source_ops {
 	void (*launch_done)(struct prs_sampler *s, struct prs_target *tg);
 	/* Optional. After the loop, for every target: what is still pending is recorded. */
 	void (*end)(struct prs_sampler *s, struct prs_target *tg);
+	/* Records tg's tick, once every target's tick was taken (NULL: none). */
+	void (*record)(struct prs_sampler *s, struct prs_target *tg);
+};
+
+/* A target's tick under way (source_ptrace.c). */
+struct prs_tick {
+	bool open;       /* from begin to record: interrupt stops of tg are taken as samples */
+	bool hold;       /* until the Python read: a Python target's stopped threads are held */
+	uint64_t tick_ns;
+	size_t nstop;    /* threads to stop */
+	size_t ninterrupted; /* threads sent PTRACE_INTERRUPT */
+	size_t nnative;  /* threads found asleep where they were stopped (PRS_REUSE_NATIVE) */
+	size_t nheld;    /* threads held stopped for the Python read */
+	uint64_t warm_ns, py_ns;
 };
 
 extern const struct prs_source_ops prs_source_ptrace; /* source_ptrace.c */
@@ -96,6 +113,7 @@ struct prs_target {
 	uint64_t py_next_try;
 	char py_info[256];
 	uint64_t last_tick_ns;  /* ptrace: start of the last tick */
+	struct prs_tick tick;   /* this tick (open between its begin and its record) */
 	uint64_t last_py_read;  /* vm: end of the last Python read */
 	struct prs_preload *preload; /* preload: the ring shared with the agent in the target */
 };
@@ -109,7 +127,6 @@ struct prs_sampler {
 	struct prs_profile *prof;
 	struct prs_target **targets; /* [0] is the root: the launched or attached process */
 	size_t ntargets;
-	struct prs_target *ticking;  /* the target whose tick runs (its interrupt stops are taken) */
 	int seize_options;      /* PRS_PTRACE_OPTIONS, or _TREE with subprocesses */
 	char py_info[256];      /* the first interpreter found in any target (prs_sampler_python) */
 	bool py_meta;           /* meta python_version written */

@@ -307,19 +307,30 @@ static uint64_t jitter(struct prs_sampler *s, uint64_t period)
 	return period > 1 ? s->rng % period : 0;
 }
 
-/* One tick of every target that runs its own program. */
+/* One tick of every target that runs its own program, in the source's steps (struct
+ * prs_source_ops); a target that joins meanwhile waits for the next tick. */
 static void tick(struct prs_sampler *s, uint64_t now)
 {
-	for (size_t i = 0; i < s->ntargets; i++) {
+	size_t n = s->ntargets;
+
+	for (size_t i = 0; i < n; i++) {
 		struct prs_target *tg = s->targets[i];
 
-		if (!tg->own_image || tg->exited)
+		tg->tick.open = tg->own_image && !tg->exited;
+		if (!tg->tick.open)
 			continue;
 		prs_target_try_python(s, tg, now, tg->maps_dirty);
-		s->ticking = tg;
-		s->src->tick(s, tg, now);
+		if (s->src->begin)
+			s->src->begin(s, tg, now);
 	}
-	s->ticking = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (s->targets[i]->tick.open)
+			s->src->tick(s, s->targets[i], now);
+	for (size_t i = 0; i < n; i++) {
+		if (s->targets[i]->tick.open && s->src->record)
+			s->src->record(s, s->targets[i]);
+		s->targets[i]->tick.open = false;
+	}
 	s->st.ticks++;
 }
 

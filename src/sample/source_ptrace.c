@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pyrsprof/ptrace.h"
 #include "pyrsprof/python.h"
@@ -86,7 +87,7 @@ void prs_ptrace_take_sample(struct prs_sampler *s, struct prs_target *tg, struct
 		t->stack_len = (size_t)n;
 		t->sampled = true;
 	}
-	if (tg->py && t->sampled) {
+	if (tg->py && t->sampled && tg->tick.hold) {
 		t->life = PRS_THR_HELD;
 		return;
 	}
@@ -162,17 +163,9 @@ static void wait_for_stops(struct prs_sampler *s, struct prs_target *tg, uint64_
 
 /* ---- one tick ---- */
 
-struct tick {
-	uint64_t tick_ns;
-	size_t nstop;    /* threads to stop */
-	size_t nnative;  /* threads found asleep where they were stopped (PRS_REUSE_NATIVE) */
-	size_t nheld;    /* threads held stopped for the Python read */
-	uint64_t warm_ns, py_ns;
-};
-
 /* Decides how each thread is sampled this tick: those not running (held, job-control stopped,
  * new, or owing a stop from an earlier tick) are not interrupted again. */
-static void plan(struct prs_sampler *s, struct prs_target *tg, struct tick *k)
+static void plan(struct prs_sampler *s, struct prs_target *tg, struct prs_tick *k)
 {
 	for (size_t i = 0; i < tg->thr.n; i++) {
 		struct prs_thr *t = &tg->thr.v[i];
@@ -190,7 +183,7 @@ static void plan(struct prs_sampler *s, struct prs_target *tg, struct tick *k)
 	}
 }
 
-static void warm(struct prs_target *tg, struct tick *k)
+static void warm(struct prs_target *tg, struct prs_tick *k)
 {
 	uint64_t w0;
 
@@ -239,7 +232,7 @@ static bool all_stopped(const struct prs_target *tg)
 	return true;
 }
 
-static void read_python(struct prs_sampler *s, struct prs_target *tg, struct tick *k)
+static void read_python(struct prs_sampler *s, struct prs_target *tg, struct prs_tick *k)
 {
 	uint64_t p0;
 
@@ -261,9 +254,10 @@ static void read_python(struct prs_sampler *s, struct prs_target *tg, struct tic
 }
 
 /* Lets go of the threads held for the Python read (also if an exec event dropped the
- * interpreter meanwhile). */
+ * interpreter meanwhile); a stop that comes later is not held. */
 static void release_held(struct prs_target *tg)
 {
+	tg->tick.hold = false;
 	for (size_t i = 0; i < tg->thr.n; i++) {
 		struct prs_thr *t = &tg->thr.v[i];
 
@@ -275,7 +269,7 @@ static void release_held(struct prs_target *tg)
 	}
 }
 
-static void record_all(struct prs_sampler *s, struct prs_target *tg, const struct tick *k)
+static void record_all(struct prs_sampler *s, struct prs_target *tg, const struct prs_tick *k)
 {
 	size_t nsampled = 0;
 	uint64_t warm_share;
@@ -307,11 +301,16 @@ static void record_all(struct prs_sampler *s, struct prs_target *tg, const struc
 	}
 }
 
-/* One tick: stop, snapshot and resume every thread (but those asleep since their last sample),
- * then unwind and record. */
-static void ptrace_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
+/*
+ * A tick of tg in three steps, each taken for every target before the next (session.c), so that
+ * the stops of all the processes of a tree overlap as those of one process's threads do:
+ * begin interrupts every thread to stop (but those asleep since their last sample); collect takes
+ * the stops as they come (those of every target whose tick is open), reads the Python frames of
+ * the threads held, and lets them go; record unwinds and records, with every thread running.
+ */
+static void ptrace_tick_begin(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
 {
-	struct tick k = { 0 };
+	struct prs_tick *k = &tg->tick;
 
 	/* Launch: the unwinder reads the maps of the exec'ed program, so create it once the child
 	 * runs its own image (the first tick after exec). (It fails when the program is exiting, or
@@ -319,20 +318,34 @@ static void ptrace_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t n
 	 * it is tried again.) */
 	if (!tg->uw && tg->thr.n > 0 && prs_unwinder_new(tg->pid, &tg->uw, NULL) == 0)
 		tg->last_maps_refresh = now_ns;
-	k.tick_ns = prs_now_ns();
-	prs_target_refresh_maps(tg, k.tick_ns);
-	plan(s, tg, &k);
-	warm(tg, &k);
-	tg->last_tick_ns = k.tick_ns;
-	if (interrupt_all(tg) > 0) {
-		prs_diskwait_check(s, tg);
-		wait_for_stops(s, tg, k.tick_ns + STOP_WAIT_MAX_NS);
-	}
-	read_python(s, tg, &k);
+	memset(k, 0, sizeof(*k));
+	k->open = k->hold = true;
+	k->tick_ns = prs_now_ns();
+	prs_target_refresh_maps(tg, k->tick_ns);
+	plan(s, tg, k);
+	warm(tg, k);
+	tg->last_tick_ns = k->tick_ns;
+	k->ninterrupted = interrupt_all(tg);
+	if (k->ninterrupted > 0)
+		prs_diskwait_check(s, tg); /* (right after the interrupts: see diskwait.c) */
+}
+
+static void ptrace_tick_collect(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
+{
+	struct prs_tick *k = &tg->tick;
+
+	(void)now_ns;
+	if (k->ninterrupted > 0)
+		wait_for_stops(s, tg, k->tick_ns + STOP_WAIT_MAX_NS);
+	read_python(s, tg, k);
 	release_held(tg);
+}
+
+static void ptrace_tick_record(struct prs_sampler *s, struct prs_target *tg)
+{
 	if (tg->py && tg->npyt)
 		prs_target_py_names(s, tg);
-	record_all(s, tg, &k);
+	record_all(s, tg, &tg->tick);
 }
 
 /* ---- attaching to a live process ---- */
@@ -393,5 +406,7 @@ const struct prs_source_ops prs_source_ptrace = {
 	.name = "ptrace",
 	.traces = true,
 	.attach = ptrace_attach,
-	.tick = ptrace_tick,
+	.begin = ptrace_tick_begin,
+	.tick = ptrace_tick_collect,
+	.record = ptrace_tick_record,
 };

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # A parent that exits while its children still work: forks 2 children that each spin in
-# child_work for SECONDS (default 2) and then print "child PID done"; the parent prints
+# child_work for SECONDS (default 2) and then print "child PID done cpu=<its CPU seconds>"; the
+# parent prints
 # "child PID" for each, spins briefly in parent_work and exits 7 at once, without waiting.
 # Usage: python orphans.py [SECONDS].
 import os
@@ -31,7 +32,7 @@ for _ in range(2):
     pid = os.fork()
     if pid == 0:
         child_work(SECS)
-        print("child %d done" % os.getpid(), flush=True)
+        print("child %d done cpu=%.3f" % (os.getpid(), time.process_time()), flush=True)
         os._exit(0)
     print("child %d" % pid, flush=True)
 parent_work(0.2)
