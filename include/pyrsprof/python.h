@@ -55,6 +55,16 @@ struct prs_py_opts {
  */
 int prs_py_open(pid_t pid, const struct prs_py_opts *opts, struct prs_py **out, struct prs_err *err);
 
+/*
+ * A handle on the forked child pid of the process parent reads: a fork copies the address space,
+ * so the interpreter, its layout and its anchors are where they were in the parent, and nothing
+ * is looked up again (no ELF read, no scan); the runtime state is validated in the child. Its
+ * code cache starts empty (code objects are validated on use anyway). Not for a child that
+ * exec'ed: open that one with prs_py_open. Returns 0, or -ENOMEM / -EINVAL (the state does not
+ * validate: e.g. it exec'ed meanwhile) with err set.
+ */
+int prs_py_fork(const struct prs_py *parent, pid_t pid, struct prs_py **out, struct prs_err *err);
+
 /* Frees py. NULL is fine. */
 void prs_py_free(struct prs_py *py);
 

@@ -375,6 +375,49 @@ static bool is_libpython(const char *path)
 	return !strncmp(b, "libpython", 9) && strstr(b, ".so");
 }
 
+int prs_py_fork(const struct prs_py *parent, pid_t pid, struct prs_py **out, struct prs_err *err)
+{
+	struct prs_memreader mr;
+	struct prs_py *py;
+	int rc;
+
+	*out = NULL;
+	prs_memreader_pid(&mr, pid);
+	rc = prs_py_new_raw(&parent->L, &mr, parent->version_hex, &py);
+	if (rc)
+		return prs_err_set(err, rc, "pid %d: out of memory", pid);
+	py->pid = pid;
+	py->layout_source = parent->layout_source;
+	py->anchor = parent->anchor;
+	memcpy(py->version, parent->version, sizeof(py->version));
+	memcpy(py->binary, parent->binary, sizeof(py->binary));
+	py->walk.runtime = parent->walk.runtime;
+	py->walk.interp_head_var = parent->walk.interp_head_var;
+	py->walk.tstate_current_var = parent->walk.tstate_current_var;
+	py->code_type = parent->code_type;
+	py->str_type = parent->str_type;
+	py->bytes_type = parent->bytes_type;
+	py->dict_type = parent->dict_type;
+	py->long_type = parent->long_type;
+	py->module_type = parent->module_type;
+	memcpy(py->eval_lo, parent->eval_lo, sizeof(py->eval_lo));
+	memcpy(py->eval_hi, parent->eval_hi, sizeof(py->eval_hi));
+	py->neval = parent->neval;
+	memcpy(py->interp_lo, parent->interp_lo, sizeof(py->interp_lo));
+	memcpy(py->interp_hi, parent->interp_hi, sizeof(py->interp_hi));
+	py->ninterp = parent->ninterp;
+	rc = validate(py, err);
+	if (rc) {
+		prs_py_free(py);
+		return rc;
+	}
+	for (unsigned g = 0; g < parent->ngil_fixed; g++)
+		prs_py_gil_fixed(py, parent->gil[g].lo, parent->gil[g].hi - parent->gil[g].lo);
+	prs_py_gil_open(py);
+	*out = py;
+	return 0;
+}
+
 int prs_py_open(pid_t pid, const struct prs_py_opts *opts, struct prs_py **out, struct prs_err *err)
 {
 	static const struct prs_py_opts defaults;

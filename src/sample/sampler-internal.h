@@ -219,6 +219,9 @@ void prs_target_exited(struct prs_target *tg, int status);
 
 /* Looks for CPython in tg (at start-up it may not be there yet: retried, at once when force). */
 void prs_target_try_python(struct prs_sampler *s, struct prs_target *tg, uint64_t now, bool force);
+/* A forked child tg starts with its parent's interpreter (prs_py_fork), found where it was. */
+void prs_target_py_inherit(struct prs_sampler *s, struct prs_target *tg,
+			   const struct prs_target *parent);
 /* Reads the Python frames of every thread into tg->pyt. Returns 0, or -errno (npyt is then 0). */
 int prs_target_py_sample(struct prs_sampler *s, struct prs_target *tg);
 /* Gives this tick's Python threads their threading names, re-read when due (between ticks, the

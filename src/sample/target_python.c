@@ -37,6 +37,37 @@ static bool py_buffers(struct prs_sampler *s, struct prs_target *tg)
 	return tg->pyt && s->merged;
 }
 
+/* tg->py was just opened: its buffers and what the session notes of it. */
+static void adopt(struct prs_sampler *s, struct prs_target *tg)
+{
+	if (!py_buffers(s, tg)) {
+		prs_py_free(tg->py);
+		tg->py = NULL;
+		tg->py_given_up = true;
+		return;
+	}
+	if (!s->opts.read_idle)
+		prs_py_set_keep(tg->py, keep_thread, tg);
+	snprintf(tg->py_info, sizeof(tg->py_info), "CPython %s in %s (layout: %s)",
+		 prs_py_version(tg->py), prs_py_binary(tg->py), prs_py_layout_source(tg->py));
+	if (!s->py_meta) {
+		/* (the first interpreter of the tree: the profile has one meta of it) */
+		prs_profile_meta(s->prof, "python_version", prs_py_version(tg->py));
+		snprintf(s->py_info, sizeof(s->py_info), "%s", tg->py_info);
+		s->py_meta = true;
+	}
+}
+
+void prs_target_py_inherit(struct prs_sampler *s, struct prs_target *tg,
+			   const struct prs_target *parent)
+{
+	struct prs_err err = { 0 };
+
+	if (!parent->py || tg->py || prs_py_fork(parent->py, tg->pid, &tg->py, &err) != 0)
+		return; /* (looked for as in any process, at its first tick) */
+	adopt(s, tg);
+}
+
 void prs_target_try_python(struct prs_sampler *s, struct prs_target *tg, uint64_t now, bool force)
 {
 	struct prs_err err = { 0 };
@@ -48,22 +79,7 @@ void prs_target_try_python(struct prs_sampler *s, struct prs_target *tg, uint64_
 		return;
 	rc = prs_py_open(tg->pid, &s->opts.py, &tg->py, &err);
 	if (rc == 0) {
-		if (!py_buffers(s, tg)) {
-			prs_py_free(tg->py);
-			tg->py = NULL;
-			tg->py_given_up = true;
-			return;
-		}
-		if (!s->opts.read_idle)
-			prs_py_set_keep(tg->py, keep_thread, tg);
-		snprintf(tg->py_info, sizeof(tg->py_info), "CPython %s in %s (layout: %s)",
-			 prs_py_version(tg->py), prs_py_binary(tg->py), prs_py_layout_source(tg->py));
-		if (!s->py_meta) {
-			/* (the first interpreter of the tree: the profile has one meta of it) */
-			prs_profile_meta(s->prof, "python_version", prs_py_version(tg->py));
-			snprintf(s->py_info, sizeof(s->py_info), "%s", tg->py_info);
-			s->py_meta = true;
-		}
+		adopt(s, tg);
 		return;
 	}
 	if (rc == -ENOTSUP) {

@@ -80,6 +80,8 @@ static struct prs_target *add_child(struct prs_sampler *s, pid_t pid, pid_t ppid
 	} else {
 		prs_tree_record_command(s, tg);
 	}
+	if (parent)
+		prs_target_py_inherit(s, tg, parent);
 	return tg;
 }
 
