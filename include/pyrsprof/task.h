@@ -30,6 +30,8 @@ char prs_task_state_fd(pid_t pid, pid_t tid, int *fd);
 struct prs_task_stat {
 	char state;     /* 'R', 'S', 'D', ... */
 	uint64_t flags; /* the kernel's PF_* flags of the task */
+	bool times;     /* the four CPU times below were there */
+	uint64_t utime, stime, cutime, cstime; /* clock ticks: its own, its waited-for children's */
 };
 #define PRS_PF_KTHREAD 0x00200000u /* PF_KTHREAD: a kernel thread (no user space) */
 
@@ -37,8 +39,8 @@ struct prs_task_stat {
  * Parsers of /proc text, used by the readers here and fed hostile bytes by the fuzz tests
  * (tests/fuzz). Each takes the NUL-terminated text of one file.
  * prs_task_parse_state: the state letter of a stat file, 0 when it is not one ("tid (comm) S ...":
- * comm may hold spaces and parentheses, so the last ')' ends it). prs_task_parse_stat: the state
- * and the flags; 0 or -EINVAL.
+ * comm may hold spaces and parentheses, so the last ')' ends it). prs_task_parse_stat: the state,
+ * the flags and, when the text goes on that far, the CPU times; 0 or -EINVAL.
  */
 char prs_task_parse_state(const char *stat);
 int prs_task_parse_stat(const char *stat, struct prs_task_stat *out);

@@ -87,19 +87,29 @@ int prs_task_parse_stat(const char *stat, struct prs_task_stat *out)
 		return -EINVAL;
 	out->state = p[2];
 	p += 3;
-	/* after the state: ppid pgrp session tty_nr tpgid, then flags (man 5 proc) */
-	for (int i = 0; i < 6; i++, p = end) {
+	/* after the state: ppid pgrp session tty_nr tpgid, then flags, minflt cminflt majflt
+	 * cmajflt, utime stime cutime cstime (man 5 proc) */
+	for (int i = 0; i < 14; i++, p = end) {
 		uint64_t v;
 
 		if (*p != ' ')
-			return -EINVAL;
+			return i < 6 ? -EINVAL : 0;
 		errno = 0;
 		v = strtoull(p + 1, &end, 10);
 		if (end == p + 1 || errno)
-			return -EINVAL;
+			return i < 6 ? -EINVAL : 0;
 		if (i == 5)
 			out->flags = v;
+		else if (i == 10)
+			out->utime = v;
+		else if (i == 11)
+			out->stime = v;
+		else if (i == 12)
+			out->cutime = v;
+		else if (i == 13)
+			out->cstime = v;
 	}
+	out->times = true;
 	return 0;
 }
 
@@ -272,9 +282,11 @@ int prs_proc_parse_status(const char *text, const char *key, char *val, size_t s
 	return -ENOENT;
 }
 
-int prs_proc_status_field(pid_t pid, const char *key, char *val, size_t size)
+/* Reads /proc/PID/status (its first size - 1 bytes) into buf, NUL-terminated. Returns 0 or
+ * -errno. */
+static int read_status(pid_t pid, char *buf, size_t size)
 {
-	char path[64], buf[8192];
+	char path[64];
 	size_t n = 0;
 	int fd, rc = 0;
 
@@ -282,8 +294,8 @@ int prs_proc_status_field(pid_t pid, const char *key, char *val, size_t size)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	while (n < sizeof(buf) - 1) {
-		ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
+	while (n < size - 1) {
+		ssize_t r = read(fd, buf + n, size - 1 - n);
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -294,10 +306,16 @@ int prs_proc_status_field(pid_t pid, const char *key, char *val, size_t size)
 		n += (size_t)r;
 	}
 	close(fd);
-	if (rc)
-		return rc;
 	buf[n] = '\0';
-	return prs_proc_parse_status(buf, key, val, size);
+	return rc;
+}
+
+int prs_proc_status_field(pid_t pid, const char *key, char *val, size_t size)
+{
+	char buf[8192];
+	int rc = read_status(pid, buf, sizeof(buf));
+
+	return rc ? rc : prs_proc_parse_status(buf, key, val, size);
 }
 
 int prs_proc_cmdline(pid_t pid, char *buf, size_t size)
@@ -317,32 +335,26 @@ int prs_proc_cmdline(pid_t pid, char *buf, size_t size)
 	return 0;
 }
 
-/* The number after "key:" in status text, or -1. */
-static long status_num(const char *buf, const char *key)
+/* The number of "key:" in status text, or -1. */
+static long status_num(const char *text, const char *key)
 {
-	size_t klen = strlen(key);
+	char val[32], *end;
+	long v;
 
-	for (const char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-		if (strncmp(l, key, klen) == 0 && l[klen] == ':') {
-			char *end;
-			long v = strtol(l + klen + 1, &end, 10);
-
-			return end == l + klen + 1 ? -1 : v;
-		}
-	}
-	return -1;
+	if (prs_proc_parse_status(text, key, val, sizeof(val)) != 0)
+		return -1;
+	v = strtol(val, &end, 10);
+	return end == val ? -1 : v;
 }
 
 int prs_proc_ids(pid_t tid, struct prs_proc_ids *out)
 {
-	char path[64], buf[2048];
-	ssize_t n;
+	char buf[8192];
 	long tgid, ppid, tracer;
+	int rc = read_status(tid, buf, sizeof(buf));
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	n = read_small(path, buf, sizeof(buf));
-	if (n < 0)
-		return n == -ENOENT ? -ESRCH : (int)n;
+	if (rc)
+		return rc == -ENOENT ? -ESRCH : rc;
 	tgid = status_num(buf, "Tgid");
 	ppid = status_num(buf, "PPid");
 	tracer = status_num(buf, "TracerPid");
@@ -357,24 +369,18 @@ int prs_proc_ids(pid_t tid, struct prs_proc_ids *out)
 int prs_proc_cpu(pid_t pid, uint64_t *self_ns, uint64_t *children_ns)
 {
 	char path[64], buf[1024];
-	unsigned long long v[4];
+	struct prs_task_stat st;
 	long hz = sysconf(_SC_CLK_TCK);
-	const char *p;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	n = read_small(path, buf, sizeof(buf));
 	if (n < 0)
 		return n == -ENOENT ? -ESRCH : (int)n;
-	/* after "(comm) ": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
-	 * cmajflt utime stime cutime cstime (fields 3..17) */
-	p = strrchr(buf, ')');
-	if (!p || hz <= 0 ||
-	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &v[0],
-		   &v[1], &v[2], &v[3]) != 4)
+	if (hz <= 0 || prs_task_parse_stat(buf, &st) != 0 || !st.times)
 		return -EINVAL;
-	*self_ns = (uint64_t)(v[0] + v[1]) * (1000000000ull / (unsigned long long)hz);
-	*children_ns = (uint64_t)(v[2] + v[3]) * (1000000000ull / (unsigned long long)hz);
+	*self_ns = (st.utime + st.stime) * (1000000000ull / (uint64_t)hz);
+	*children_ns = (st.cutime + st.cstime) * (1000000000ull / (uint64_t)hz);
 	return 0;
 }
 
