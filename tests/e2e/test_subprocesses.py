@@ -185,6 +185,17 @@ def test_kill9_while_tracing_a_tree(prs, outdir):
         libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
 
+def test_duration_ends_with_every_process_detached(run_prs, outdir):
+    """-d 1 on a 3 s pool: sampling stops after a second with every process of the tree
+    detached (none stopped), and the pool runs on to its end with all its output."""
+    t0 = time.monotonic()
+    res = record(run_prs, outdir, [PY, PYT / "pool.py", "fork", 3], extra=["--subprocesses", "-d", 1])
+    assert time.monotonic() - t0 >= 3, res.describe()  # run waits for its command
+    assert len(pool_truth(res.out)) >= 3 and res.out.rstrip().endswith("done"), res.describe()
+    st = stats(res.dir)
+    assert 0.9 <= st["duration_s"] <= 2.0 and st["processes"] >= 5, st
+
+
 def test_burst_of_short_children(run_prs, outdir):
     """500 short-lived children in a row: no hang, the shell completes, each one was followed."""
     res = record(run_prs, outdir,
