@@ -200,6 +200,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 				cli_msg("--snapshot-every: at least 1 second");
 				return EXIT_USAGE;
 			}
+			break;
 		case 'C':
 			o->subprocesses = true;
 			break;
