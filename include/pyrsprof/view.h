@@ -49,6 +49,7 @@ struct prs_view_opts {
 	 * string is borrowed: it must outlive the view. */
 	const char *(*file_of)(void *arg, uint32_t frame, size_t *len);
 	void *file_arg;
+	bool python_stacks;   /* the Python stack view (--stacks python): see prs_view_python_frames() */
 };
 
 /* One distinct stack of the view: the sum of the samples that share it. */

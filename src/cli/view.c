@@ -35,6 +35,20 @@ static void symbolize_if_needed(struct prs_profile *p, const struct cli_symopts 
 		cli_symbolize(p, sym, false, NULL);
 }
 
+/* --stacks merged|python: the merged native and Python stacks (default), or the Python view. */
+static bool parse_stacks(const char *s, bool *python)
+{
+	if (strcmp(s, "merged") == 0)
+		*python = false;
+	else if (strcmp(s, "python") == 0)
+		*python = true;
+	else {
+		cli_msg("--stacks: '%s' is not a stack view (merged or python)", s);
+		return false;
+	}
+	return true;
+}
+
 static bool parse_view(const char *s, enum prs_view *v)
 {
 	if (strcmp(s, "cpu") == 0)
@@ -139,6 +153,7 @@ int cmd_flamegraph(int argc, char **argv)
 		{ "icicle", no_argument, NULL, 'i' },
 		{ "per-thread", no_argument, NULL, 't' },
 		{ "merge-processes", no_argument, NULL, 'P' },
+		{ "stacks", required_argument, NULL, 's' },
 		{ "title", required_argument, NULL, 'T' },
 		{ "subtitle", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
@@ -182,6 +197,10 @@ int cmd_flamegraph(int argc, char **argv)
 		case 'P':
 			o.view.merge_processes = true;
 			break;
+		case 's':
+			if (!parse_stacks(optarg, &o.view.python_stacks))
+				return EXIT_USAGE;
+			break;
 		case 'T':
 			o.fg.title = optarg;
 			break;
@@ -191,7 +210,9 @@ int cmd_flamegraph(int argc, char **argv)
 		case 'h':
 			puts("usage: pyrsprof flamegraph IN -o OUT.svg [--view cpu|wall] [--width PX]\n"
 			     "       [--min-width PX] [--icicle] [--per-thread] [--merge-processes]\n"
-			     "       [--title T] [--subtitle S]\n"
+			     "       [--stacks merged|python] [--title T] [--subtitle S]\n"
+			     "  --stacks python folds the interpreter's native frames into the Python lines\n"
+			     "  (extensions' native frames stay); merged (the default) shows them all.\n"
 			     "  IN is a .pyrs profile or folded stacks ('main;work;hot 12' per line). A profile\n"
 			     "  of several processes has a root per process, or per command with\n"
 			     "  --merge-processes.");
@@ -226,6 +247,7 @@ int cmd_export(int argc, char **argv)
 		{ "lines", no_argument, NULL, 'l' },
 		{ "per-thread", no_argument, NULL, 't' },
 		{ "merge-processes", no_argument, NULL, 'P' },
+		{ "stacks", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -259,9 +281,14 @@ int cmd_export(int argc, char **argv)
 		case 'P':
 			vo.merge_processes = true;
 			break;
+		case 's':
+			if (!parse_stacks(optarg, &vo.python_stacks))
+				return EXIT_USAGE;
+			break;
 		case 'h':
 			puts("usage: pyrsprof export FILE --format folded|speedscope|pprof [--view cpu|wall]\n"
-			     "       [--lines] [--per-thread] [--merge-processes] [-o OUT]\n"
+			     "       [--lines] [--per-thread] [--merge-processes] [--stacks merged|python]\n"
+			     "       [-o OUT]   (--stacks python: folded only, see flamegraph --help)\n"
 			     "  folded: stacks as flamegraph.pl and inferno read them (--lines adds file:line,\n"
 			     "  --per-thread a root frame per thread; a root frame per process when the profile\n"
 			     "  holds several, one per command with --merge-processes); speedscope: JSON for\n"
@@ -284,6 +311,10 @@ int cmd_export(int argc, char **argv)
 	if (strcmp(format, "folded") != 0 && strcmp(format, "speedscope") != 0 &&
 	    strcmp(format, "pprof") != 0) {
 		cli_msg("export: unknown format '%s' (folded, speedscope or pprof)", format);
+		return EXIT_USAGE;
+	}
+	if (vo.python_stacks && strcmp(format, "folded") != 0) {
+		cli_msg("export: --stacks python is only done for --format folded so far (use merged)");
 		return EXIT_USAGE;
 	}
 	if (strcmp(format, "pprof") == 0 && (!out || strcmp(out, "-") == 0) && isatty(STDOUT_FILENO)) {

@@ -61,7 +61,18 @@ struct prs_profile_view {
 	size_t stack_end;   /* end of the previous output's stack frames (its roots before them) */
 	uint32_t last_roots[2];
 	uint32_t last_nroots;
+
+	/* view_python.c (python_stacks): two output buffers (the last one kept for *shared), the
+	 * trie chain, and a class per mapping (computed on first use) */
+	uint32_t *py_out[2];
+	size_t py_len[2];
+	unsigned py_cur;
+	uint32_t *py_chain;
+	uint8_t *py_class;
 };
+
+/* The frames of view stack i in the Python stack view (python_stacks): as prs_view_frames(). */
+size_t prs_view_python_frames(struct prs_profile_view *v, size_t i, const uint32_t **frames, size_t *shared);
 
 /* Adds one of the view's frames (label text, kind); returns its frame id or PRS_VIEW_NONE (ENOMEM). */
 uint32_t prs_view_synth(struct prs_profile_view *v, const char *label, size_t len, enum prs_kind kind);

@@ -577,6 +577,10 @@ void prs_view_free(struct prs_profile_view *v)
 	free(v->owner);
 	free(v->chain);
 	free(v->end_of);
+	free(v->py_out[0]);
+	free(v->py_out[1]);
+	free(v->py_chain);
+	free(v->py_class);
 	free(v);
 }
 

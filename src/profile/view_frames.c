@@ -204,6 +204,8 @@ size_t prs_view_frames(struct prs_profile_view *v, size_t i, const uint32_t **fr
 	size_t nr = st->nroots, same = 0, n = 0, pos;
 	uint32_t s = st->stack;
 
+	if (v->o.python_stacks)
+		return prs_view_python_frames(v, i, frames, shared);
 	*frames = NULL;
 	if (shared)
 		*shared = 0;
