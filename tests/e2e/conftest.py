@@ -428,9 +428,11 @@ def parse_raw(text):
 
 @pytest.fixture(scope="session")
 def export_folded(run_prs):
-    """export_folded(pyrs, view="cpu", lines=True, per_thread=False) -> [(frames, count)]."""
-    def export(pyrs, view="cpu", lines=True, per_thread=False):
+    """export_folded(pyrs, view="cpu", lines=True, per_thread=False, stacks=None) -> [(frames, count)]."""
+    def export(pyrs, view="cpu", lines=True, per_thread=False, stacks=None):
         args = ["export", pyrs, "--format", "folded", "--view", view]
+        if stacks:
+            args += ["--stacks", stacks]
         if lines:
             args.append("--lines")
         if per_thread:

@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: MIT
+"""
+`--stacks python` (the Python stack view, src/profile/view_python.c) on real recordings: a Rust
+cdylib called through ctypes (ffi_rust.py) and a two-function split (split.py). Against the
+merged view of the same profile: the interpreter's frames (known CPython functions, present in
+the merged view) are gone from every stack with a Python frame, the Python line and the
+extension's native frames stay in order below it, the sample total is unchanged, the split
+between hot_a and hot_b is the same within 1 point; the flame graph honours it; an export format
+that does not do it yet refuses it with a one-line error.
+"""
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets" / "py"))
+import pyrs_testlib as T  # noqa: E402
+from pyrs_testlib import python_or_skip  # noqa: E402
+from conftest import assert_clean  # noqa: E402
+from test_python_cli import FFI, PARAMS, python_cli, record_py  # noqa: E402,F401
+
+# CPython's own functions (python executable or libpython, 3.6-3.13), and the libc frames that
+# start a process; _ctypes' (PyCFuncPtr_call) are an extension's and stay
+INTERP = re.compile(r"^(_Py\w+|Py_\w+|PyEval_\w+|PyObject_\w+|call_function|pymain_\w+|_start|"
+                    r"__libc_start\w*)$")
+
+
+def has_python(frames):
+    return any(f.file.endswith(".py") for f in frames if f.file)
+
+
+@pytest.mark.parametrize("py", PARAMS)
+def test_ffi_rust_python_stacks(py, python_cli, run_prs, export_folded, outdir):
+    exe = python_or_skip(py)
+    if not FFI.exists():
+        pytest.skip("build/targets/py/libpyrs_ffi.so not built (make targets)")
+    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "ffi_rust.py", 2])
+    merged = export_folded(pyrs, view="wall", lines=True)
+    python = export_folded(pyrs, view="wall", lines=True, stacks="python")
+    assert sum(c for _, c in merged) == sum(c for _, c in python) >= 100
+    # the merged view has the interpreter's frames (else this test could not fail)
+    assert any(INTERP.match(f.name) for fr, _ in merged for f in fr), merged[:3]
+    for fr, c in python:
+        if has_python(fr):
+            assert not [f.name for f in fr if INTERP.match(f.name)], [f.name for f in fr]
+    under = [(fr, c) for fr, c in python if any(f.name == "call_rust" for f in fr)]
+    n = sum(c for _, c in under)
+    assert n >= 100, python[:5]
+    good = 0
+    for fr, c in under:
+        names = [f.name for f in fr]
+        i = names.index("call_rust")
+        assert fr[i].line == T.marker_line("ffi_rust.py", "CALL-RUST")
+        assert names[i - 1] == "main" and names[i - 2] == "<module>", names
+        if "pyrs_ffi::pyrs_spin" in names[i + 1:]:
+            j = names.index("pyrs_ffi::pyrs_spin")
+            if "pyrs_ffi::hot::mix" in names[j + 1:]:
+                good += c
+    assert good / n >= 0.8, (good, n, [[f.name for f in fr] for fr, _ in under[:3]])
+
+
+def test_split_unchanged_and_flamegraph(python_cli, run_prs, export_folded, outdir):
+    exe = python_or_skip(T.pyenv_python("3.12") or "/usr/bin/python3")
+    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "split.py", 3], rate=500)
+    shares = []
+    for stacks in (None, "python"):
+        recs = export_folded(pyrs, view="cpu", lines=False, stacks=stacks)
+        a = sum(c for fr, c in recs if any(f.name == "hot_a" for f in fr))
+        b = sum(c for fr, c in recs if any(f.name == "hot_b" for f in fr))
+        assert a + b >= 200, (a, b)
+        shares.append((a / (a + b), sum(c for _, c in recs)))
+    assert abs(shares[0][0] - shares[1][0]) <= 0.01, shares
+    assert shares[0][1] == shares[1][1], shares
+    # the widest interpreter function under a Python line in the merged view, absent from the
+    # Python view: in the merged flame graph, not in the Python one
+    merged = export_folded(pyrs, view="cpu", lines=False)
+    kept = {f.name for fr, _ in export_folded(pyrs, view="cpu", lines=False, stacks="python") for f in fr}
+    width = {}
+    for fr, c in merged:
+        if any(f.name in ("hot_a", "hot_b", "main") for f in fr):
+            for name in {f.name for f in fr if INTERP.match(f.name)}:
+                width[name] = width.get(name, 0) + c
+    assert width, merged[:3]
+    widest = max(width, key=width.get)
+    assert widest not in kept, widest
+    for stacks, want in ((None, True), ("python", False)):
+        svg = outdir / ("%s.svg" % stacks)
+        r = run_prs(["flamegraph", pyrs, "-o", svg] + (["--stacks", stacks] if stacks else []), timeout=60)
+        assert_clean(r)
+        assert r.rc == 0, r.describe()
+        text = svg.read_text()
+        assert "hot_a" in text and "hot_b" in text
+        assert (widest in text) == want, (widest, stacks)
+
+
+def test_stacks_bad_input(run_prs, outdir):
+    pyrs = outdir / "x.folded"
+    pyrs.write_text("main;work 3\n")
+    r = run_prs(["export", pyrs, "--format", "folded", "--stacks", "pythn"], timeout=30)
+    assert r.rc == 2 and "--stacks" in r.err and len(r.err.strip().splitlines()) == 1, r.describe()
+    r = run_prs(["export", pyrs, "--format", "speedscope", "--stacks", "python"], timeout=30)
+    assert r.rc == 2 and "folded" in r.err, r.describe()
+    # folded input has no mappings: shown as is
+    r = run_prs(["export", pyrs, "--format", "folded", "--stacks", "python"], timeout=30)
+    assert r.rc == 0 and r.out == "main;work 3\n", r.describe()
