@@ -102,40 +102,39 @@ static char *folded(const struct prs_profile *p, bool python)
 
 	cr_assert_eq(prs_export_folded(p, &o, f, &err), 0, "%s", err.msg);
 	fclose(f);
-	if (getenv("PRS_SHOW"))
-		fprintf(stderr, "%s", text);
 	return text;
+}
+
+/* The folded export of the built profile, in the Python stack view or the merged one, is want. */
+static void expect(bool python, const char *want)
+{
+	struct prs_profile *p = build();
+	char *t = folded(p, python);
+
+	cr_assert_str_eq(t, want);
+	free(t);
+	prs_profile_free(p);
 }
 
 Test(view_python, interpreter_frames_fold_into_the_python_line)
 {
-	struct prs_profile *p = build();
-	char *t = folded(p, true);
-
-	cr_assert_str_eq(t,
-			 "clone;worker;memset 4\n"
-			 "main;work;[waiting for the GIL] 3\n"
-			 "main;work;do_page_fault_[k] 2\n"
-			 "main;work;hot_fn;memcpy 5\n");
-	free(t);
-	prs_profile_free(p);
+	expect(true,
+	       "clone;worker;memset 4\n"
+	       "main;work;[waiting for the GIL] 3\n"
+	       "main;work;do_page_fault_[k] 2\n"
+	       "main;work;hot_fn;memcpy 5\n");
 }
 
 Test(view_python, merged_view_is_unchanged)
 {
-	struct prs_profile *p = build();
-	char *t = folded(p, false);
-
-	cr_assert_str_eq(t,
-			 "_start;__libc_start_main;Py_RunMain;main;_PyEval_EvalFrameDefault;work;"
-			 "PyObject_Malloc;malloc;_dl_runtime_resolve;do_page_fault_[k] 2\n"
-			 "_start;__libc_start_main;Py_RunMain;main;_PyEval_EvalFrameDefault;work;"
-			 "PyObject_Vectorcall;hot_fn;memcpy 5\n"
-			 "_start;__libc_start_main;Py_RunMain;main;_PyEval_EvalFrameDefault;work;take_gil;"
-			 "[waiting for the GIL] 3\n"
-			 "clone;worker;memset 4\n");
-	free(t);
-	prs_profile_free(p);
+	expect(false,
+	       "_start;__libc_start_main;Py_RunMain;main;_PyEval_EvalFrameDefault;work;"
+	       "PyObject_Malloc;malloc;_dl_runtime_resolve;do_page_fault_[k] 2\n"
+	       "_start;__libc_start_main;Py_RunMain;main;_PyEval_EvalFrameDefault;work;"
+	       "PyObject_Vectorcall;hot_fn;memcpy 5\n"
+	       "_start;__libc_start_main;Py_RunMain;main;_PyEval_EvalFrameDefault;work;take_gil;"
+	       "[waiting for the GIL] 3\n"
+	       "clone;worker;memset 4\n");
 }
 
 /* Visiting the stacks in order, *shared is the common prefix with the previous stack's frames. */
