@@ -43,7 +43,11 @@ def test_ffi_rust_python_stacks(py, python_cli, run_prs, export_folded, outdir):
     assert any(INTERP.match(f.name) for fr, _ in merged for f in fr), merged[:3]
     for fr, c in python:
         if has_python(fr):
-            assert not [f.name for f in fr if INTERP.match(f.name)], [f.name for f in fr]
+            # _ctypes is an extension: from its entry down, CPython's header functions inlined
+            # into it (Py_XDECREF, _Py_DECREF...) are its own code and kept by the mapping rule
+            names = [f.name for f in fr]
+            ext = names.index("PyCFuncPtr_call") if "PyCFuncPtr_call" in names else len(names)
+            assert not [n for n in names[:ext] if INTERP.match(n)], names
     under = [(fr, c) for fr, c in python if any(f.name == "call_rust" for f in fr)]
     n = sum(c for _, c in under)
     assert n >= 100, python[:5]

@@ -82,7 +82,8 @@ def stripped_copy(src, dst_dir):
 
 
 def record_cmd(run_prs, outdir, cmd, rate=200, extra=(), env=None, timeout=90):
-    res = run_prs(["run", "-r", rate, "-o", outdir, *extra, "--", *map(str, cmd)],
+    # --force: steady_run may record again into the same scratch folder
+    res = run_prs(["run", "-r", rate, "-o", outdir, "--force", *extra, "--", *map(str, cmd)],
                   timeout=timeout, env=env)
     assert_clean(res)
     assert res.rc == 0, res.describe()
