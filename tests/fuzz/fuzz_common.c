@@ -74,10 +74,9 @@ static void classify(const struct prs_profile *p)
 
 void fuzz_consume_profile(const struct prs_profile *p, size_t input_size)
 {
-	struct prs_diff_summary sum;
-	struct prs_diff_row *rows = NULL;
+	struct prs_diff_opts dopts = { .view = PRS_VIEW_WALL, .run_noise = -1 };
+	struct prs_diff *d = NULL;
 	struct prs_err err;
-	size_t nrows = 0;
 	uint32_t ids[64];
 
 	for (unsigned v = PRS_VIEW_CPU; v <= PRS_VIEW_WALL; v++) {
@@ -96,8 +95,8 @@ void fuzz_consume_profile(const struct prs_profile *p, size_t input_size)
 	if (input_size > FUZZ_CONSUME_MAX)
 		return;
 	classify(p);
-	if (prs_diff_compute(p, p, PRS_VIEW_WALL, &rows, &nrows, &sum, &err) == 0)
-		free(rows);
+	if (prs_diff_compute(p, p, &dopts, &d, &err) == 0)
+		prs_diff_free(d);
 	for (size_t i = 0; i < p->nsamples && i < 64; i++) {
 		char label[256];
 
