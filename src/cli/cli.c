@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pyrsprof/task.h"
 #include "pyrsprof/util.h"
 #include "util/banned.h"
 
@@ -227,6 +228,17 @@ bool cli_parse_pid(const char *s, pid_t *out)
 	}
 	*out = (pid_t)v;
 	return true;
+}
+
+int cli_live_pid(const char *s, pid_t *out)
+{
+	if (!cli_parse_pid(s, out))
+		return EXIT_USAGE;
+	if (!prs_proc_exists(*out)) {
+		cli_msg("no process with pid %d", (int)*out);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
 }
 
 bool cli_folder_ok(const char *dir, const char *cmd)

@@ -55,6 +55,9 @@ bool cli_parse_duration_opt(const char *opt, const char *s, double *out);
 bool cli_parse_mode(const char *s, enum prs_source *out);
 /* Parses a PID (a positive integer). */
 bool cli_parse_pid(const char *s, pid_t *out);
+/* Parses the PID of a live process, for attach, dump and top: EXIT_OK, or the exit code after
+ * a one-line message (EXIT_USAGE: not a PID; EXIT_FAIL: no such process). */
+int cli_live_pid(const char *s, pid_t *out);
 /* Parses a positive number with an upper bound, for widths and the like. */
 bool cli_parse_number(const char *opt, const char *s, double min, double max, double *out);
 

@@ -247,12 +247,9 @@ int cmd_dump(int argc, char **argv)
 		cli_msg("dump: give one PID (usage: pyrsprof dump [--subprocesses] [--debug-dir DIR] PID)");
 		return EXIT_USAGE;
 	}
-	if (!cli_parse_pid(argv[optind], &pid))
-		return EXIT_USAGE;
-	if (!prs_proc_exists(pid)) {
-		cli_msg("no process with pid %d", (int)pid);
-		return EXIT_FAIL;
-	}
+	rc = cli_live_pid(argv[optind], &pid);
+	if (rc != EXIT_OK)
+		return rc;
 	p = prs_profile_new();
 	if (!p) {
 		cli_msg("out of memory");

@@ -650,12 +650,9 @@ int cmd_attach(int argc, char **argv)
 		cli_msg("attach: unexpected argument '%s'", argv[optind + 1]);
 		return EXIT_USAGE;
 	}
-	if (!cli_parse_pid(argv[optind], &pid))
-		return EXIT_USAGE;
-	if (!prs_proc_exists(pid)) {
-		cli_msg("no process with pid %d", (int)pid);
-		return EXIT_FAIL;
-	}
+	rc = cli_live_pid(argv[optind], &pid);
+	if (rc != EXIT_OK)
+		return rc;
 	if (prs_task_comm(pid, pid, comm, sizeof(comm)) != 0)
 		snprintf(comm, sizeof(comm), "pid%d", (int)pid);
 	if (prs_proc_cmdline(pid, command, sizeof(command)) != 0 || !command[0])

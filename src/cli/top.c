@@ -340,12 +340,9 @@ static int start(struct top *t, int argc, char **argv, const struct prs_sampler_
 			cli_msg("top: unexpected argument '%s' (a command goes after --)", argv[optind + 1]);
 			return EXIT_USAGE;
 		}
-		if (!cli_parse_pid(argv[optind], &pid))
-			return EXIT_USAGE;
-		if (!prs_proc_exists(pid)) {
-			cli_msg("no process with pid %d", (int)pid);
-			return EXIT_FAIL;
-		}
+		rc = cli_live_pid(argv[optind], &pid);
+		if (rc != EXIT_OK)
+			return rc;
 		if (prs_sampler_attach(pid, so, NULL, &t->s, &err) != 0) {
 			cli_err(&err, "top");
 			return EXIT_FAIL;
