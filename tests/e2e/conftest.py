@@ -250,6 +250,16 @@ STEADY_TRIES = 2
 STEADY_MAX_STEAL = 0.04
 
 
+def verdict_confidence(verdict, unlowered="high"):
+    """The confidence a verdict must have: `unlowered`, one level lower when the host stole 10 % or
+    more of the CPUs' time during the recording (src/classify/rules.c qualify(): the verdict then
+    carries that qualifier). The qualifier is the classifier's own measurement (/proc/stat)."""
+    levels = ["low", "medium", "high"]
+    if any("confidence lowered one level" in q for q in verdict.get("qualifiers", [])):
+        return levels[max(levels.index(unlowered) - 1, 0)]
+    return unlowered
+
+
 def steady_run(run):
     """run() again while the host stole too much CPU during it; returns the last result, with
     .steal set to the largest per-vCPU stolen share of its wall time."""
