@@ -128,11 +128,14 @@ E2E_RERUNS ?= --reruns 1
 e2e: bin/pyrsprof targets
 	$(Q)PYRSPROF=$(abspath $(PROG)) $(PYTHON) -m pytest -q -p no:cacheprovider $(E2E_RERUNS) tests/e2e $(PYTEST_ARGS)
 
+# The builds use every CPU (CI runs a plain `make test`); the e2e suite runs one test at a time.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test: deps
-	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(MAKE) --no-print-directory unit
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) unit
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) bin/pyrsprof targets $(PY_TOOLS)
 	$(Q)$(MAKE) --no-print-directory e2e
-	$(Q)$(MAKE) --no-print-directory fuzz-check
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) fuzz-check
 
 # LeakSanitizer reports leaks inside libraries we link (suppressed there); ours fail the run.
 ASAN_ENV := ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
