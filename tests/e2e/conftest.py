@@ -307,6 +307,24 @@ def browser():
     b.close()
 
 
+_SHARED = {}
+
+
+@pytest.fixture
+def shared(request):
+    """shared(key, make) -> make(), made once for every test that asks with the same key: tests
+    that read the same recording share it (the suite's time budget). A rerun of a failed test
+    (pytest-rerunfailures' execution_count) makes it afresh, so a sampling fluke is not read twice;
+    a make() that fails is not kept."""
+    attempt = getattr(request.node, "execution_count", 1)
+
+    def get(key, make):
+        if (key, attempt) not in _SHARED:
+            _SHARED[(key, attempt)] = make()
+        return _SHARED[(key, attempt)]
+    return get
+
+
 @pytest.fixture
 def outdir(tmp_path) -> Path:
     """A fresh directory for one test's artifacts (pyrsprof -o creates subfolders in it)."""

@@ -176,18 +176,16 @@ def test_attach_preload_refused(run_prs):
 
 # ---- Python -----------------------------------------------------------------------------------
 
-# the split in preload mode on one interpreter per frame layout (3.6, 3.9: PyFrameObject; 3.11,
-# 3.12, 3.13: _PyInterpreterFrame) and Debian's; exact frames and lines on every interpreter are
-# test_python_cli.py's chain test, which runs in both modes
-SPLIT_PARAMS = [p for p in PARAMS if p.id in ("pyenv-3.6", "pyenv-3.9", "pyenv-3.11", "pyenv-3.12",
-                                               "pyenv-3.13", "debian-python3")]
+# the split in preload mode on one interpreter per frame layout (pyrs_testlib.LAYOUT_IDS); exact
+# frames and lines are test_python_cli.py's chain test, in both modes
+SPLIT_PARAMS = [p for p in PARAMS if p.id in T.LAYOUT_IDS]
 
 
 @pytest.mark.parametrize("py", SPLIT_PARAMS)
 def test_python_split_within_5_points(py, run_prs, export_folded, outdir):
     exe = python_or_skip(py)
     res, pyrs = steady_run(lambda: record_py(run_prs, outdir / str(time.monotonic_ns()),
-                                             [exe, T.HERE / "split.py", 4], rate=1000, extra=PRELOAD))
+                                             [exe, T.HERE / "split.py", 3], rate=1000, extra=PRELOAD))
     line = [l for l in res.out.splitlines() if l.startswith("truth ")][0]
     want = float(dict(kv.split("=") for kv in line.split()[1:])["hot_a"])
     recs = export_folded(pyrs, view="cpu", lines=False)
@@ -196,7 +194,7 @@ def test_python_split_within_5_points(py, run_prs, export_folded, outdir):
     assert abs(got - want) <= 0.05, (got, want)
 
 
-@pytest.mark.parametrize("py", PARAMS)
+@pytest.mark.parametrize("py", SPLIT_PARAMS)
 def test_python_fork_exec_unharmed(py, run_prs, export_folded, outdir):
     """forkexec.py forks (the child runs unprofiled: exit 3 checked by the parent) and execs
     itself (the agent starts again in the new image): exit 5, and the final image is sampled."""

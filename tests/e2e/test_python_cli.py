@@ -20,6 +20,14 @@ from conftest import assert_clean, parse_frame, steady_run  # noqa: E402
 
 PARAMS = [pytest.param(py, id=name, marks=() if py else pytest.mark.skip(reason=why))
           for name, py, why in T.interpreters()]
+LAYOUT_PARAMS = [p for p in PARAMS if p.id in T.LAYOUT_IDS]  # one per frame layout (pyrs_testlib)
+
+
+def by_mode(**modes):
+    """(mode, py) parameters: each mode over its interpreters, e.g. by_mode(ptrace=PARAMS,
+    preload=LAYOUT_PARAMS); ids as "ptrace-pyenv-3.12"."""
+    return [pytest.param(mode, *p.values, id=f"{mode}-{p.id}", marks=p.marks)
+            for mode, params in modes.items() for p in params]
 FFI = T.REPO / "build" / "targets" / "py" / "libpyrs_ffi.so"
 
 _HDR = re.compile(r'^Thread (?P<tid>\d+)(?: "(?P<name>[^"]*)")? \((?P<state>.*)\)\s*$')
@@ -137,9 +145,8 @@ def test_dump_gil_one_holder(py, python_cli, run_prs):
         t.stop()
 
 
-@pytest.mark.parametrize("py", PARAMS)
-@pytest.mark.parametrize("mode", ["ptrace", "preload"])
-def test_run_chain_profile(py, mode, python_cli, run_prs, export_folded, outdir):
+@pytest.mark.parametrize("mode,py", by_mode(ptrace=PARAMS, preload=LAYOUT_PARAMS))
+def test_run_chain_profile(mode, py, python_cli, run_prs, export_folded, outdir):
     """(preload: the frames the agent walks in its signal handler, named by pyrsprof; sampled on
     CPU time: 1000 Hz of it on a loaded machine)"""
     exe = python_or_skip(py)
@@ -162,14 +169,23 @@ def test_run_chain_profile(py, mode, python_cli, run_prs, export_folded, outdir)
     assert on_work / n >= 0.5, (on_work, n)
 
 
+def ffi_rust_recording(shared, run_prs, tmp_path_factory, exe):
+    """(Result, profile.pyrs) of ffi_rust.py for 2 s at 200 Hz (ptrace): shared by the Rust-through-
+    ctypes test here and test_python_stacks.py's Python view of it."""
+    return shared(("ffi_rust", str(exe)), lambda: record_py(
+        run_prs, tmp_path_factory.mktemp("ffi"), [exe, T.HERE / "ffi_rust.py", 2]))
+
+
 @pytest.mark.parametrize("py", PARAMS)
 @pytest.mark.parametrize("kind,native_re", [("sort", r"sort|ompare|merge_|memcpy|memmove|PyBool|float"),
                                             ("zlib", r"deflate|libz|compress"),
                                             ("hash", r"sha|SHA|libcrypto|hash")])
-def test_native_leaves_under_python(py, kind, native_re, python_cli, run_prs, export_folded, outdir):
+def test_native_leaves_under_python(py, kind, native_re, python_cli, shared, run_prs, export_folded,
+                                    tmp_path_factory):
     exe = python_or_skip(py)
-    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "native.py", kind, 2])
-    recs = export_folded(pyrs, view="cpu", lines=True)
+    # one recording of the three kinds in turn, for the three tests of an interpreter
+    recs = shared(("native-all", str(exe)), lambda: export_folded(record_py(
+        run_prs, tmp_path_factory.mktemp("native"), [exe, T.HERE / "native.py", "all", 4], rate=500)[1]))
     fn = "do_" + kind
     under = [(fr, c) for fr, c in recs if any(f.name == fn for f in fr)]
     n = sum(c for _, c in under)
@@ -189,15 +205,18 @@ def test_native_leaves_under_python(py, kind, native_re, python_cli, run_prs, ex
     assert good / n >= 0.6, (good, n, [([f.name for f in fr], c) for fr, c in under[:5]])
 
 
-@pytest.mark.parametrize("py", PARAMS)
-@pytest.mark.parametrize("mode", ["ptrace", "preload"])
-def test_rust_cdylib_through_ctypes(py, mode, python_cli, run_prs, export_folded, outdir):
+@pytest.mark.parametrize("mode,py", by_mode(ptrace=PARAMS, preload=LAYOUT_PARAMS))
+def test_rust_cdylib_through_ctypes(mode, py, python_cli, shared, run_prs, export_folded, outdir,
+                                   tmp_path_factory):
     """(preload: sampled from inside, on CPU time: 1000 Hz of it on a loaded machine)"""
     exe = python_or_skip(py)
     if not FFI.exists():
         pytest.skip("build/targets/py/libpyrs_ffi.so not built (make targets)")
-    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "ffi_rust.py", 2], extra=["--mode", mode],
-                          rate=1000 if mode == "preload" else 200)
+    if mode == "ptrace":
+        res, pyrs = ffi_rust_recording(shared, run_prs, tmp_path_factory, exe)
+    else:
+        res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "ffi_rust.py", 2], extra=["--mode", mode],
+                              rate=1000)
     recs = export_folded(pyrs, view="cpu", lines=True)
     under = [(fr, c) for fr, c in recs if any(f.name == "call_rust" for f in fr)]
     n = sum(c for _, c in under)
@@ -212,22 +231,22 @@ def test_rust_cdylib_through_ctypes(py, mode, python_cli, run_prs, export_folded
     assert good / n >= 0.8, (good, n, [[f.name for f in fr] for fr, _ in under[:3]])
 
 
-@pytest.mark.parametrize("py", PARAMS)
+@pytest.mark.parametrize("py", LAYOUT_PARAMS)
 def test_split_within_5_points_merged(py, python_cli, run_prs, export_folded, outdir):
     exe = python_or_skip(py)
     # (a fresh folder per try: steady_run may record again)
     res, pyrs = steady_run(lambda: record_py(run_prs, outdir / str(time.monotonic_ns()),
-                                             [exe, T.HERE / "split.py", 4], rate=500))
+                                             [exe, T.HERE / "split.py", 3], rate=500))
     line = [l for l in res.out.splitlines() if l.startswith("truth ")][0]
     want = float(dict(kv.split("=") for kv in line.split()[1:])["hot_a"])
     recs = export_folded(pyrs, view="cpu", lines=False)
     a = sum(c for fr, c in recs if any(f.name == "hot_a" for f in fr))
     b = sum(c for fr, c in recs if any(f.name == "hot_b" for f in fr))
-    assert a + b >= 1000, (a, b)
+    assert a + b >= 800, (a, b)  # (binomial spread under 1.8 points)
     assert abs(a / (a + b) - want) <= 0.05, (a / (a + b), want)
 
 
-@pytest.mark.parametrize("py", PARAMS)
+@pytest.mark.parametrize("py", LAYOUT_PARAMS)
 def test_mode_vm_python_only(py, python_cli, run_prs, export_folded, outdir):
     exe = python_or_skip(py)
     res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "native.py", "zlib", 1.5], extra=["--mode", "vm"])
@@ -253,7 +272,7 @@ def test_recursion_300_merged(py, python_cli, run_prs):
         t.stop()
 
 
-@pytest.mark.parametrize("py", PARAMS)
+@pytest.mark.parametrize("py", LAYOUT_PARAMS)
 def test_fork_exec_exit_while_sampled(py, python_cli, run_prs, outdir):
     exe = python_or_skip(py)
     res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "forkexec.py"], expect_rc=5)

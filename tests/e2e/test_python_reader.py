@@ -143,14 +143,14 @@ def test_unicode_names(py, pystacks):
         t.stop()
 
 
-@pytest.mark.parametrize("py", PARAMS)
+@pytest.mark.parametrize("py", [p for p in PARAMS if p.id in T.LAYOUT_IDS])  # statistics: a version each layout
 def test_split_within_5_points(py, pystacks):
     exe = python_or_skip(py)
-    # ~3000 samples: the binomial spread is then under 1 point (at 500 samples it is 2)
+    # ~2000 samples: the binomial spread is then about 1 point (at 500 samples it is 2)
     def once():
-        t = T.Target(exe, "split.py", 4.5)
+        t = T.Target(exe, "split.py", 3)
         try:
-            rc, samples, err = T.pystacks_sample(t.pid, 800, 4)
+            rc, samples, err = T.pystacks_sample(t.pid, 800, 2.5)
             assert rc == 0, err
             return samples, t.rest()
         finally:
@@ -165,7 +165,7 @@ def test_split_within_5_points(py, pystacks):
             if fn in names:
                 got[fn] += 1
     n = got["hot_a"] + got["hot_b"]
-    assert n >= 1500, got
+    assert n >= 1000, got
     share_a = got["hot_a"] / n
     assert abs(share_a - float(want["hot_a"])) <= 0.05, (share_a, want)
 

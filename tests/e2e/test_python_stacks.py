@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets" / "py"))
 import pyrs_testlib as T  # noqa: E402
 from pyrs_testlib import python_or_skip  # noqa: E402
 from conftest import assert_clean  # noqa: E402
-from test_python_cli import FFI, PARAMS, python_cli, record_py  # noqa: E402,F401
+from test_python_cli import FFI, PARAMS, ffi_rust_recording, python_cli, record_py  # noqa: E402,F401
 
 # CPython's own functions (python executable or libpython, 3.6-3.13), and the libc frames that
 # start a process; _ctypes' (PyCFuncPtr_call) are an extension's and stay
@@ -31,11 +31,12 @@ def has_python(frames):
 
 
 @pytest.mark.parametrize("py", PARAMS)
-def test_ffi_rust_python_stacks(py, python_cli, run_prs, export_folded, outdir):
+def test_ffi_rust_python_stacks(py, python_cli, shared, run_prs, export_folded, tmp_path_factory):
     exe = python_or_skip(py)
     if not FFI.exists():
         pytest.skip("build/targets/py/libpyrs_ffi.so not built (make targets)")
-    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "ffi_rust.py", 2])
+    # the recording of test_python_cli.py's Rust-through-ctypes test, read in the Python view
+    res, pyrs = ffi_rust_recording(shared, run_prs, tmp_path_factory, exe)
     merged = export_folded(pyrs, view="wall", lines=True)
     python = export_folded(pyrs, view="wall", lines=True, stacks="python")
     assert sum(c for _, c in merged) == sum(c for _, c in python) >= 100

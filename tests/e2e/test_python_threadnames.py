@@ -78,9 +78,11 @@ def folded_roots(export_folded, pyrs):
     return roots
 
 
-@pytest.mark.parametrize("mode", ["ptrace", "vm"])
-@pytest.mark.parametrize("py", PARAMS)
-def test_profile_thread_table_has_threading_names(py, mode, python_cli, run_prs, export_folded, outdir):
+# ptrace mode on every interpreter, vm mode (the same name reader) on one per frame layout
+@pytest.mark.parametrize("mode,py", [pytest.param(m, *p.values, id=f"{p.id}-{m}", marks=p.marks)
+                                     for m in ("ptrace", "vm") for p in PARAMS
+                                     if m == "ptrace" or p.id in T.LAYOUT_IDS])
+def test_profile_thread_table_has_threading_names(mode, py, python_cli, run_prs, export_folded, outdir):
     exe = python_or_skip(py)
     t, names = start(exe, 30)
     try:

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# Work inside C-implemented calls, one kind per run: python native.py sort|zlib|hash [SECONDS].
+# Work inside C-implemented calls: python native.py sort|zlib|hash|all [SECONDS] (all: the three
+# kinds in turn, a quarter of a second each, so that one recording holds all three).
 # do_sort: sorted() of a large list (list_sort in libpython); do_zlib: zlib.compress (libz);
 # do_hash: hashlib.sha256 over a large buffer (OpenSSL or the _sha256 module). Each call is on the
 # line marked CALL-<kind>. Prints "ready".
@@ -29,12 +30,16 @@ def do_hash():
 
 
 def main():
-    fn = {"sort": do_sort, "zlib": do_zlib, "hash": do_hash}[KIND]
+    kinds = {"sort": do_sort, "zlib": do_zlib, "hash": do_hash}
+    fns = list(kinds.values()) if KIND == "all" else [kinds[KIND]]
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     end = time.time() + SECS
     while time.time() < end:
-        fn()
+        for fn in fns:
+            turn = min(time.time() + 0.25, end)
+            while time.time() < turn:
+                fn()
 
 
 main()

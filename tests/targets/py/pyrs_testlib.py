@@ -17,6 +17,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 VERSIONS = ["3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
+# One interpreter per frame-layout family, for the tests whose point is not the version (sampling
+# statistics, a second sample source, process events) so that the suite keeps its time budget:
+# 3.6-3.9 share PyFrameObject with co_lnotab, 3.10 has the PEP 626 line table and instruction
+# indexes, 3.11, 3.12 and 3.13 each their own _PyInterpreterFrame, and Debian's python3 is the
+# stripped non-PIE build. The reader's per-version tests keep every interpreter.
+LAYOUT_IDS = ("pyenv-3.6", "pyenv-3.10", "pyenv-3.11", "pyenv-3.12", "pyenv-3.13", "debian-python3")
 
 
 def pyenv_root():
