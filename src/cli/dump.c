@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/render.h"
 #include "cli/symbols.h"
 #include "pyrsprof/profile.h"
 #include "pyrsprof/python.h"
@@ -159,7 +160,7 @@ static void print_process(struct prs_profile_view *v, pid_t pid)
  * (the children, when they were followed), each with its threads.
  */
 static int print_dump(const struct prs_profile *p, pid_t pid, const char *pyver,
-		      const struct pyinfo *py, int npy)
+		      const struct pyinfo *py, int npy, bool python_stacks)
 {
 	struct prs_profile_view *v = NULL;
 	struct prs_err err = { 0 };
@@ -167,7 +168,8 @@ static int print_dump(const struct prs_profile *p, pid_t pid, const char *pyver,
 	uint32_t dummy;
 	size_t i, k;
 
-	if (prs_view_new(p, &(struct prs_view_opts){ .view = PRS_VIEW_WALL }, &v, &err) != 0) {
+	if (prs_view_new(p, &(struct prs_view_opts){ .view = PRS_VIEW_WALL, .python_stacks = python_stacks },
+			 &v, &err) != 0) {
 		cli_err(&err, "dump");
 		return -1;
 	}
@@ -196,11 +198,13 @@ static int print_dump(const struct prs_profile *p, pid_t pid, const char *pyver,
 }
 
 /* Returns -1 to go on, else an exit code. */
-static int parse_opts(int argc, char **argv, struct cli_symopts *sym, bool *subprocesses)
+static int parse_opts(int argc, char **argv, struct cli_symopts *sym, bool *subprocesses,
+		      bool *python_stacks)
 {
 	static const struct option longopts[] = {
 		{ "debug-dir", required_argument, NULL, 'G' },
 		{ "subprocesses", no_argument, NULL, 'C' },
+		{ "stacks", required_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -212,10 +216,13 @@ static int parse_opts(int argc, char **argv, struct cli_symopts *sym, bool *subp
 			return EXIT_USAGE;
 		if (c == 'C')
 			*subprocesses = true;
+		if (c == 'V' && !cli_parse_stacks(optarg, python_stacks))
+			return EXIT_USAGE;
 		if (c == 'h') {
-			fputs("usage: pyrsprof dump [--subprocesses] [--debug-dir DIR] PID\n"
+			fputs("usage: pyrsprof dump [--subprocesses] [--stacks merged|python] [--debug-dir DIR] PID\n"
 			      "  Prints every thread's stack once, with its state, and detaches.\n"
 			      "      --subprocesses   every process below PID too, each with its threads\n"
+			      CLI_STACKS_HELP
 			      CLI_DEBUG_DIR_HELP,
 			      stdout);
 			return EXIT_OK;
@@ -236,11 +243,11 @@ int cmd_dump(int argc, char **argv)
 	sigset_t set, old;
 	struct pyinfo *py = NULL;
 	char pyver[256];
-	bool is_py, subprocesses = false;
+	bool is_py, subprocesses = false, python_stacks = false;
 	pid_t pid;
 	int rc, npy = 0;
 
-	rc = parse_opts(argc, argv, &sym, &subprocesses);
+	rc = parse_opts(argc, argv, &sym, &subprocesses, &python_stacks);
 	if (rc >= 0)
 		return rc;
 	if (optind != argc - 1) {
@@ -289,7 +296,7 @@ int cmd_dump(int argc, char **argv)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	cli_symbolize(p, &sym, false, NULL);
 
-	rc = print_dump(p, pid, pyver, py, npy);
+	rc = print_dump(p, pid, pyver, py, npy, python_stacks);
 	prs_profile_free(p);
 	free(py);
 	return rc == 0 && fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;

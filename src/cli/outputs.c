@@ -77,10 +77,10 @@ int cli_write_stats(const char *dir, const struct prs_sampler_stats *st, double 
 }
 
 void cli_write_recording(const struct prs_profile *p, const char *dir, const struct prs_sampler_stats *st,
-			 double rate_hz, const struct prs_symbolize_stats *sym, bool merge_processes,
+			 double rate_hz, const struct prs_symbolize_stats *sym, struct cli_graph_choice g,
 			 bool summary, struct cli_written *w)
 {
-	w->graphs = cli_render_recording(p, dir, merge_processes) == 0;
+	w->graphs = cli_render_recording(p, dir, g) == 0;
 	w->stats = cli_write_stats(dir, st, rate_hz, sym) == 0;
 	w->reports = cli_write_reports(p, dir, summary, NULL) == 0;
 }

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 
+#include "cli/render.h"
 #include "pyrsprof/profile.h"
 #include "pyrsprof/sampler.h"
 #include "pyrsprof/symbol.h"
@@ -31,7 +32,7 @@ int cli_write_stats(const char *dir, const struct prs_sampler_stats *st, double 
  * printed and shown in *w.
  */
 void cli_write_recording(const struct prs_profile *p, const char *dir, const struct prs_sampler_stats *st,
-			 double rate_hz, const struct prs_symbolize_stats *sym, bool merge_processes,
+			 double rate_hz, const struct prs_symbolize_stats *sym, struct cli_graph_choice g,
 			 bool summary, struct cli_written *w);
 
 #endif

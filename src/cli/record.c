@@ -29,7 +29,7 @@ struct rec_opts {
 	size_t stack_bytes;
 	bool print_stats;
 	bool native_all;
-	bool merge_processes; /* for the graphs only */
+	struct cli_graph_choice graphs; /* --merge-processes, --stacks: for the graphs only */
 	bool force; /* --force: replace the recording already in the output folder */
 	bool no_kernel_stacks;
 	double snapshot_every_s; /* --snapshot-every; 0: snapshots on SIGUSR1 only */
@@ -57,6 +57,7 @@ static const char run_usage[] =
 	"      --subprocesses   follow CMD's child processes too (fork, exec), each one sampled;\n"
 	"                       sampling goes on until the last of them exits\n"
 	"      --merge-processes  graphs with a root per command, not per process\n"
+	CLI_STACKS_HELP
 	"      --no-kernel-stacks  no kernel frames under the user stacks (they need root,\n"
 	"                       CAP_PERFMON or kernel.perf_event_paranoid <= 1)\n"
 	CLI_DEBUG_DIR_HELP
@@ -85,6 +86,7 @@ static const char attach_usage[] =
 	"      --subprocesses   also every process below PID, and those they start, until the\n"
 	"                       last of them exits\n"
 	"      --merge-processes  graphs with a root per command, not per process\n"
+	CLI_STACKS_HELP
 	"      --no-kernel-stacks  no kernel frames under the user stacks (they need root,\n"
 	"                       CAP_PERFMON or kernel.perf_event_paranoid <= 1)\n"
 	CLI_DEBUG_DIR_HELP
@@ -115,6 +117,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 		{ "no-kernel-stacks", no_argument, NULL, 'K' },
 		{ "snapshot-every", required_argument, NULL, CLI_OPT_SNAPSHOT_EVERY },
 		{ "subprocesses", no_argument, NULL, 'C' },
+		{ "stacks", required_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -127,7 +130,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 	o->stack_bytes = 64 * 1024;
 	o->print_stats = false;
 	o->native_all = false;
-	o->merge_processes = false;
+	o->graphs = (struct cli_graph_choice){ 0 };
 	o->force = false;
 	o->no_kernel_stacks = false;
 	o->snapshot_every_s = 0;
@@ -184,7 +187,11 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 				return EXIT_USAGE;
 			break;
 		case 'P':
-			o->merge_processes = true;
+			o->graphs.merge_processes = true;
+			break;
+		case 'V':
+			if (!cli_parse_stacks(optarg, &o->graphs.python_stacks))
+				return EXIT_USAGE;
 			break;
 		case 'F':
 			o->force = true;
@@ -257,7 +264,7 @@ static void add_meta_num(struct prs_profile *p, const char *key, double v)
 
 /* The closing line: what was recorded, and which files were written whole (and which not). */
 static void summary_line(const struct prs_sampler_stats *st, size_t nthreads, double rate_hz,
-			 const char *dir, bool pyrs_ok, bool graphs_ok, bool reports_ok)
+			 const char *dir, bool pyrs_ok, bool graphs_ok, bool reports_ok, const char *view)
 {
 	static const char *const names[3] = { "profile.pyrs", "cpu.svg,wall.svg",
 					      "phase1.md,phase1.json,phase4.md,phase4.json" };
@@ -275,8 +282,9 @@ static void summary_line(const struct prs_sampler_stats *st, size_t nthreads, do
 	if (bad[0])
 		snprintf(files + strlen(files), sizeof(files) - strlen(files), "%scould not write %s/{%s}%s",
 			 good[0] ? "; " : "", dir, bad, pyrs_ok ? "" : " (profile.pyrs is cut short)");
-	cli_msg("%llu samples of %zu thread%s in %.1f s (%g Hz); %s", (unsigned long long)st->thread_samples,
-		nthreads, nthreads == 1 ? "" : "s", st->duration_s, rate_hz, files);
+	cli_msg("%llu samples of %zu thread%s in %.1f s (%g Hz); %s%s%s%s", (unsigned long long)st->thread_samples,
+		nthreads, nthreads == 1 ? "" : "s", st->duration_s, rate_hz, files, view[0] ? " (" : "", view,
+		view[0] ? ")" : "");
 }
 
 /* The CPU time the running samples of p stand for, in seconds. */
@@ -352,12 +360,13 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 			"unwind %.1f us; %llu missed ticks\n",
 			st.sample_cost.median / 1000, st.sample_cost.p10 / 1000, st.sample_cost.p90 / 1000,
 			st.stop.median / 1000, st.unwind.median / 1000, (unsigned long long)st.missed_ticks);
-	cli_write_recording(done, dir, &st, o->rate_hz, &sym, o->merge_processes, true, &w);
+	cli_write_recording(done, dir, &st, o->rate_hz, &sym, o->graphs, true, &w);
 	if (!w.graphs || !w.stats || !w.reports)
 		rc = EXIT_FAIL;
 	if (st.processes > 1)
 		cli_msg("%llu processes sampled", (unsigned long long)st.processes);
-	summary_line(&st, nthreads, o->rate_hz, dir, pyrs_ok, w.graphs, w.reports);
+	summary_line(&st, nthreads, o->rate_hz, dir, pyrs_ok, w.graphs, w.reports,
+		     cli_graph_choice_said(done, o->graphs));
 	hint_children(&st, done, o);
 	prs_profile_free(done);
 	return rc;
@@ -590,7 +599,7 @@ int cmd_run(int argc, char **argv)
 	if (rc)
 		return rc;
 	sampler_opts(&o, &so);
-	cli_snapshot_hook(&snap, &so, dir, &o.sym, o.rate_hz, o.merge_processes, o.snapshot_every_s);
+	cli_snapshot_hook(&snap, &so, dir, &o.sym, o.rate_hz, o.graphs, o.snapshot_every_s);
 	col = cli_collect_new(!o.phase.no_classify);
 	cli_collect_hook(col, &so);
 	block_signals(&old);
@@ -663,7 +672,7 @@ int cmd_attach(int argc, char **argv)
 	sampler_opts(&o, &so);
 	if (isatty(STDERR_FILENO))
 		so.progress = status_line;
-	cli_snapshot_hook(&snap, &so, dir, &o.sym, o.rate_hz, o.merge_processes, o.snapshot_every_s);
+	cli_snapshot_hook(&snap, &so, dir, &o.sym, o.rate_hz, o.graphs, o.snapshot_every_s);
 	col = cli_collect_new(!o.phase.no_classify);
 	cli_collect_hook(col, &so);
 	block_signals(&old);

@@ -50,7 +50,7 @@ int cli_render_svg(const struct prs_profile *p, const char *path, const struct c
 	return cli_atomic_close(&a, true) == 0 ? 0 : -1;
 }
 
-int cli_render_recording(const struct prs_profile *p, const char *dir, bool merge_processes)
+int cli_render_recording(const struct prs_profile *p, const char *dir, struct cli_graph_choice g)
 {
 	static const struct {
 		const char *file;
@@ -66,12 +66,36 @@ int cli_render_recording(const struct prs_profile *p, const char *dir, bool merg
 		prs_fg_opts_init(&o.fg);
 		o.view.view = graphs[i].view;
 		o.view.per_process = true;
-		o.view.merge_processes = merge_processes;
+		o.view.merge_processes = g.merge_processes;
+		o.view.python_stacks = g.python_stacks;
 		snprintf(path, sizeof(path), "%s/%s", dir, graphs[i].file);
 		if (cli_render_svg(p, path, &o) != 0)
 			rc = -1;
 	}
 	return rc;
+}
+
+bool cli_parse_stacks(const char *s, bool *python)
+{
+	if (strcmp(s, "merged") == 0)
+		*python = false;
+	else if (strcmp(s, "python") == 0)
+		*python = true;
+	else {
+		cli_msg("--stacks: '%s' is not a stack view (merged or python)", s);
+		return false;
+	}
+	return true;
+}
+
+const char *cli_graph_choice_said(const struct prs_profile *p, struct cli_graph_choice g)
+{
+	if (g.python_stacks)
+		return "graphs: Python view, the interpreter's frames folded into the Python lines";
+	for (size_t i = 0; i < p->nframes; i++)
+		if (p->frames[i].kind == PRS_KIND_PYTHON)
+			return "graphs: merged native + Python stacks; --stacks python for the Python view";
+	return "";
 }
 
 struct prs_profile *cli_load_profile(const char *path)

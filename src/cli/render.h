@@ -16,9 +16,25 @@ struct cli_graph_opts {
 /* Writes one SVG to path (atomically). Returns 0, or -1 after printing why. */
 int cli_render_svg(const struct prs_profile *p, const char *path, const struct cli_graph_opts *o);
 
-/* Writes DIR/cpu.svg and DIR/wall.svg (with merge_processes, a root per command rather than per
- * process). Returns 0, or -1 after printing why. */
-int cli_render_recording(const struct prs_profile *p, const char *dir, bool merge_processes);
+/* How a recording's graphs are drawn (run, attach, report and the snapshots). */
+struct cli_graph_choice {
+	bool merge_processes; /* --merge-processes: a root per command rather than per process */
+	bool python_stacks;   /* --stacks python: the Python view (prs_view_opts.python_stacks) */
+};
+
+/* Writes DIR/cpu.svg and DIR/wall.svg as g says. Returns 0, or -1 after printing why. */
+int cli_render_recording(const struct prs_profile *p, const char *dir, struct cli_graph_choice g);
+
+/* --stacks merged|python into *python; false after a one-line message. */
+bool cli_parse_stacks(const char *s, bool *python);
+#define CLI_STACKS_HELP \
+	"      --stacks VIEW    merged (default: native and Python frames as they ran) or python\n" \
+	"                       (the interpreter's own frames folded into the Python lines that\n" \
+	"                       caused them, extensions' native frames kept, as py-spy shows)\n"
+
+/* The view the graphs were drawn in, for a summary line ("graphs: merged stacks; ..."), or ""
+ * when it does not matter (no Python frames in p, and the default view). */
+const char *cli_graph_choice_said(const struct prs_profile *p, struct cli_graph_choice g);
 
 /*
  * Loads IN as a .pyrs profile (a truncated or damaged one with a warning printed) or as folded

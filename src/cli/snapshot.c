@@ -132,7 +132,7 @@ static int write_snapshot(struct cli_snapshot *c, const char *tmp, double elapse
 	cli_symbolize_with(c->symbolizer, p, &sym);
 	prs_sampler_get_stats(c->s, &st);
 	st.duration_s = elapsed_s;
-	cli_write_recording(p, tmp, &st, c->rate_hz, &sym, c->merge_processes, false, &w);
+	cli_write_recording(p, tmp, &st, c->rate_hz, &sym, c->graphs, false, &w);
 	rc = w.graphs && w.stats && w.reports ? 0 : -1;
 out:
 	prs_profile_free(p);
@@ -193,14 +193,14 @@ static void progress(void *arg, double elapsed_s, uint64_t samples, size_t threa
 }
 
 void cli_snapshot_hook(struct cli_snapshot *c, struct prs_sampler_opts *so, const char *dir,
-		       const struct cli_symopts *sym, double rate_hz, bool merge_processes,
+		       const struct cli_symopts *sym, double rate_hz, struct cli_graph_choice graphs,
 		       double every_s)
 {
 	memset(c, 0, sizeof(*c));
 	c->dir = dir;
 	c->sym = sym;
 	c->rate_hz = rate_hz;
-	c->merge_processes = merge_processes;
+	c->graphs = graphs;
 	c->every_s = every_s;
 	c->next_s = every_s;
 	c->chain = so->progress;

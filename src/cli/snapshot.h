@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cli/render.h"
 #include "cli/symbols.h"
 #include "pyrsprof/sampler.h"
 
@@ -29,7 +30,7 @@ struct cli_snapshot {
 	const char *dir;                 /* the recording's folder (borrowed) */
 	const struct cli_symopts *sym;   /* borrowed */
 	double rate_hz;
-	bool merge_processes;
+	struct cli_graph_choice graphs;
 	double every_s;                  /* --snapshot-every; 0 = on SIGUSR1 only */
 	double next_s;                   /* when the next periodic snapshot is due */
 	const struct prs_sampler *s;     /* set by cli_snapshot_start */
@@ -44,7 +45,7 @@ struct cli_snapshot {
 /* Sets c up and makes the sampler's once-a-second callback take snapshots (keeping so's own
  * callback, called after). Call before cli_collect_hook or after: both chain. */
 void cli_snapshot_hook(struct cli_snapshot *c, struct prs_sampler_opts *so, const char *dir,
-		       const struct cli_symopts *sym, double rate_hz, bool merge_processes,
+		       const struct cli_symopts *sym, double rate_hz, struct cli_graph_choice graphs,
 		       double every_s);
 
 /* Once the sampler exists: installs the SIGUSR1 handler (a flag). */

@@ -35,20 +35,6 @@ static void symbolize_if_needed(struct prs_profile *p, const struct cli_symopts 
 		cli_symbolize(p, sym, false, NULL);
 }
 
-/* --stacks merged|python: the merged native and Python stacks (default), or the Python view. */
-static bool parse_stacks(const char *s, bool *python)
-{
-	if (strcmp(s, "merged") == 0)
-		*python = false;
-	else if (strcmp(s, "python") == 0)
-		*python = true;
-	else {
-		cli_msg("--stacks: '%s' is not a stack view (merged or python)", s);
-		return false;
-	}
-	return true;
-}
-
 static bool parse_view(const char *s, enum prs_view *v)
 {
 	if (strcmp(s, "cpu") == 0)
@@ -70,16 +56,20 @@ int cmd_report(int argc, char **argv)
 		{ "target", required_argument, NULL, CLI_OPT_TARGET },
 		{ "dim", required_argument, NULL, CLI_OPT_DIM },
 		{ "merge-processes", no_argument, NULL, 'P' },
+		{ "stacks", required_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct cli_graph_choice graphs = { 0 };
 	struct cli_symopts sym = { .ndirs = 0 };
+	const char *view;
+	char said[160];
 	const char *outdir = NULL;
 	struct cli_phase_opts po;
 	struct prs_profile *p;
 	char dirbuf[4096];
 	struct stat st;
-	bool created, merge = false;
+	bool created;
 	int c, rc;
 
 	memset(&po, 0, sizeof(po));
@@ -91,16 +81,20 @@ int cmd_report(int argc, char **argv)
 			if (!cli_add_debug_dir(&sym, optarg))
 				return EXIT_USAGE;
 		} else if (c == 'P') {
-			merge = true;
+			graphs.merge_processes = true;
+		} else if (c == 'V') {
+			if (!cli_parse_stacks(optarg, &graphs.python_stacks))
+				return EXIT_USAGE;
 		} else if (c == 'h') {
 			puts("usage: pyrsprof report FILE|DIR [-o DIR] [--debug-dir DIR] [--target EXPR]\n"
-			     "       [--dim N=T[..MAX]]... [--merge-processes]\n"
+			     "       [--dim N=T[..MAX]]... [--merge-processes] [--stacks merged|python]\n"
 			     "  Re-renders cpu.svg and wall.svg of a profile, or of a recording's folder (its\n"
 			     "  profile.pyrs; default output: that folder, or the file's), and writes the\n"
 			     "  Phase-1 and Phase-4 reports again from what it holds (a target or dimensions\n"
 			     "  given here replace the recorded ones). A profile of several processes has a\n"
 			     "  root per process (\"python pool.py [1234]\"), or per command with\n"
 			     "  --merge-processes.\n"
+			     CLI_STACKS_HELP
 			     CLI_DEBUG_DIR_HELP
 			     "                       Given debug folders, native frames are named again.");
 			return EXIT_OK;
@@ -127,18 +121,20 @@ int cmd_report(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	symbolize_if_needed(p, &sym);
-	rc = cli_render_recording(p, outdir, merge);
+	rc = cli_render_recording(p, outdir, graphs);
 	if (cli_write_reports(p, outdir, true, &po) != 0)
 		rc = -1;
+	view = cli_graph_choice_said(p, graphs);
+	snprintf(said, sizeof(said), "%s%s%s", view[0] ? " (" : "", view, view[0] ? ")" : "");
 	if (!rc && p->damaged_at)
 		cli_msg("wrote %s/{cpu.svg,wall.svg,phase1.md,phase1.json,phase4.md,phase4.json} of the %zu "
-			"samples before the damage at byte %llu", outdir, p->nsamples,
-			(unsigned long long)p->damaged_at);
+			"samples before the damage at byte %llu%s", outdir, p->nsamples,
+			(unsigned long long)p->damaged_at, said);
 	else if (!rc && !p->complete)
 		cli_msg("wrote %s/{cpu.svg,wall.svg,phase1.md,phase1.json,phase4.md,phase4.json} of the %zu "
-			"samples saved before the recording was cut short", outdir, p->nsamples);
+			"samples saved before the recording was cut short%s", outdir, p->nsamples, said);
 	else if (!rc)
-		cli_msg("wrote %s/{cpu.svg,wall.svg,phase1.md,phase1.json,phase4.md,phase4.json}", outdir);
+		cli_msg("wrote %s/{cpu.svg,wall.svg,phase1.md,phase1.json,phase4.md,phase4.json}%s", outdir, said);
 	prs_profile_free(p);
 	return rc ? EXIT_FAIL : EXIT_OK;
 }
@@ -198,7 +194,7 @@ int cmd_flamegraph(int argc, char **argv)
 			o.view.merge_processes = true;
 			break;
 		case 's':
-			if (!parse_stacks(optarg, &o.view.python_stacks))
+			if (!cli_parse_stacks(optarg, &o.view.python_stacks))
 				return EXIT_USAGE;
 			break;
 		case 'T':
@@ -282,7 +278,7 @@ int cmd_export(int argc, char **argv)
 			vo.merge_processes = true;
 			break;
 		case 's':
-			if (!parse_stacks(optarg, &vo.python_stacks))
+			if (!cli_parse_stacks(optarg, &vo.python_stacks))
 				return EXIT_USAGE;
 			break;
 		case 'h':

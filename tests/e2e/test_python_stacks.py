@@ -109,3 +109,55 @@ def test_stacks_bad_input(run_prs, outdir):
     # folded input has no mappings: shown as is
     r = run_prs(["export", pyrs, "--format", "folded", "--stacks", "python"], timeout=30)
     assert r.rc == 0 and r.out == "main;work 3\n", r.describe()
+
+
+def test_run_report_and_dump_in_the_python_view(python_cli, run_prs, export_folded, outdir):
+    """run --stacks python draws its graphs in the Python view and says so; report redraws them
+    merged by default (and says that), or in the Python view when asked; dump prints a sorting
+    thread's stack with list_sort's frames (merged) or ending in the Python line (Python view)."""
+    exe = python_or_skip(T.pyenv_python("3.12") or "/usr/bin/python3")
+    d = outdir / "rec"
+    res = run_prs(["run", "-r", 500, "-o", d, "--stacks", "python", "--", exe, T.HERE / "native.py", "sort", 1.5],
+                  timeout=60)
+    assert_clean(res)
+    assert res.rc == 0, res.describe()
+    assert "(graphs: Python view, the interpreter's frames folded into the Python lines)" in res.err, res.err
+    # the sorting's own functions (in libpython) are under do_sort's line in the merged view only
+    merged = export_folded(d / "profile.pyrs", view="cpu", lines=False)
+    sorting = {f.name for fr, _ in merged if any(f.name == "do_sort" for f in fr) for f in fr
+               if f.name in ("list_sort", "list_sort_impl", "unsafe_float_compare", "builtin_sorted")}
+    assert sorting, merged[:3]
+
+    def graph_is_python_view():
+        text = (d / "cpu.svg").read_text()
+        assert "do_sort" in text
+        shown = [n for n in sorting if n in text]
+        assert len(shown) in (0, len(sorting)), (shown, sorting)  # all of them or none
+        return not shown
+
+    assert graph_is_python_view()
+    for args, said, python in (([], "graphs: merged native + Python stacks", False),
+                               (["--stacks", "python"], "graphs: Python view", True)):
+        r = run_prs(["report", d, *args], timeout=60)
+        assert_clean(r)
+        assert r.rc == 0, r.describe()
+        assert said in r.err, r.err
+        assert graph_is_python_view() == python
+    t = T.Target(exe, "native.py", "sort", 30)
+    try:
+        dumps = {}
+        for stacks in ("merged", "python"):
+            r = run_prs(["dump", "--stacks", stacks, t.pid], timeout=60)
+            assert_clean(r)
+            assert r.rc == 0, r.describe()
+            dumps[stacks] = [l.strip() for l in r.out.splitlines() if l.startswith("    ")]
+        # a sampled instant: the thread is in do_sort's sorted() call in each dump (it loops on it)
+        # or briefly between calls; the merged one shows native frames, the Python one only lines
+        py = dumps["python"]
+        assert py and all(re.search(r"\(.*native\.py:\d+\)$", l) for l in py), py
+        assert [l.split(" ")[0] for l in py[-2:]] == ["main", "<module>"], py
+        assert any(not re.search(r"\.py:\d+\)$", l) for l in dumps["merged"]), dumps
+        r = run_prs(["dump", "--stacks", "pyton", t.pid], timeout=30)
+        assert r.rc == 2 and "--stacks" in r.err and len(r.err.strip().splitlines()) == 1, r.describe()
+    finally:
+        t.stop()
