@@ -57,6 +57,10 @@ int prs_export_folded(const struct prs_profile *p, const struct prs_view_opts *o
  */
 int prs_export_speedscope(const struct prs_profile *p, enum prs_view view, FILE *out,
 			  struct prs_err *err);
+/* The same in the view vo->view with vo->python_stacks (the Python stack view); the other view
+ * options are the export's own. */
+int prs_export_speedscope_view(const struct prs_profile *p, const struct prs_view_opts *vo, FILE *out,
+			       struct prs_err *err);
 
 /*
  * Writes p as a gzip'd pprof profile.proto (perftools.profiles.Profile, encoded by protobuf-c
@@ -82,6 +86,9 @@ int prs_export_speedscope(const struct prs_profile *p, enum prs_view view, FILE 
  */
 int prs_export_pprof(const struct prs_profile *p, enum prs_view view, FILE *out,
 		     struct prs_err *err);
+/* The same in the view vo->view with vo->python_stacks, as prs_export_speedscope_view(). */
+int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opts *vo, FILE *out,
+			  struct prs_err *err);
 
 /*
  * Returns s (len bytes) if it is valid UTF-8 without NUL bytes (RFC 3629: no overlong forms, no

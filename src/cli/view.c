@@ -284,7 +284,7 @@ int cmd_export(int argc, char **argv)
 		case 'h':
 			puts("usage: pyrsprof export FILE --format folded|speedscope|pprof [--view cpu|wall]\n"
 			     "       [--lines] [--per-thread] [--merge-processes] [--stacks merged|python]\n"
-			     "       [-o OUT]   (--stacks python: folded only, see flamegraph --help)\n"
+			     "       [-o OUT]   (--stacks python: see flamegraph --help)\n"
 			     "  folded: stacks as flamegraph.pl and inferno read them (--lines adds file:line,\n"
 			     "  --per-thread a root frame per thread; a root frame per process when the profile\n"
 			     "  holds several, one per command with --merge-processes); speedscope: JSON for\n"
@@ -309,10 +309,6 @@ int cmd_export(int argc, char **argv)
 		cli_msg("export: unknown format '%s' (folded, speedscope or pprof)", format);
 		return EXIT_USAGE;
 	}
-	if (vo.python_stacks && strcmp(format, "folded") != 0) {
-		cli_msg("export: --stacks python is only done for --format folded so far (use merged)");
-		return EXIT_USAGE;
-	}
 	if (strcmp(format, "pprof") == 0 && (!out || strcmp(out, "-") == 0) && isatty(STDOUT_FILENO)) {
 		cli_msg("export: pprof is binary and standard output is a terminal: give -o FILE.pb.gz");
 		return EXIT_USAGE;
@@ -327,9 +323,9 @@ int cmd_export(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	if (strcmp(format, "speedscope") == 0)
-		rc = prs_export_speedscope(p, vo.view, f, &err);
+		rc = prs_export_speedscope_view(p, &vo, f, &err);
 	else if (strcmp(format, "pprof") == 0)
-		rc = prs_export_pprof(p, vo.view, f, &err);
+		rc = prs_export_pprof_view(p, &vo, f, &err);
 	else
 		rc = prs_export_folded(p, &vo, f, &err);
 	prs_profile_free(p);

@@ -427,6 +427,12 @@ static void msgs_free(struct pp_msgs *m)
 int prs_export_pprof(const struct prs_profile *p, enum prs_view view, FILE *out,
 		     struct prs_err *err)
 {
+	return prs_export_pprof_view(p, &(struct prs_view_opts){ .view = view }, out, err);
+}
+
+int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opts *vo, FILE *out,
+			  struct prs_err *err)
+{
 	struct pp *c = calloc(1, sizeof(*c));
 	struct pp_msgs *m = calloc(1, sizeof(*m));
 	struct gz_out *g = NULL;
@@ -453,8 +459,9 @@ int prs_export_pprof(const struct prs_profile *p, enum prs_view view, FILE *out,
 	c->main_map = main_mapping(p);
 
 	/* the view's stacks: samples per (process, thread, stack, leaf) */
-	if ((rc = prs_view_new(p, &(struct prs_view_opts){ .view = view, .by_thread = true,
-							  .raw_frames = true }, &c->v, err)))
+	if ((rc = prs_view_new(p, &(struct prs_view_opts){ .view = vo->view, .by_thread = true,
+							  .raw_frames = true,
+							  .python_stacks = vo->python_stacks }, &c->v, err)))
 		goto out;
 	vs = prs_view_stacks(c->v, &nsamp);
 	c->frame_loc = calloc(prs_view_nframes(c->v), sizeof(*c->frame_loc));
@@ -487,9 +494,9 @@ int prs_export_pprof(const struct prs_profile *p, enum prs_view view, FILE *out,
 	m->vt[1].unit = m->vt[2].unit = pp_cstr(c, "nanoseconds");
 	m->vt[2].type = pp_cstr(c, "cpu");
 	if (period) {
-		m->period_type = view == PRS_VIEW_WALL ? m->vt[1] : m->vt[2];
+		m->period_type = vo->view == PRS_VIEW_WALL ? m->vt[1] : m->vt[2];
 		m->prof.period = (int64_t)period;
-		m->prof.default_sample_type = view == PRS_VIEW_WALL ? m->vt[1].type : m->vt[2].type;
+		m->prof.default_sample_type = vo->view == PRS_VIEW_WALL ? m->vt[1].type : m->vt[2].type;
 	} else {
 		m->period_type = m->vt[0];
 		m->prof.period = 1;

@@ -383,6 +383,12 @@ static int thread_profile(struct ss_ctx *c, struct ss_out *o, const struct ss_sa
 int prs_export_speedscope(const struct prs_profile *p, enum prs_view view, FILE *out,
 			  struct prs_err *err)
 {
+	return prs_export_speedscope_view(p, &(struct prs_view_opts){ .view = view }, out, err);
+}
+
+int prs_export_speedscope_view(const struct prs_profile *p, const struct prs_view_opts *vo, FILE *out,
+			       struct prs_err *err)
+{
 	struct ss_ctx *c = calloc(1, sizeof(*c));
 	struct ss_out o = { .f = out };
 	struct ss_sample *ss = NULL;
@@ -403,7 +409,8 @@ int prs_export_speedscope(const struct prs_profile *p, enum prs_view view, FILE 
 	prs_buf_init(&c->scratch);
 	prs_buf_init(&c->key);
 	prs_strmap_init(&c->frame_map);
-	if ((rc = prs_view_new(p, &(struct prs_view_opts){ .view = view }, &c->v, err)))
+	if ((rc = prs_view_new(p, &(struct prs_view_opts){ .view = vo->view, .python_stacks = vo->python_stacks },
+			       &c->v, err)))
 		goto out;
 	prs_view_stacks(c->v, &nst);
 	c->frame_idx = calloc(prs_view_nframes(c->v), sizeof(*c->frame_idx));

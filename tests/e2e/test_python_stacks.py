@@ -8,6 +8,7 @@ extension's native frames stay in order below it, the sample total is unchanged,
 between hot_a and hot_b is the same within 1 point; the flame graph honours it; an export format
 that does not do it yet refuses it with a one-line error.
 """
+import json
 import re
 import sys
 from pathlib import Path
@@ -104,14 +105,12 @@ def test_stacks_bad_input(run_prs, outdir):
     pyrs.write_text("main;work 3\n")
     r = run_prs(["export", pyrs, "--format", "folded", "--stacks", "pythn"], timeout=30)
     assert r.rc == 2 and "--stacks" in r.err and len(r.err.strip().splitlines()) == 1, r.describe()
-    r = run_prs(["export", pyrs, "--format", "speedscope", "--stacks", "python"], timeout=30)
-    assert r.rc == 2 and "folded" in r.err, r.describe()
     # folded input has no mappings: shown as is
     r = run_prs(["export", pyrs, "--format", "folded", "--stacks", "python"], timeout=30)
     assert r.rc == 0 and r.out == "main;work 3\n", r.describe()
 
 
-def test_run_report_and_dump_in_the_python_view(python_cli, run_prs, export_folded, outdir):
+def test_run_report_exports_and_dump_in_the_python_view(python_cli, run_prs, export_folded, pprof, outdir):
     """run --stacks python draws its graphs in the Python view and says so; report redraws them
     merged by default (and says that), or in the Python view when asked; dump prints a sorting
     thread's stack with list_sort's frames (merged) or ending in the Python line (Python view)."""
@@ -143,6 +142,19 @@ def test_run_report_and_dump_in_the_python_view(python_cli, run_prs, export_fold
         assert r.rc == 0, r.describe()
         assert said in r.err, r.err
         assert graph_is_python_view() == python
+    # the speedscope and pprof exports, in both views (speedscope's frame table; pprof's traces
+    # as `go tool pprof` reads them)
+    for stacks, python in (("merged", False), ("python", True)):
+        ss, pb = outdir / f"{stacks}.speedscope.json", outdir / f"{stacks}.pb.gz"
+        for fmt, out in (("speedscope", ss), ("pprof", pb)):
+            r = run_prs(["export", d, "--format", fmt, "--stacks", stacks, "-o", out], timeout=60)
+            assert_clean(r)
+            assert r.rc == 0, r.describe()
+        names = {f["name"] for f in json.loads(ss.read_text())["shared"]["frames"]}
+        traces = pprof("-traces", pb)
+        assert "do_sort" in names and "do_sort" in traces
+        assert (not (sorting & names)) == python, (stacks, sorting & names)
+        assert (not [n for n in sorting if n in traces]) == python, stacks
     t = T.Target(exe, "native.py", "sort", 30)
     try:
         dumps = {}
