@@ -149,6 +149,21 @@ def read_truth_split(stdout: str):
     return float(m.group(1)), float(m.group(2))
 
 
+def read_truth_cpu_s(stdout: str) -> float:
+    """The CPU seconds the target measured in its hot functions: "cpu_s hot_a=1.1 hot_b=0.4" -> 1.5."""
+    m = re.search(r"^cpu_s hot_a=([0-9.]+) hot_b=([0-9.]+)$", stdout, re.M)
+    assert m, f"target printed no cpu_s line:\n{stdout}"
+    return float(m.group(1)) + float(m.group(2))
+
+
+def enough_cpu_samples(n: int, cpu_s: float, rate: float, least: int = 150) -> str:
+    """Why n CPU samples are too few for cpu_s seconds of CPU at rate Hz, or "" when they are
+    enough: a sampler catches nearly every tick of a running thread (80 % here), so the count
+    follows the CPU time the target got, which a loaded machine makes smaller than its wall time."""
+    want = max(least, 0.8 * cpu_s * rate)
+    return "" if n >= want else f"only {n} CPU samples for {cpu_s:.2f} s of CPU at {rate:g} Hz (want {want:.0f})"
+
+
 def thread_tids(stdout: str):
     """{"worker-a": 1234, ...} from a target's "thread NAME tid=N" lines."""
     return {m.group(1): int(m.group(2))

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from conftest import (steady_run, body_range, count_where, has_frame, markers, parse_folded,
-                      read_truth_split, total)
+from conftest import (steady_run, body_range, count_where, enough_cpu_samples, has_frame, markers,
+                      parse_folded, read_truth_cpu_s, read_truth_split, total)
 
 RATE = 200
 SECONDS = 4
@@ -41,10 +41,10 @@ def rs_cpu(rs_rec, export_folded):
 
 
 def _enough_samples(records, res):
-    # 4 s at 200 Hz is 800 ticks of one busy thread; the split needs a few hundred of them.
-    n = total(records)
-    assert n >= 0.5 * RATE * SECONDS, f"only {n} CPU samples in {SECONDS} s at {RATE} Hz\n" + \
-        res.describe()
+    # 4 s at 200 Hz is up to 800 ticks of one busy thread (fewer on a loaded machine: the count
+    # follows the CPU time the target measured); the split needs a few hundred of them.
+    why = enough_cpu_samples(total(records), read_truth_cpu_s(res.out), RATE, least=250)
+    assert not why, why + "\n" + res.describe()
 
 
 # ---- C ---------------------------------------------------------------------------------------
@@ -84,7 +84,8 @@ def test_c_split_matches_truth(c_rec, c_cpu):
     truth_a, _ = read_truth_split(c_rec.res.out)
     a = count_where(c_cpu, has_frame("hot_a"))
     b = count_where(c_cpu, has_frame("hot_b"))
-    assert a + b >= 0.5 * RATE * SECONDS, f"only {a}+{b} samples in hot_a/hot_b"
+    why = enough_cpu_samples(a + b, read_truth_cpu_s(c_rec.res.out), RATE, least=250)
+    assert not why, f"hot_a/hot_b: {why}"
     sampled = a / (a + b)
     assert abs(sampled - truth_a) <= 0.05, \
         f"sampled hot_a share {sampled:.3f} vs measured truth {truth_a:.3f} ({a} vs {b} samples)"

@@ -2,7 +2,7 @@
 # A two-function CPU workload with a measured truth: the main loop alternates hot_a and hot_b
 # (hot_b does about twice the work), and measures the thread CPU time spent in each with
 # clock_gettime(CLOCK_THREAD_CPUTIME_ID) around every call. Usage: python split.py [SECONDS]. Prints "ready" at the
-# start and "truth hot_a=<fraction> hot_b=<fraction>" at the end.
+# start and "truth hot_a=<fraction> hot_b=<fraction> cpu_s=<seconds in both>" at the end.
 import sys
 import time
 
@@ -38,7 +38,7 @@ def main():
         ta += t1 - t0
         tb += t2 - t1
     tot = ta + tb
-    sys.stdout.write("truth hot_a=%.4f hot_b=%.4f\n" % (ta / tot, tb / tot))
+    sys.stdout.write("truth hot_a=%.4f hot_b=%.4f cpu_s=%.3f\n" % (ta / tot, tb / tot, tot))
     sys.stdout.flush()
 
 
