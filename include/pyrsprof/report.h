@@ -89,6 +89,27 @@ int prs_hotspots(const struct prs_profile *p, enum prs_view view, unsigned flags
 int prs_hotspots_view(const struct prs_profile *p, const struct prs_view_opts *o, unsigned flags,
 		      struct prs_hotspot **rows, size_t *n, double *total, struct prs_err *err);
 
+/*
+ * The first rows of a hot spot table (what the report shows of it): the first k rows by self
+ * (in prs_hotspots' order) and the first k by total (total, self, name, file, line), how many rows
+ * the whole table has and the view's weight. Release with prs_hotspot_top_release().
+ */
+struct prs_hotspot_top {
+	struct prs_hotspot *by_self, *by_total;
+	size_t nself, ntotal; /* at most k each */
+	size_t count;         /* rows of the whole table */
+	double total;
+};
+
+/*
+ * The function and the line tables of one view of p (as prs_hotspots with flags 0 and
+ * PRS_HOT_LINES), each cut to its first k rows: one view and one walk for both, and rows made
+ * only for the first ones (a long profile has ~100k lines). Returns 0, -ENOMEM (err set).
+ */
+int prs_hotspots_top(const struct prs_profile *p, enum prs_view view, size_t k,
+		     struct prs_hotspot_top *fn, struct prs_hotspot_top *line, struct prs_err *err);
+void prs_hotspot_top_release(struct prs_hotspot_top *t);
+
 /* The Amdahl ceiling of a share p (0..1): 1/(1-p); INFINITY for p >= 1. */
 double prs_amdahl(double p);
 

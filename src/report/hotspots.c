@@ -6,6 +6,10 @@
  * per (stack, off-CPU leaf), so each distinct stack is walked once; a stamp per hot spot counts
  * it once per view stack. Inline expansions apply (an inlined callee is a function of its own,
  * at its own lines). Names are cleaned to UTF-8 and cut to fit the row.
+ *
+ * Spots are counted in a compact form (key, kind, weights) and made into rows of
+ * struct prs_hotspot (half a kilobyte each) only at the end: a profile has ~100k lines, and
+ * the report wants the first 20 of each table (prs_hotspots_top), not 100k rows sorted.
  */
 #include "pyrsprof/report.h"
 
@@ -22,27 +26,37 @@
 #include "util/banned.h"
 
 struct spot {
-	char *key; /* name NUL file NUL line (owned) */
+	char *key;        /* label NUL file NUL line (owned): the file is "" by name */
 	size_t keylen;
-	struct prs_hotspot h;
+	const char *file; /* by name: the first file seen (borrowed from the view), else NULL */
+	size_t flen;
+	uint32_t line;    /* 0 at function level */
+	enum prs_kind kind;
+	double self, total;
 	uint64_t stamp;
 };
 
-struct hctx {
-	struct prs_profile_view *v;
+/* The spots of one table: by function (lines false) or by line. */
+struct table {
 	bool lines, by_name;
 	struct spot *spots;
 	size_t n, cap;
 	struct prs_strmap map;
-	struct prs_buf key, scratch;
 	uint32_t *frame_spot; /* view frame id -> spot index + 1 */
+};
+
+struct hctx {
+	struct prs_profile_view *v;
+	struct table t[2];
+	size_t nt;
+	struct prs_buf key, scratch;
 	uint64_t serial;
 };
 
-static void copy_utf8(struct hctx *c, char *dst, size_t size, const char *s, size_t len)
+static void copy_utf8(struct prs_buf *scratch, char *dst, size_t size, const char *s, size_t len)
 {
 	size_t n;
-	const char *t = prs_utf8_clean(s, len, &c->scratch, &n);
+	const char *t = prs_utf8_clean(s, len, scratch, &n);
 
 	if (!t)
 		t = "", n = 0;
@@ -55,74 +69,84 @@ static void copy_utf8(struct hctx *c, char *dst, size_t size, const char *s, siz
 	dst[n] = '\0';
 }
 
-/* The spot of (kind, label, file, line): its index, or SIZE_MAX on ENOMEM. */
-static size_t spot_of(struct hctx *c, enum prs_kind kind, const char *label, const char *file,
-		      size_t flen, uint32_t line)
+/* The spot of (kind, label, file, line) in t: its index, or SIZE_MAX on ENOMEM. */
+static size_t spot_of(struct hctx *c, struct table *t, enum prs_kind kind, const char *label,
+		      const char *file, size_t flen, uint32_t line)
 {
 	char ln[16];
 	uint32_t v;
 	struct spot *s;
 
-	snprintf(ln, sizeof(ln), "%u", c->lines ? line : 0);
+	snprintf(ln, sizeof(ln), "%u", t->lines ? line : 0);
 	prs_buf_reset(&c->key);
 	if (prs_buf_append(&c->key, label, strlen(label) + 1) ||
-	    prs_buf_append(&c->key, file, c->by_name ? 0 : flen) ||
+	    prs_buf_append(&c->key, file, t->by_name ? 0 : flen) ||
 	    prs_buf_append(&c->key, "", 1) || prs_buf_append(&c->key, ln, strlen(ln)))
 		return SIZE_MAX;
-	v = prs_strmap_get(&c->map, c->key.data, c->key.len);
+	v = prs_strmap_get(&t->map, c->key.data, c->key.len);
 	if (v != PRS_MAP_NONE) {
-		s = &c->spots[v];
+		s = &t->spots[v];
 		/* by name: the first known kind and the first file seen */
-		if (s->h.kind == PRS_KIND_UNKNOWN)
-			s->h.kind = kind;
-		if (!s->h.file[0] && flen)
-			copy_utf8(c, s->h.file, sizeof(s->h.file), file, flen);
+		if (s->kind == PRS_KIND_UNKNOWN)
+			s->kind = kind;
+		if (t->by_name && !s->flen && flen) {
+			s->file = file;
+			s->flen = flen;
+		}
 		return v;
 	}
-	if (c->n >= UINT32_MAX - 1 || prs_array_grow((void **)&c->spots, &c->cap, c->n + 1, sizeof(*c->spots)))
+	if (t->n >= UINT32_MAX - 1 || prs_array_grow((void **)&t->spots, &t->cap, t->n + 1, sizeof(*t->spots)))
 		return SIZE_MAX;
-	s = &c->spots[c->n];
+	s = &t->spots[t->n];
 	memset(s, 0, sizeof(*s));
 	s->key = malloc(c->key.len);
 	if (!s->key)
 		return SIZE_MAX;
 	memcpy(s->key, c->key.data, c->key.len);
 	s->keylen = c->key.len;
-	if (prs_strmap_put(&c->map, s->key, s->keylen, (uint32_t)c->n)) {
+	if (prs_strmap_put(&t->map, s->key, s->keylen, (uint32_t)t->n)) {
 		free(s->key);
 		return SIZE_MAX;
 	}
-	copy_utf8(c, s->h.name, sizeof(s->h.name), label, strlen(label));
-	copy_utf8(c, s->h.file, sizeof(s->h.file), file, flen);
-	s->h.line = c->lines ? line : 0;
-	s->h.kind = kind;
-	return c->n++;
+	if (t->by_name) {
+		s->file = file;
+		s->flen = flen;
+	}
+	s->line = t->lines ? line : 0;
+	s->kind = kind;
+	return t->n++;
 }
 
-static size_t frame_spot(struct hctx *c, uint32_t fid)
+/* The spots of view frame fid in every table (t[k] gets spot[k]); false on ENOMEM. */
+static bool frame_spots(struct hctx *c, uint32_t fid, size_t *spot)
 {
 	struct prs_view_frame f;
 	char label[PRS_MAX_NAME + 64];
-	size_t s;
+	size_t k;
 
-	if (c->frame_spot[fid])
-		return c->frame_spot[fid] - 1;
+	for (k = 0; k < c->nt && c->t[k].frame_spot[fid]; k++)
+		spot[k] = c->t[k].frame_spot[fid] - 1;
+	if (k == c->nt)
+		return true;
 	prs_view_frame(c->v, fid, &f, label, sizeof(label));
 	prs_view_frame_label(c->v, fid, label, sizeof(label));
 	if (!label[0])
 		snprintf(label, sizeof(label), "[unknown]");
-	s = spot_of(c, f.kind, label, f.file, f.file_len, f.line);
-	if (s != SIZE_MAX)
-		c->frame_spot[fid] = (uint32_t)s + 1;
-	return s;
+	for (k = 0; k < c->nt; k++) {
+		spot[k] = spot_of(c, &c->t[k], f.kind, label, f.file, f.file_len, f.line);
+		if (spot[k] == SIZE_MAX)
+			return false;
+		c->t[k].frame_spot[fid] = (uint32_t)spot[k] + 1;
+	}
+	return true;
 }
 
 /* Adds w to spot s's total once per group (a recursive function is on the stack once). */
-static void add_total(struct hctx *c, size_t s, double w)
+static void add_total(struct hctx *c, struct spot *s, double w)
 {
-	if (c->spots[s].stamp != c->serial) {
-		c->spots[s].stamp = c->serial;
-		c->spots[s].h.total += w;
+	if (s->stamp != c->serial) {
+		s->stamp = c->serial;
+		s->total += w;
 	}
 }
 
@@ -130,20 +154,36 @@ static void add_total(struct hctx *c, size_t s, double w)
 static int count_stack(struct hctx *c, size_t i, double w)
 {
 	const uint32_t *ids;
-	size_t n = prs_view_frames(c->v, i, &ids, NULL), self = SIZE_MAX;
+	size_t n = prs_view_frames(c->v, i, &ids, NULL), spot[2] = { SIZE_MAX, SIZE_MAX }, k;
 
 	c->serial++;
-	for (size_t k = 0; k < n; k++) {
-		size_t s = frame_spot(c, ids[k]);
-
-		if (s == SIZE_MAX)
+	for (size_t j = 0; j < n; j++) {
+		if (!frame_spots(c, ids[j], spot))
 			return -ENOMEM;
-		add_total(c, s, w);
-		self = s;
+		for (k = 0; k < c->nt; k++)
+			add_total(c, &c->t[k].spots[spot[k]], w);
 	}
-	if (self != SIZE_MAX)
-		c->spots[self].h.self += w;
+	for (k = 0; k < c->nt; k++)
+		if (spot[k] != SIZE_MAX)
+			c->t[k].spots[spot[k]].self += w;
 	return 0;
+}
+
+/* Spot s of t as a row. */
+static void make_row(const struct table *t, const struct spot *s, struct prs_buf *scratch,
+		     struct prs_hotspot *h)
+{
+	size_t llen = strlen(s->key);
+	const char *file = t->by_name ? s->file : s->key + llen + 1;
+	size_t flen = t->by_name ? s->flen : strlen(file);
+
+	memset(h, 0, sizeof(*h));
+	copy_utf8(scratch, h->name, sizeof(h->name), s->key, llen);
+	copy_utf8(scratch, h->file, sizeof(h->file), file ? file : "", file ? flen : 0);
+	h->line = s->line;
+	h->kind = s->kind;
+	h->self = s->self;
+	h->total = s->total;
 }
 
 static int row_cmp(const void *a, const void *b)
@@ -162,6 +202,70 @@ static int row_cmp(const void *a, const void *b)
 	return x->line < y->line ? -1 : x->line > y->line;
 }
 
+/* By total, then self, name, file and line (a total order, as row_cmp). */
+static int total_cmp(const void *a, const void *b)
+{
+	const struct prs_hotspot *x = a, *y = b;
+	int r;
+
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if ((r = strcmp(x->name, y->name)))
+		return r;
+	if ((r = strcmp(x->file, y->file)))
+		return r;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+static void hctx_release(struct hctx *c)
+{
+	for (size_t k = 0; k < 2; k++) {
+		struct table *t = &c->t[k];
+
+		for (size_t i = 0; i < t->n; i++)
+			free(t->spots[i].key);
+		free(t->spots);
+		free(t->frame_spot);
+		prs_strmap_release(&t->map);
+	}
+	prs_view_free(c->v);
+	prs_buf_release(&c->key);
+	prs_buf_release(&c->scratch);
+}
+
+/* Counts view o into the tables of c (c->t[k].lines and by_name set, c->nt of them). */
+static int hctx_count(struct hctx *c, const struct prs_profile *p, const struct prs_view_opts *o,
+		      double *total, struct prs_err *err)
+{
+	const struct prs_view_stack *st;
+	size_t nst, i, k;
+	int rc;
+
+	*total = 0;
+	prs_buf_init(&c->key);
+	prs_buf_init(&c->scratch);
+	for (k = 0; k < 2; k++)
+		prs_strmap_init(&c->t[k].map);
+	if ((rc = prs_view_new(p, o, &c->v, err)))
+		return rc;
+	st = prs_view_stacks(c->v, &nst);
+	for (k = 0; k < c->nt; k++) {
+		c->t[k].frame_spot = calloc(prs_view_nframes(c->v), sizeof(*c->t[k].frame_spot));
+		if (!c->t[k].frame_spot)
+			goto nomem;
+	}
+	for (i = 0; i < nst; i++) {
+		*total += (double)st[i].weight;
+		if (count_stack(c, i, (double)st[i].weight))
+			goto nomem;
+	}
+	return 0;
+nomem:
+	return prs_err_set(err, -ENOMEM, "hot spots: out of memory");
+}
+
 int prs_hotspots(const struct prs_profile *p, enum prs_view view, unsigned flags,
 		 struct prs_hotspot **rows, size_t *n, double *total, struct prs_err *err)
 {
@@ -171,52 +275,139 @@ int prs_hotspots(const struct prs_profile *p, enum prs_view view, unsigned flags
 int prs_hotspots_view(const struct prs_profile *p, const struct prs_view_opts *o, unsigned flags,
 		      struct prs_hotspot **rows, size_t *n, double *total, struct prs_err *err)
 {
-	const struct prs_view_stack *st;
 	struct hctx c;
-	size_t nst, i;
+	struct table *t = &c.t[0];
 	int rc;
 
 	*rows = NULL;
 	*n = 0;
-	*total = 0;
 	memset(&c, 0, sizeof(c));
-	c.lines = flags & PRS_HOT_LINES;
-	c.by_name = flags & PRS_HOT_BY_NAME;
-	prs_strmap_init(&c.map);
-	prs_buf_init(&c.key);
-	prs_buf_init(&c.scratch);
-	if ((rc = prs_view_new(p, o, &c.v, err)))
+	c.nt = 1;
+	t->lines = flags & PRS_HOT_LINES;
+	t->by_name = flags & PRS_HOT_BY_NAME;
+	if ((rc = hctx_count(&c, p, o, total, err)))
 		goto out;
-	st = prs_view_stacks(c.v, &nst);
-	c.frame_spot = calloc(prs_view_nframes(c.v), sizeof(*c.frame_spot));
-	if (!c.frame_spot)
-		goto nomem;
-	for (i = 0; i < nst; i++) {
-		*total += (double)st[i].weight;
-		if (count_stack(&c, i, (double)st[i].weight))
-			goto nomem;
+	*rows = malloc((t->n ? t->n : 1) * sizeof(**rows));
+	if (!*rows) {
+		rc = prs_err_set(err, -ENOMEM, "hot spots: out of memory");
+		goto out;
 	}
-	*rows = malloc((c.n ? c.n : 1) * sizeof(**rows));
-	if (!*rows)
-		goto nomem;
-	for (i = 0; i < c.n; i++)
-		(*rows)[i] = c.spots[i].h;
-	if (c.n)
-		qsort(*rows, c.n, sizeof(**rows), row_cmp);
-	*n = c.n;
-	goto out;
-nomem:
-	rc = prs_err_set(err, -ENOMEM, "hot spots: out of memory");
+	for (size_t i = 0; i < t->n; i++)
+		make_row(t, &t->spots[i], &c.scratch, &(*rows)[i]);
+	if (t->n)
+		qsort(*rows, t->n, sizeof(**rows), row_cmp);
+	*n = t->n;
 out:
-	for (i = 0; i < c.n; i++)
-		free(c.spots[i].key);
-	free(c.spots);
-	free(c.frame_spot);
-	prs_view_free(c.v);
-	prs_strmap_release(&c.map);
-	prs_buf_release(&c.key);
-	prs_buf_release(&c.scratch);
+	hctx_release(&c);
 	return rc;
+}
+
+/* ---- the first rows only ---- */
+
+struct order {
+	const struct spot *spots;
+	bool by_total;
+};
+
+/* The numbers of spot i: (self, total) or (total, self), as the row order compares them first. */
+static void key_of(const struct order *o, uint32_t i, double *a, double *b)
+{
+	const struct spot *s = &o->spots[i];
+
+	*a = o->by_total ? s->total : s->self;
+	*b = o->by_total ? s->self : s->total;
+}
+
+static int num_cmp(const void *x, const void *y, void *arg)
+{
+	double a1, b1, a2, b2;
+
+	key_of(arg, *(const uint32_t *)x, &a1, &b1);
+	key_of(arg, *(const uint32_t *)y, &a2, &b2);
+	if (a1 != a2)
+		return a1 > a2 ? -1 : 1;
+	if (b1 != b2)
+		return b1 > b2 ? -1 : 1;
+	return 0;
+}
+
+/*
+ * The first k rows of t in row_cmp (or total_cmp) order into *out (*nout of them): the spots
+ * sorted by their numbers alone (no rows made), then rows made for the first k and every spot
+ * tied with the k-th on the numbers, sorted by the whole order. 0 or -ENOMEM.
+ */
+static int first_rows(const struct table *t, size_t k, bool by_total, struct prs_buf *scratch,
+		      struct prs_hotspot **out, size_t *nout)
+{
+	struct order o = { t->spots, by_total };
+	uint32_t *idx = malloc((t->n ? t->n : 1) * sizeof(*idx));
+	size_t m = k < t->n ? k : t->n, i;
+	struct prs_hotspot *rows;
+
+	*out = NULL;
+	*nout = 0;
+	if (!idx)
+		return -ENOMEM;
+	for (i = 0; i < t->n; i++)
+		idx[i] = (uint32_t)i;
+	qsort_r(idx, t->n, sizeof(*idx), num_cmp, &o);
+	while (m > 0 && m < t->n && num_cmp(&idx[m - 1], &idx[m], &o) == 0)
+		m++;
+	rows = malloc((m ? m : 1) * sizeof(*rows));
+	if (!rows) {
+		free(idx);
+		return -ENOMEM;
+	}
+	for (i = 0; i < m; i++)
+		make_row(t, &t->spots[idx[i]], scratch, &rows[i]);
+	free(idx);
+	if (m)
+		qsort(rows, m, sizeof(*rows), by_total ? total_cmp : row_cmp);
+	*out = rows;
+	*nout = m < k ? m : k;
+	return 0;
+}
+
+static int table_top(struct hctx *c, const struct table *t, size_t k, double total,
+		     struct prs_hotspot_top *top)
+{
+	memset(top, 0, sizeof(*top));
+	top->count = t->n;
+	top->total = total;
+	if (first_rows(t, k, false, &c->scratch, &top->by_self, &top->nself) ||
+	    first_rows(t, k, true, &c->scratch, &top->by_total, &top->ntotal))
+		return -ENOMEM;
+	return 0;
+}
+
+int prs_hotspots_top(const struct prs_profile *p, enum prs_view view, size_t k,
+		     struct prs_hotspot_top *fn, struct prs_hotspot_top *line, struct prs_err *err)
+{
+	struct hctx c;
+	double total;
+	int rc;
+
+	memset(fn, 0, sizeof(*fn));
+	memset(line, 0, sizeof(*line));
+	memset(&c, 0, sizeof(c));
+	c.nt = 2;
+	c.t[1].lines = true;
+	rc = hctx_count(&c, p, &(struct prs_view_opts){ .view = view }, &total, err);
+	if (!rc && (table_top(&c, &c.t[0], k, total, fn) || table_top(&c, &c.t[1], k, total, line)))
+		rc = prs_err_set(err, -ENOMEM, "hot spots: out of memory");
+	hctx_release(&c);
+	if (rc) {
+		prs_hotspot_top_release(fn);
+		prs_hotspot_top_release(line);
+	}
+	return rc;
+}
+
+void prs_hotspot_top_release(struct prs_hotspot_top *t)
+{
+	free(t->by_self);
+	free(t->by_total);
+	memset(t, 0, sizeof(*t));
 }
 
 double prs_amdahl(double p)

@@ -120,6 +120,104 @@ Test(report, hotspots_functions_and_lines)
 	prs_profile_free(p);
 }
 
+/* The order of the "by total" columns: total, self, name, file, line. */
+static int total_order(const void *a, const void *b)
+{
+	const struct prs_hotspot *x = a, *y = b;
+	int r;
+
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if ((r = strcmp(x->name, y->name)) || (r = strcmp(x->file, y->file)))
+		return r;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+static void same_rows(const struct prs_hotspot *a, const struct prs_hotspot *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_str_eq(a[i].name, b[i].name, "row %zu", i);
+		cr_assert_str_eq(a[i].file, b[i].file, "row %zu", i);
+		cr_assert_eq(a[i].line, b[i].line, "row %zu", i);
+		cr_assert_eq(a[i].kind, b[i].kind, "row %zu", i);
+		cr_assert_eq(a[i].self, b[i].self, "row %zu", i);
+		cr_assert_eq(a[i].total, b[i].total, "row %zu", i);
+	}
+}
+
+/* One table of prs_hotspots_top against the whole table of prs_hotspots: its first k rows by
+ * self, and by total once the whole table is sorted so. */
+static void check_top(struct prs_profile *p, enum prs_view view, unsigned flags,
+		      const struct prs_hotspot_top *t, size_t k)
+{
+	struct prs_hotspot *rows;
+	size_t n;
+	double total;
+
+	cr_assert_eq(prs_hotspots(p, view, flags, &rows, &n, &total, NULL), 0);
+	cr_assert_eq(t->count, n);
+	cr_assert_eq(t->total, total);
+	cr_assert_eq(t->nself, n < k ? n : k);
+	cr_assert_eq(t->ntotal, n < k ? n : k);
+	same_rows(t->by_self, rows, t->nself);
+	qsort(rows, n, sizeof(*rows), total_order);
+	same_rows(t->by_total, rows, t->ntotal);
+	free(rows);
+}
+
+/* Many spots with equal weights (ties at the k-th row), recursion, lines of one function. */
+Test(report, hotspots_top_are_the_first_rows)
+{
+	struct prs_profile *p = prs_profile_new();
+	uint32_t frames[40];
+	char name[32];
+	unsigned seed = 7;
+
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "f%d", i % 25);
+		frames[i] = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, name),
+						    S(p, i % 3 ? "a.py" : "b.py"), 1 + (uint32_t)i % 4);
+	}
+	for (int i = 0; i < 3000; i++) {
+		uint32_t st = 0;
+		int depth = 1 + rand_r(&seed) % 8;
+		struct prs_sample s = { (uint64_t)i * 1000, 1, PRS_STATE_RUNNING, -1, 0, 1, 0, 0 };
+
+		for (int d = 0; d < depth; d++)
+			st = prs_profile_stack(p, st, frames[rand_r(&seed) % 40]);
+		s.stack = st;
+		s.weight = 1 + (uint32_t)(rand_r(&seed) % 3);
+		if (rand_r(&seed) % 5 == 0) {
+			s.state = PRS_STATE_BLOCKED;
+			s.syscall = SYS_read;
+		}
+		cr_assert_eq(prs_profile_sample(p, &s), 0);
+	}
+	/* equal spots met in the reverse of their name order: the k-th row is decided by name */
+	for (int i = 0; i < 26; i++) {
+		struct prs_sample s = { 0, 2, PRS_STATE_RUNNING, -1, 0, 3, 0, 0 };
+
+		snprintf(name, sizeof(name), "tie_%c", 'z' - i);
+		s.stack = prs_profile_stack(p, 0, prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, name),
+									  S(p, "t.py"), 1));
+		cr_assert_eq(prs_profile_sample(p, &s), 0);
+	}
+	for (size_t k = 1; k <= 61; k += 15)
+		for (int v = 0; v < 2; v++) {
+			enum prs_view view = v ? PRS_VIEW_WALL : PRS_VIEW_CPU;
+			struct prs_hotspot_top fn, line;
+
+			cr_assert_eq(prs_hotspots_top(p, view, k, &fn, &line, NULL), 0);
+			check_top(p, view, 0, &fn, k);
+			check_top(p, view, PRS_HOT_LINES, &line, k);
+			prs_hotspot_top_release(&fn);
+			prs_hotspot_top_release(&line);
+		}
+	prs_profile_free(p);
+}
+
 Test(report, target_parse)
 {
 	struct prs_target t;
