@@ -137,6 +137,17 @@ void prs_strmap_release(struct prs_strmap *m);
 /* Returns the value for the len bytes at key (any bytes, NUL included), or PRS_MAP_NONE. */
 uint32_t prs_strmap_get(const struct prs_strmap *m, const void *key, size_t len);
 /*
+ * prs_strmap_get for a caller that computed hash = (uint32_t)prs_hash_bytes(key, len) already,
+ * and the prefetches that let it look up many keys at once: prs_strmap_prefetch asks for the
+ * slot where hash starts probing, prs_strmap_prefetch_key (once that slot is in the cache) for
+ * the bytes of the key stored there when its hash matches. Lookups of keys spread over a table
+ * of tens of MB miss the cache twice (slot, key bytes): issued for all the keys first, the misses
+ * overlap instead of following one another. Prefetches are hints: they change no result.
+ */
+uint32_t prs_strmap_get_hashed(const struct prs_strmap *m, const void *key, size_t len, uint32_t hash);
+void prs_strmap_prefetch(const struct prs_strmap *m, uint32_t hash);
+void prs_strmap_prefetch_key(const struct prs_strmap *m, uint32_t hash);
+/*
  * Stores key -> val, replacing an existing value. The map keeps the pointer key: the bytes must
  * stay valid and unchanged while the map holds them (e.g. a string owned by an interning table).
  * 0, -EINVAL (val is PRS_MAP_NONE or len >= 4 GiB) or -ENOMEM.

@@ -50,12 +50,20 @@ struct reader {
 	size_t npf, pf_cap;
 	uint32_t *frame_of[2]; /* [kernel][string id]: frame id + 1, 0 = not made yet */
 	size_t frame_cap[2];
+	/* the frames of the line that are not shared, split and hashed before any is interned */
+	struct pending {
+		uint32_t off, raw_len, len; /* at line + off: raw_len bytes, len without "_[k]" */
+		uint32_t hash;
+		bool kernel;
+	} *pend;
+	size_t pend_cap;
 };
 
 static void reader_release(struct reader *r)
 {
 	free(r->prev);
 	free(r->pf);
+	free(r->pend);
 	free(r->frame_of[0]);
 	free(r->frame_of[1]);
 }
@@ -124,7 +132,7 @@ static int folded_line(struct reader *r, char *line, size_t len, const char *nam
 	char *sp = NULL, *s, *end = line + len;
 	uint64_t count = 0;
 	uint32_t stack = 0;
-	size_t nframes = 0, shared;
+	size_t nframes = 0, shared, npend, k;
 	struct prs_sample smp;
 	char *c;
 
@@ -162,40 +170,56 @@ static int folded_line(struct reader *r, char *line, size_t len, const char *nam
 		stack = last->stack;
 		s = line + last->off + last->len + 1;
 	}
+	npend = 0;
 	while (s <= sp) {
 		char *semi = memchr(s, ';', (size_t)(sp - s));
 		char *fe = semi ? semi : sp;
 		size_t flen = (size_t)(fe - s), raw_len = flen;
-		enum prs_kind kind = PRS_KIND_UNKNOWN;
-		uint32_t str, frame;
+		bool kernel = false;
 
 		if (flen == 0)
 			return prs_err_set(err, -EINVAL, "%s:%lu: empty frame name (frame %zu)", name, lineno,
-					   nframes + 1);
-		if (++nframes > MAX_FRAMES)
+					   nframes + npend + 1);
+		if (nframes + npend + 1 > MAX_FRAMES)
 			return prs_err_set(err, -EINVAL, "%s:%lu: more than %u frames", name, lineno,
 					   MAX_FRAMES);
 		if (flen > 4 && memcmp(fe - 4, "_[k]", 4) == 0) {
-			kind = PRS_KIND_KERNEL;
+			kernel = true;
 			flen -= 4;
 		}
 		if (flen > PRS_PROFILE_MAX_STRING)
 			return prs_err_set(err, -EINVAL, "%s:%lu: frame name longer than %u bytes",
 					   name, lineno, PRS_PROFILE_MAX_STRING);
-		str = prs_profile_string(p, s, flen);
-		frame = str == UINT32_MAX ? UINT32_MAX : reader_frame(r, str, kind);
-		stack = frame == UINT32_MAX ? UINT32_MAX : prs_profile_stack(p, stack, frame);
-		if (stack == UINT32_MAX)
+		if (npend + 1 > r->pend_cap &&
+		    prs_array_grow((void **)&r->pend, &r->pend_cap, npend + 1, sizeof(*r->pend)))
 			return prs_err_set(err, -ENOMEM, "%s:%lu: out of memory", name, lineno);
-		if (nframes > r->pf_cap &&
-		    prs_array_grow((void **)&r->pf, &r->pf_cap, nframes, sizeof(*r->pf)))
-			return prs_err_set(err, -ENOMEM, "%s:%lu: out of memory", name, lineno);
-		r->pf[nframes - 1] = (struct prev_frame){ .off = (uint32_t)(s - line),
-							  .len = (uint32_t)raw_len,
-							  .stack = stack };
+		r->pend[npend] = (struct pending){ .off = (uint32_t)(s - line), .raw_len = (uint32_t)raw_len,
+						   .len = (uint32_t)flen, .kernel = kernel,
+						   .hash = (uint32_t)prs_hash_bytes(s, flen) };
+		prs_profile_string_prefetch(p, r->pend[npend].hash, false);
+		npend++;
 		if (!semi)
 			break;
 		s = semi + 1;
+	}
+	/* unsorted input: most frames are looked up in a string table of tens of MB; with the
+	 * slots, then the key bytes, asked for all of the line's frames first, their cache misses
+	 * overlap (fg_shapes' unsorted shape: see the commit) */
+	for (k = 0; k < npend; k++)
+		prs_profile_string_prefetch(p, r->pend[k].hash, true);
+	if (nframes + npend > r->pf_cap &&
+	    prs_array_grow((void **)&r->pf, &r->pf_cap, nframes + npend, sizeof(*r->pf)))
+		return prs_err_set(err, -ENOMEM, "%s:%lu: out of memory", name, lineno);
+	for (k = 0; k < npend; k++) {
+		const struct pending *pe = &r->pend[k];
+		uint32_t str = prs_profile_string_hashed(p, line + pe->off, pe->len, pe->hash), frame;
+
+		frame = str == UINT32_MAX ? UINT32_MAX
+					  : reader_frame(r, str, pe->kernel ? PRS_KIND_KERNEL : PRS_KIND_UNKNOWN);
+		stack = frame == UINT32_MAX ? UINT32_MAX : prs_profile_stack(p, stack, frame);
+		if (stack == UINT32_MAX)
+			return prs_err_set(err, -ENOMEM, "%s:%lu: out of memory", name, lineno);
+		r->pf[nframes++] = (struct prev_frame){ .off = pe->off, .len = pe->raw_len, .stack = stack };
 	}
 	/* this line's frames are the prefix of the next one */
 	r->npf = nframes;

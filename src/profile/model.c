@@ -219,6 +219,26 @@ uint32_t prs_profile_string(struct prs_profile *p, const char *s, size_t len)
 	return id;
 }
 
+uint32_t prs_profile_string_hashed(struct prs_profile *p, const char *s, size_t len, uint32_t hash)
+{
+	uint32_t id;
+
+	if (len && index_strings(p) == 0) {
+		id = prs_strmap_get_hashed(&p->index->strings, s, len, hash);
+		if (id != PRS_MAP_NONE)
+			return id;
+	}
+	return prs_profile_string(p, s, len);
+}
+
+void prs_profile_string_prefetch(const struct prs_profile *p, uint32_t hash, bool key)
+{
+	if (key)
+		prs_strmap_prefetch_key(&p->index->strings, hash);
+	else
+		prs_strmap_prefetch(&p->index->strings, hash);
+}
+
 /* ---- mappings ---- */
 
 static uint32_t mapping_hash(const struct prs_mapping *m)

@@ -38,6 +38,14 @@ struct prs_profile_index {
 /* Appends a string without interning (the reader: strings in a file are already unique, but a
  * hostile file may repeat one; the first id wins in the interning table). UINT32_MAX on ENOMEM. */
 uint32_t prs_profile_string_append(struct prs_profile *p, const char *s, size_t len);
+/*
+ * prs_profile_string for a reader that hashed the string already (hash = (uint32_t)
+ * prs_hash_bytes(s, len); s without NUL, len at most PRS_PROFILE_MAX_STRING), and the prefetches
+ * of its lookup (prs_strmap_prefetch*): the folded reader hashes a line's frames first, asks for
+ * their slots and key bytes, then interns them, so that their cache misses overlap.
+ */
+uint32_t prs_profile_string_hashed(struct prs_profile *p, const char *s, size_t len, uint32_t hash);
+void prs_profile_string_prefetch(const struct prs_profile *p, uint32_t hash, bool key);
 /* Appends a frame or mapping exactly as given (ids already validated by the caller). */
 uint32_t prs_profile_frame_append(struct prs_profile *p, const struct prs_frame *f);
 uint32_t prs_profile_mapping_append(struct prs_profile *p, const struct prs_mapping *m);

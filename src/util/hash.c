@@ -240,6 +240,33 @@ uint32_t prs_strmap_get(const struct prs_strmap *m, const void *key, size_t len)
 	return s->key ? s->val : PRS_MAP_NONE;
 }
 
+uint32_t prs_strmap_get_hashed(const struct prs_strmap *m, const void *key, size_t len, uint32_t hash)
+{
+	struct prs_strmap_slot *s;
+
+	if (!m->cap || len > UINT32_MAX)
+		return PRS_MAP_NONE;
+	s = strmap_slot(m, key, (uint32_t)len, hash);
+	return s->key ? s->val : PRS_MAP_NONE;
+}
+
+void prs_strmap_prefetch(const struct prs_strmap *m, uint32_t hash)
+{
+	if (m->cap)
+		__builtin_prefetch(&m->slots[hash & (m->cap - 1)]);
+}
+
+void prs_strmap_prefetch_key(const struct prs_strmap *m, uint32_t hash)
+{
+	const struct prs_strmap_slot *s;
+
+	if (!m->cap)
+		return;
+	s = &m->slots[hash & (m->cap - 1)];
+	if (s->key && s->hash == hash)
+		__builtin_prefetch(s->key);
+}
+
 static int strmap_resize(struct prs_strmap *m, uint32_t ncap)
 {
 	struct prs_strmap_slot *slots = calloc(ncap, sizeof(*slots));

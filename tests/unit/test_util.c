@@ -206,6 +206,33 @@ Test(util, strmap_binary_keys)
 	prs_strmap_release(&m);
 }
 
+/* The hashed lookup finds what prs_strmap_get finds; the prefetches (hints) change nothing,
+ * on an empty table too. */
+Test(util, strmap_hashed_lookup)
+{
+	struct prs_strmap m;
+	char keys[300][16], k[16];
+	uint32_t h;
+
+	prs_strmap_init(&m);
+	prs_strmap_prefetch(&m, 5);
+	prs_strmap_prefetch_key(&m, 5);
+	cr_assert_eq(prs_strmap_get_hashed(&m, "x", 1, (uint32_t)prs_hash_bytes("x", 1)), PRS_MAP_NONE);
+	for (int i = 0; i < 300; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "key%d", i);
+		cr_assert_eq(prs_strmap_put(&m, keys[i], strlen(keys[i]), (uint32_t)i), 0);
+	}
+	for (int i = 0; i < 310; i++) {
+		snprintf(k, sizeof(k), "key%d", i);
+		h = (uint32_t)prs_hash_bytes(k, strlen(k));
+		prs_strmap_prefetch(&m, h);
+		prs_strmap_prefetch_key(&m, h);
+		cr_assert_eq(prs_strmap_get_hashed(&m, k, strlen(k), h), prs_strmap_get(&m, k, strlen(k)));
+		cr_assert_eq(prs_strmap_get_hashed(&m, k, strlen(k), h), i < 300 ? (uint32_t)i : PRS_MAP_NONE);
+	}
+	prs_strmap_release(&m);
+}
+
 static bool pair_eq(const void *ctx, uint32_t id, const void *key)
 {
 	const uint32_t (*pairs)[2] = ctx;
