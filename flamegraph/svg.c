@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pyrsprof/util.h"
+
 #include "fg-diff.h"
 #include "fg-internal.h"
 #include "fg-tree.h"
@@ -87,6 +89,27 @@ __attribute__((format(printf, 2, 3))) static void wb_printf(struct wbuf *w, cons
 	if (k < 0)
 		return;
 	wb_put(w, tmp, (size_t)k < sizeof(tmp) ? (size_t)k : sizeof(tmp) - 1);
+}
+
+/* An unsigned integer in decimal. */
+static void wb_uint(struct wbuf *w, uint64_t v)
+{
+	char d[24];
+	size_t i = sizeof(d);
+
+	do {
+		d[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	wb_put(w, d + i, sizeof(d) - i);
+}
+
+/* v as printf's "%.1f" (decimals 1) or "%.2f" (2) writes it (prs_fmt_fixed: without printf). */
+static void wb_fixed(struct wbuf *w, double v, int decimals)
+{
+	char t[PRS_FMT_FIXED_MAX];
+
+	wb_put(w, t, prs_fmt_fixed(t, v, decimals));
 }
 
 /* ---- the one escaping function ---- */
@@ -504,13 +527,20 @@ static void write_title(struct wbuf *w, const struct prs_fg *fg, const struct fg
 		put_count(w, d->count[0]);
 		wb_puts(w, " ");
 		xml_escape_str(w, unit);
-		wb_printf(w, ", %.2f%% of total", pct(d->count[0], total));
-		if (d->depth > 0)
-			wb_printf(w, ", %.2f%% of parent", pct(d->count[0], parent_count));
+		wb_puts(w, ", ");
+		wb_fixed(w, pct(d->count[0], total), 2);
+		wb_puts(w, "% of total");
+		if (d->depth > 0) {
+			wb_puts(w, ", ");
+			wb_fixed(w, pct(d->count[0], parent_count), 2);
+			wb_puts(w, "% of parent");
+		}
 		if (!d->merged && d->self[0] && d->node) {
 			wb_puts(w, "\nself: ");
 			put_count(w, d->self[0]);
-			wb_printf(w, " (%.2f%% of total)", pct(d->self[0], total));
+			wb_puts(w, " (");
+			wb_fixed(w, pct(d->self[0], total), 2);
+			wb_puts(w, "% of total)");
 		}
 	}
 	if (nall > 1) {
@@ -573,21 +603,40 @@ static void write_frames(struct wbuf *w, struct prs_fg *fg, const struct fg_diff
 			c = kind_color(d->node ? n->kind : PRS_KIND_PROCESS, prs_fg_name_hash(name, len));
 			*kinds |= 1u << (d->node ? n->kind : PRS_KIND_PROCESS);
 		}
-		wb_printf(w, "<g class=\"f%s\" data-x=\"%llu\" data-c=\"%llu\" data-d=\"%u\"",
-			  d->merged ? " m" : "", (unsigned long long)d->x, (unsigned long long)d->w,
-			  d->depth);
+		wb_puts(w, d->merged ? "<g class=\"f m\" data-x=\"" : "<g class=\"f\" data-x=\"");
+		wb_uint(w, d->x);
+		wb_puts(w, "\" data-c=\"");
+		wb_uint(w, d->w);
+		wb_puts(w, "\" data-d=\"");
+		wb_uint(w, d->depth);
+		wb_puts(w, "\"");
 		if (D->on)
 			wb_printf(w, " data-a=\"%llu\" data-b=\"%llu\" data-s=\"%s\"",
 				  (unsigned long long)d->count[0], (unsigned long long)d->count[1],
 				  diff_states[st]);
 		wb_puts(w, ">");
 		write_title(w, fg, d, D, parent, unit, min_width);
-		wb_printf(w, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" rx=\"2\" "
-			     "fill=\"rgb(%d,%d,%d)\"%s/><text x=\"%.2f\" y=\"%.1f\">",
-			  x, y, wd, FRAME_H - 1, c.r, c.g, c.b,
-			  st == FG_DIFF_ADDED || st == FG_DIFF_REMOVED
-				  ? " stroke=\"#333\" stroke-width=\"1\" stroke-dasharray=\"3,2\"" : "",
-			  x + 3, y + FRAME_H - 4.5);
+		wb_puts(w, "<rect x=\"");
+		wb_fixed(w, x, 2);
+		wb_puts(w, "\" y=\"");
+		wb_fixed(w, y, 1);
+		wb_puts(w, "\" width=\"");
+		wb_fixed(w, wd, 2);
+		wb_puts(w, "\" height=\"");
+		wb_fixed(w, FRAME_H - 1, 1);
+		wb_puts(w, "\" rx=\"2\" fill=\"rgb(");
+		wb_uint(w, (uint8_t)c.r); /* colour channels are 0-255 */
+		wb_puts(w, ",");
+		wb_uint(w, (uint8_t)c.g);
+		wb_puts(w, ",");
+		wb_uint(w, (uint8_t)c.b);
+		wb_puts(w, st == FG_DIFF_ADDED || st == FG_DIFF_REMOVED
+				   ? ")\" stroke=\"#333\" stroke-width=\"1\" stroke-dasharray=\"3,2\"/><text x=\""
+				   : ")\"/><text x=\"");
+		wb_fixed(w, x + 3, 2);
+		wb_puts(w, "\" y=\"");
+		wb_fixed(w, y + FRAME_H - 4.5, 1);
+		wb_puts(w, "\">");
 		if (d->merged) {
 			char label[48];
 			int k = snprintf(label, sizeof(label), "[%u small frames]", d->merged);

@@ -68,6 +68,16 @@ int prs_uleb128_decode(const uint8_t *p, size_t len, uint64_t *v, size_t *used);
 uint64_t prs_zigzag_encode(int64_t v);
 int64_t prs_zigzag_decode(uint64_t v);
 
+/* ---- numbers as text ---- */
+
+#define PRS_FMT_FIXED_MAX 512 /* room for any double as "%.2f" */
+/*
+ * Writes v into out (PRS_FMT_FIXED_MAX bytes) exactly as snprintf's "%.*f" with `decimals` 1 or 2
+ * writes it (the same bytes, exact rounding of the binary value, ties to even), fast for
+ * 0 <= v < 1e12 (printf does the rest). Returns the length (NUL not counted).
+ */
+size_t prs_fmt_fixed(char *out, double v, int decimals);
+
 /* ---- hashing ---- */
 
 /* A well-mixed 64-bit hash of a 64-bit value (a bijection: no collisions on full keys). */

@@ -5,6 +5,7 @@
  * numbers from the kernel's syscall_64.tbl and bounds.md's measurements).
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,4 +323,44 @@ Test(util, kind_names)
 	cr_assert_str_eq(prs_kind_name((enum prs_kind)200), "unknown");
 	for (k = 0; k < PRS_KIND__COUNT; k++)
 		cr_assert_not_null(prs_kind_name((enum prs_kind)k));
+}
+
+/* prs_fmt_fixed against snprintf: the same bytes for ties (k/8, k/16, k/200), decimal edges
+ * (x.xx5), random magnitudes, and what it hands to printf (negative, -0, huge, NaN, inf). */
+static void same_as_printf(double v, int decimals)
+{
+	char want[PRS_FMT_FIXED_MAX], got[PRS_FMT_FIXED_MAX];
+	size_t n;
+
+	snprintf(want, sizeof(want), "%.*f", decimals, v);
+	n = prs_fmt_fixed(got, v, decimals);
+	cr_assert_str_eq(got, want, "%.17g with %d decimals", v, decimals);
+	cr_assert_eq(n, strlen(want));
+}
+
+Test(util, fmt_fixed_is_printf)
+{
+	static const double edges[] = { 0, 0.005, 0.015, 0.025, 0.045, 1.005, 1.015, 2.675, 0.125, 0.375,
+					0.05, 0.15, 0.25, 0.35, 0.45, 99.995, 999999999999.99, 1e12,
+					-0.0, -1.5, 1e300, 4503599627370495.5 };
+	unsigned seed = 11;
+
+	for (int d = 1; d <= 2; d++) {
+		for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
+			same_as_printf(edges[i], d);
+		same_as_printf(NAN, d);
+		same_as_printf(INFINITY, d);
+		for (int k = 0; k < 20000; k++) {
+			same_as_printf(k / 8.0, d);
+			same_as_printf(k / 16.0, d);
+			same_as_printf(k / 200.0, d);
+			same_as_printf(k / 1000.0, d);
+			same_as_printf(k * 0.01 + 0.005, d);
+		}
+		for (int k = 0; k < 200000; k++) {
+			double mag = pow(10, rand_r(&seed) % 13 - 3);
+
+			same_as_printf((double)rand_r(&seed) / RAND_MAX * mag, d);
+		}
+	}
 }
