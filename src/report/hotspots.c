@@ -186,15 +186,11 @@ static void make_row(const struct table *t, const struct spot *s, struct prs_buf
 	h->total = s->total;
 }
 
-static int row_cmp(const void *a, const void *b)
+/* Rows of equal weights: by name, file, line. */
+static int place_cmp(const struct prs_hotspot *x, const struct prs_hotspot *y)
 {
-	const struct prs_hotspot *x = a, *y = b;
 	int r;
 
-	if (x->self != y->self)
-		return x->self > y->self ? -1 : 1;
-	if (x->total != y->total)
-		return x->total > y->total ? -1 : 1;
 	if ((r = strcmp(x->name, y->name)))
 		return r;
 	if ((r = strcmp(x->file, y->file)))
@@ -202,21 +198,27 @@ static int row_cmp(const void *a, const void *b)
 	return x->line < y->line ? -1 : x->line > y->line;
 }
 
+static int row_cmp(const void *a, const void *b)
+{
+	const struct prs_hotspot *x = a, *y = b;
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return place_cmp(x, y);
+}
+
 /* By total, then self, name, file and line (a total order, as row_cmp). */
 static int total_cmp(const void *a, const void *b)
 {
 	const struct prs_hotspot *x = a, *y = b;
-	int r;
 
 	if (x->total != y->total)
 		return x->total > y->total ? -1 : 1;
 	if (x->self != y->self)
 		return x->self > y->self ? -1 : 1;
-	if ((r = strcmp(x->name, y->name)))
-		return r;
-	if ((r = strcmp(x->file, y->file)))
-		return r;
-	return x->line < y->line ? -1 : x->line > y->line;
+	return place_cmp(x, y);
 }
 
 static void hctx_release(struct hctx *c)
