@@ -66,10 +66,18 @@ static void classify(const struct prs_profile *p)
 		prs_classify(&f, &v);
 		prs_facts_release(&f);
 	}
-	for (unsigned view = PRS_VIEW_CPU; view <= PRS_VIEW_WALL; view++)
+	for (unsigned view = PRS_VIEW_CPU; view <= PRS_VIEW_WALL; view++) {
+		struct prs_hotspot_top fn, line;
+
 		for (unsigned flags = 0; flags <= (PRS_HOT_LINES | PRS_HOT_BY_NAME); flags++)
 			if (prs_hotspots(p, view, flags, &rows, &n, &total, &err) == 0)
 				free(rows);
+		/* what phase 4 reads: the first rows of both tables */
+		if (prs_hotspots_top(p, (enum prs_view)view, PRS_PHASE4_ROWS, &fn, &line, &err) == 0) {
+			prs_hotspot_top_release(&fn);
+			prs_hotspot_top_release(&line);
+		}
+	}
 }
 
 void fuzz_consume_profile(const struct prs_profile *p, size_t input_size)
