@@ -104,9 +104,11 @@ struct prs_hotspot_top {
 /*
  * The function and the line tables of one view of p (as prs_hotspots with flags 0 and
  * PRS_HOT_LINES), each cut to its first k rows: one view and one walk for both, and rows made
- * only for the first ones (a long profile has ~100k lines). Returns 0, -ENOMEM (err set).
+ * only for the first ones (a long profile has ~100k lines). The view is o->view, in the Python
+ * stack view with o->python_stacks (its other options are the hot spots' own). Returns 0,
+ * -ENOMEM (err set).
  */
-int prs_hotspots_top(const struct prs_profile *p, enum prs_view view, size_t k,
+int prs_hotspots_top(const struct prs_profile *p, const struct prs_view_opts *o, size_t k,
 		     struct prs_hotspot_top *fn, struct prs_hotspot_top *line, struct prs_err *err);
 void prs_hotspot_top_release(struct prs_hotspot_top *t);
 
@@ -120,6 +122,7 @@ struct prs_report_ctx {
 	const struct prs_facts *facts;
 	const struct prs_verdict *verdict;
 	const struct prs_phase_inputs *inputs;
+	bool python_stacks; /* phase 4's hot spots in the Python stack view (--stacks python) */
 };
 
 /* Writes DIR/phase1.md and DIR/phase1.json. Returns 0 or -errno (err set). */

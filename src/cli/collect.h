@@ -53,10 +53,11 @@ void cli_collect_free(struct cli_collect *c);
 
 /*
  * Builds the facts and the verdict of p and writes DIR/phase1.{md,json} and DIR/phase4.{md,json};
- * with summary, prints the terminal summary. po (may be NULL): a target or dimensions given
- * here replace those stored in p. Returns 0, or -1 after printing why.
+ * with summary, prints the terminal summary. python_stacks: phase 4's hot spots (and the
+ * summary's) in the Python stack view. po (may be NULL): a target or dimensions given here
+ * replace those stored in p. Returns 0, or -1 after printing why.
  */
-int cli_write_reports(const struct prs_profile *p, const char *dir, bool summary,
+int cli_write_reports(const struct prs_profile *p, const char *dir, bool summary, bool python_stacks,
 		      const struct cli_phase_opts *po);
 
 #endif

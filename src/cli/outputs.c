@@ -82,5 +82,5 @@ void cli_write_recording(const struct prs_profile *p, const char *dir, const str
 {
 	w->graphs = cli_render_recording(p, dir, g) == 0;
 	w->stats = cli_write_stats(dir, st, rate_hz, sym) == 0;
-	w->reports = cli_write_reports(p, dir, summary, NULL) == 0;
+	w->reports = cli_write_reports(p, dir, summary, g.python_stacks, NULL) == 0;
 }

@@ -10,7 +10,7 @@
 
 #include "util/banned.h"
 
-int cli_write_reports(const struct prs_profile *p, const char *dir, bool summary,
+int cli_write_reports(const struct prs_profile *p, const char *dir, bool summary, bool python_stacks,
 		      const struct cli_phase_opts *po)
 {
 	struct prs_facts facts;
@@ -18,7 +18,7 @@ int cli_write_reports(const struct prs_profile *p, const char *dir, bool summary
 	struct prs_phase_inputs in;
 	struct prs_phase4_top top;
 	struct prs_err err = { 0 };
-	struct prs_report_ctx c = { p, &facts, &v, &in };
+	struct prs_report_ctx c = { p, &facts, &v, &in, python_stacks };
 	int rc = 0;
 
 	if (prs_facts_build(p, &facts, &err) != 0) {

@@ -122,7 +122,7 @@ int cmd_report(int argc, char **argv)
 	}
 	symbolize_if_needed(p, &sym);
 	rc = cli_render_recording(p, outdir, graphs);
-	if (cli_write_reports(p, outdir, true, &po) != 0)
+	if (cli_write_reports(p, outdir, true, graphs.python_stacks, &po) != 0)
 		rc = -1;
 	view = cli_graph_choice_said(p, graphs);
 	snprintf(said, sizeof(said), "%s%s%s", view[0] ? " (" : "", view, view[0] ? ")" : "");

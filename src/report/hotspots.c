@@ -382,7 +382,7 @@ static int table_top(struct hctx *c, const struct table *t, size_t k, double tot
 	return 0;
 }
 
-int prs_hotspots_top(const struct prs_profile *p, enum prs_view view, size_t k,
+int prs_hotspots_top(const struct prs_profile *p, const struct prs_view_opts *o, size_t k,
 		     struct prs_hotspot_top *fn, struct prs_hotspot_top *line, struct prs_err *err)
 {
 	struct hctx c;
@@ -394,7 +394,8 @@ int prs_hotspots_top(const struct prs_profile *p, enum prs_view view, size_t k,
 	memset(&c, 0, sizeof(c));
 	c.nt = 2;
 	c.t[1].lines = true;
-	rc = hctx_count(&c, p, &(struct prs_view_opts){ .view = view }, &total, err);
+	rc = hctx_count(&c, p, &(struct prs_view_opts){ .view = o->view, .python_stacks = o->python_stacks },
+			&total, err);
 	if (!rc && (table_top(&c, &c.t[0], k, total, fn) || table_top(&c, &c.t[1], k, total, line)))
 		rc = prs_err_set(err, -ENOMEM, "hot spots: out of memory");
 	hctx_release(&c);

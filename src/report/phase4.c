@@ -71,8 +71,9 @@ static int write_json(FILE *f, void *arg)
 {
 	struct p4 *x = arg;
 	static const char *const names[2] = { "cpu", "wall" };
-	json_t *root = json_pack("{s:s, s:i, s:s}", "schema", "pyrsprof-phase4", "version",
-				 PRS_PHASE4_VERSION, "command", x->c->facts->command);
+	json_t *root = json_pack("{s:s, s:i, s:s, s:s}", "schema", "pyrsprof-phase4", "version",
+				 PRS_PHASE4_VERSION, "command", x->c->facts->command, "stacks",
+				 x->c->python_stacks ? "python" : "merged");
 	json_t *views = json_object();
 	int rc;
 
@@ -134,6 +135,10 @@ static int write_md(FILE *f, void *arg)
 	fputs("# Phase 4: hot spots\n\n", f);
 	fputs("Shares are of each view's samples; the ceiling is Amdahl's 1/(1-p): the speedup of "
 	      "that view if the spot cost nothing. Work on the biggest slice, re-measure, repeat.\n\n", f);
+	fputs(x->c->python_stacks ? "Stacks: the Python view (the interpreter's own frames folded into the "
+				    "Python lines that caused them; `--stacks merged` for every native frame).\n\n"
+				  : "Stacks: merged native and Python frames (`--stacks python` folds the "
+				    "interpreter's frames into the Python lines).\n\n", f);
 	if (x->stop[0]) {
 		fputs("**Stop hint:** ", f);
 		prs_md_text(f, x->stop);
@@ -200,7 +205,8 @@ int prs_phase4_top(const struct prs_report_ctx *c, struct prs_phase4_top *top, s
 {
 	struct p4 x;
 	struct prs_hotspot_top t, lines;
-	int rc = prs_hotspots_top(c->p, PRS_VIEW_CPU, PRS_PHASE4_ROWS, &t, &lines, err);
+	struct prs_view_opts o = { .view = PRS_VIEW_CPU, .python_stacks = c->python_stacks };
+	int rc = prs_hotspots_top(c->p, &o, PRS_PHASE4_ROWS, &t, &lines, err);
 
 	if (rc)
 		return rc;
@@ -222,9 +228,10 @@ int prs_phase4_write(const struct prs_report_ctx *c, const char *dir, struct prs
 	memset(&x, 0, sizeof(x));
 	x.c = c;
 	for (int v = 0; v < 2 && !rc; v++) {
-		enum prs_view view = v ? PRS_VIEW_WALL : PRS_VIEW_CPU;
+		struct prs_view_opts o = { .view = v ? PRS_VIEW_WALL : PRS_VIEW_CPU,
+					   .python_stacks = c->python_stacks };
 
-		rc = prs_hotspots_top(c->p, view, PRS_PHASE4_ROWS, &x.v[v].fn, &x.v[v].line, err);
+		rc = prs_hotspots_top(c->p, &o, PRS_PHASE4_ROWS, &x.v[v].fn, &x.v[v].line, err);
 	}
 	if (!rc) {
 		stop_hint(&x, &x.v[0].fn);

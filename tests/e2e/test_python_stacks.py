@@ -110,10 +110,12 @@ def test_stacks_bad_input(run_prs, outdir):
     assert r.rc == 0 and r.out == "main;work 3\n", r.describe()
 
 
-def test_run_report_exports_and_dump_in_the_python_view(python_cli, run_prs, export_folded, pprof, outdir):
-    """run --stacks python draws its graphs in the Python view and says so; report redraws them
-    merged by default (and says that), or in the Python view when asked; dump prints a sorting
-    thread's stack with list_sort's frames (merged) or ending in the Python line (Python view)."""
+def test_run_report_exports_and_dump_in_the_python_view(python_cli, run_prs, export_folded, pprof,
+                                                        validate_schema, outdir):
+    """run --stacks python draws its graphs and phase 4's hot spots in the Python view and says
+    so; report redraws them merged by default (and says that), or in the Python view when asked;
+    the exports follow --stacks; dump prints a sorting thread's stack with list_sort's frames
+    (merged) or ending in the Python line (Python view)."""
     exe = python_or_skip(T.pyenv_python("3.12") or "/usr/bin/python3")
     d = outdir / "rec"
     res = run_prs(["run", "-r", 500, "-o", d, "--stacks", "python", "--", exe, T.HERE / "native.py", "sort", 1.5],
@@ -132,9 +134,19 @@ def test_run_report_exports_and_dump_in_the_python_view(python_cli, run_prs, exp
         assert "do_sort" in text
         shown = [n for n in sorting if n in text]
         assert len(shown) in (0, len(sorting)), (shown, sorting)  # all of them or none
+        # phase 4 in the same view: its top CPU function by self is do_sort's line's owner in
+        # the Python view, a sorting function in the merged one
+        p4 = json.loads((d / "phase4.json").read_text())
+        top = p4["views"]["cpu"]["functions"]["by_self"][0]["name"]
+        assert p4["stacks"] == ("merged" if shown else "python"), p4["stacks"]
+        assert (top == "do_sort") == (not shown) and (top in sorting or not shown), (top, shown)
+        assert ("Stacks: the Python view" in (d / "phase4.md").read_text()) == (not shown)
+        r = validate_schema("phase4.schema.json", d / "phase4.json")
+        assert r.returncode == 0, r.stdout + r.stderr
         return not shown
 
     assert graph_is_python_view()
+    assert "hot (CPU, self): do_sort (native.py)" in res.err, res.err
     for args, said, python in (([], "graphs: merged native + Python stacks", False),
                                (["--stacks", "python"], "graphs: Python view", True)):
         r = run_prs(["report", d, *args], timeout=60)

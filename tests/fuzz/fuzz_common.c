@@ -73,7 +73,8 @@ static void classify(const struct prs_profile *p)
 			if (prs_hotspots(p, view, flags, &rows, &n, &total, &err) == 0)
 				free(rows);
 		/* what phase 4 reads: the first rows of both tables */
-		if (prs_hotspots_top(p, (enum prs_view)view, PRS_PHASE4_ROWS, &fn, &line, &err) == 0) {
+		if (prs_hotspots_top(p, &(struct prs_view_opts){ .view = (enum prs_view)view }, PRS_PHASE4_ROWS,
+				     &fn, &line, &err) == 0) {
 			prs_hotspot_top_release(&fn);
 			prs_hotspot_top_release(&line);
 		}

@@ -209,7 +209,7 @@ Test(report, hotspots_top_are_the_first_rows)
 			enum prs_view view = v ? PRS_VIEW_WALL : PRS_VIEW_CPU;
 			struct prs_hotspot_top fn, line;
 
-			cr_assert_eq(prs_hotspots_top(p, view, k, &fn, &line, NULL), 0);
+			cr_assert_eq(prs_hotspots_top(p, &(struct prs_view_opts){ .view = view }, k, &fn, &line, NULL), 0);
 			check_top(p, view, 0, &fn, k);
 			check_top(p, view, PRS_HOT_LINES, &line, k);
 			prs_hotspot_top_release(&fn);
