@@ -167,15 +167,26 @@ bool cli_parse_rate(const char *s, double *out)
 	return true;
 }
 
-bool cli_parse_mode(const char *s, enum prs_source *out)
+bool cli_parse_mode(const char *s, bool launch, enum prs_source *out)
 {
-	if (strcmp(s, "ptrace") == 0 || strcmp(s, "vm") == 0) {
-		*out = strcmp(s, "vm") == 0 ? PRS_SOURCE_VM : PRS_SOURCE_PTRACE;
-		return true;
+	if (strcmp(s, "ptrace") == 0) {
+		*out = PRS_SOURCE_PTRACE;
+	} else if (strcmp(s, "vm") == 0) {
+		*out = PRS_SOURCE_VM;
+	} else if (strcmp(s, "auto") == 0) {
+		*out = launch ? PRS_SOURCE_AUTO : PRS_SOURCE_PTRACE;
+	} else if (strcmp(s, "preload") == 0 && launch) {
+		*out = PRS_SOURCE_PRELOAD;
+	} else if (strcmp(s, "preload") == 0) {
+		cli_msg("--mode preload works only for a program pyrsprof starts (pyrsprof run, or top "
+			"-- CMD); attach with --mode ptrace or vm");
+		return false;
+	} else {
+		cli_msg("--mode: '%s' is not a mode (auto, ptrace: native + Python frames; preload: from "
+			"inside, for a program pyrsprof starts; vm: Python frames only)", s);
+		return false;
 	}
-	cli_msg("--mode: '%s' is not a mode (ptrace: native + Python frames; vm: Python frames only, "
-		"without stopping the target)", s);
-	return false;
+	return true;
 }
 
 bool cli_parse_duration(const char *s, double *out)

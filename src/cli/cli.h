@@ -51,8 +51,9 @@ bool cli_parse_rate(const char *s, double *out);
 bool cli_parse_duration(const char *s, double *out);
 /* The same for option opt ("-d" above), named in the messages. */
 bool cli_parse_duration_opt(const char *opt, const char *s, double *out);
-/* Parses --mode: ptrace or vm. Prints the problem and returns false. */
-bool cli_parse_mode(const char *s, enum prs_source *out);
+/* Parses --mode: auto, ptrace, preload or vm (launch: for a program pyrsprof starts; else auto
+ * is ptrace and preload is refused). Prints the problem and returns false. */
+bool cli_parse_mode(const char *s, bool launch, enum prs_source *out);
 /* Parses a PID (a positive integer). */
 bool cli_parse_pid(const char *s, pid_t *out);
 /* Parses the PID of a live process, for attach, dump and top: EXIT_OK, or the exit code after

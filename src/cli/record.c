@@ -161,23 +161,8 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 			o->print_stats = true;
 			break;
 		case 'M':
-			if (strcmp(optarg, "ptrace") == 0) {
-				o->source = PRS_SOURCE_PTRACE;
-			} else if (strcmp(optarg, "vm") == 0) {
-				o->source = PRS_SOURCE_VM;
-			} else if (strcmp(optarg, "auto") == 0) {
-				o->source = run ? PRS_SOURCE_AUTO : PRS_SOURCE_PTRACE;
-			} else if (strcmp(optarg, "preload") == 0 && run) {
-				o->source = PRS_SOURCE_PRELOAD;
-			} else if (strcmp(optarg, "preload") == 0) {
-				cli_msg("--mode preload works only for a program pyrsprof starts (pyrsprof "
-					"run); attach with --mode ptrace or vm");
+			if (!cli_parse_mode(optarg, run, &o->source))
 				return EXIT_USAGE;
-			} else {
-				cli_msg("--mode: '%s' is not a mode (auto, ptrace: native + Python frames; "
-					"preload: from inside, run only; vm: Python frames only)", optarg);
-				return EXIT_USAGE;
-			}
 			break;
 		case 'N':
 			o->native_all = true;

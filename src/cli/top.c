@@ -63,8 +63,10 @@ static const char usage[] =
 	"  Not on a terminal: one table per second on standard output.\n"
 	"  -r, --rate HZ        samples per second per thread (default 100)\n"
 	"  -d, --duration SEC   stop after SEC seconds\n"
-	"      --mode MODE      ptrace (default: native + Python frames) or vm (Python frames only,\n"
-	"                       read without stopping the program)\n"
+	"      --mode MODE      ptrace (default: native + Python frames), vm (Python frames only,\n"
+	"                       read without stopping the program), or for -- CMD: preload (an\n"
+	"                       LD_PRELOAD agent samples from inside) and auto (ptrace, or\n"
+	"                       preload where ptrace is refused)\n"
 	"      --pid PID        only the samples of this process (of the launched tree)\n"
 	"      --tid TID        only the samples of this thread\n"
 	"      --idle           also the samples of threads that were not running\n"
@@ -91,6 +93,8 @@ static bool parse_id(const char *opt, const char *arg, int32_t *out)
 static int parse_opts(int argc, char **argv, struct top_opts *o)
 {
 	enum { O_MODE = 1000, O_PID, O_TID, O_IDLE, O_GIL, O_NATIVE, O_LINES, O_DEBUG_DIR };
+	const char *mode = NULL;
+	bool launch;
 	static const struct option longopts[] = {
 		{ "rate", required_argument, NULL, 'r' },     { "duration", required_argument, NULL, 'd' },
 		{ "mode", required_argument, NULL, O_MODE },  { "pid", required_argument, NULL, O_PID },
@@ -115,8 +119,7 @@ static int parse_opts(int argc, char **argv, struct top_opts *o)
 				return EXIT_USAGE;
 			break;
 		case O_MODE:
-			if (!cli_parse_mode(optarg, &o->source))
-				return EXIT_USAGE;
+			mode = optarg; /* judged once it is known whether top launches CMD */
 			break;
 		case O_PID:
 			if (!parse_id("--pid", optarg, &o->filter.pid))
@@ -149,6 +152,9 @@ static int parse_opts(int argc, char **argv, struct top_opts *o)
 			return EXIT_USAGE;
 		}
 	}
+	launch = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
+	if (mode && !cli_parse_mode(mode, launch, &o->source))
+		return EXIT_USAGE;
 	return -1;
 }
 
@@ -240,7 +246,8 @@ static void write_header(const struct top *t, FILE *f, const char *eol)
 	double now = tb->now ? (double)tb->now : 1;
 
 	fprintf(f, "pyrsprof top: %s · %.0f s · %g Hz%s · %zu thread%s%s", t->what, t->elapsed_s,
-		t->o.rate_hz, t->o.source == PRS_SOURCE_VM ? " (vm)" : "", t->threads,
+		t->o.rate_hz, t->o.source == PRS_SOURCE_VM ? " (vm)" : t->o.source == PRS_SOURCE_PRELOAD ? " (preload)" : "",
+		t->threads,
 		t->threads == 1 ? "" : "s", eol);
 	fprintf(f, "Samples %llu (last second %llu) · GIL held %.0f%%, waited for %.0f%%", (unsigned long long)tb->total,
 		(unsigned long long)tb->now, 100.0 * (double)tb->now_gil / now,

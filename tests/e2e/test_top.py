@@ -183,7 +183,7 @@ def test_top_sigterm_restores_the_terminal(prs):
         assert_left_running(target, t, after)
 
 
-@pytest.mark.parametrize("mode", ["ptrace", "vm"])
+@pytest.mark.parametrize("mode", ["ptrace", "vm", "preload"])
 def test_top_plain_tables(run_prs, mode):
     res = run_prs(["top", "-r", 200, "--mode", mode, "--", PY, SPLIT, 6], timeout=60)
     assert_clean(res)
@@ -214,7 +214,8 @@ def test_top_lines_and_filters(run_prs):
 
 def test_top_bad_input(run_prs):
     for args, words in ((["top"], ["PID"]), (["top", "0"], []), (["top", "--pid", "x", "1"], ["--pid"]),
-                        (["top", "--mode", "nope", "1"], ["--mode"]), (["top", "1", "2"], ["unexpected"])):
+                        (["top", "--mode", "nope", "1"], ["--mode"]), (["top", "1", "2"], ["unexpected"]),
+                        (["top", "--mode", "preload", "1"], ["preload", "-- CMD"])):
         res = run_prs(args)
         assert_clean(res)
         assert res.rc == 2, res.describe()
