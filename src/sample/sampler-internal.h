@@ -252,6 +252,42 @@ void prs_events_resume(struct prs_thr *t, int sig);
  * resume it or hold it for the Python read. */
 void prs_ptrace_take_sample(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t);
 
+/* ---- preload_offcpu.c: the preload source's samples of sleeping threads ---- */
+
+/* A preload target's off-CPU sampling between ticks. */
+struct prs_offcpu {
+	uint64_t last_list;     /* when the program's threads were last listed */
+	uint64_t samples;       /* off-CPU thread-samples recorded (read, or kept and recorded again) */
+	bool refreshed;         /* the unwinder's maps were re-read this tick (once at most) */
+};
+
+/*
+ * Unwinds a preload sample (regs, snap) of tg into s->pcs and s->frame_ids, re-reading the maps
+ * once per tick (off->refreshed) when a PC is in no known module (a library loaded since).
+ * Returns the frames.
+ */
+int prs_preload_unwind(struct prs_sampler *s, struct prs_target *tg, const struct prs_regs *regs,
+		       const struct prs_snapshot *snap, struct prs_offcpu *off);
+/*
+ * One tick of tg's sleeping threads, without signalling them: each thread asleep in the kernel
+ * is recorded with its state, syscall, native stack (from the SP and PC of its syscall file) and
+ * Python frames; one at rest since its last sample, from that sample. Running threads are left
+ * to the agent's CPU samples. The program's threads are listed every 100 ms.
+ */
+void prs_preload_offcpu(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns,
+			struct prs_offcpu *off);
+
+/* ---- offcpu_rbp.c ---- */
+
+/*
+ * For a sample of which only RSP and RIP are known (regs, snap from RSP): sets regs' RBP to the
+ * frame record found in the stack that makes the unwind whole, or 0 when the unwind is whole
+ * without one or none does (the frames up to the first RBP-based one are right either way).
+ * scratch: PRS_MAX_NATIVE_FRAMES PCs for the trial unwinds.
+ */
+void prs_offcpu_guess_rbp(struct prs_unwinder *uw, struct prs_regs *regs,
+			  const struct prs_snapshot *snap, uint64_t *scratch);
+
 /* ---- exit_acct.c ---- */
 
 /* Thread tid of tg is in its PTRACE_EVENT_EXIT stop: stores its final kernel accounting (a

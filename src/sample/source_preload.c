@@ -5,7 +5,8 @@
  * a ring shared with pyrsprof (src/agent/ring.h). Each tick drains the ring: every sample is
  * unwound here with the same unwinder as ptrace mode (the copy is its stack memory, the
  * target's maps the rest), its Python frames named by the same reader, and recorded like any
- * other. Only running threads are sampled (the timers count CPU time): no off-CPU samples yet.
+ * other. The timers count CPU time: threads asleep are sampled from outside, at each tick
+ * (preload_offcpu.c).
  *
  * Nothing is ptraced: this works where ptrace is refused (a seccomp filter, Yama scope 3, a
  * container without CAP_SYS_PTRACE), with process_vm_readv and /proc/PID/maps for the unwinder
@@ -42,7 +43,7 @@ struct prs_preload {
 	struct prs_thr gone;          /* stands for a thread that exited before its samples were read */
 	bool py_published;
 	bool agent_seen;
-	bool refreshed;               /* the maps were re-read during this drain */
+	struct prs_offcpu off;        /* the sleeping threads' samples (preload_offcpu.c) */
 	uint64_t last_prune;
 	uint32_t gen;                 /* the agent generation (image) samples are recorded for */
 	uint64_t stale;               /* samples of an image replaced by an exec, dropped */
@@ -186,7 +187,6 @@ static void record_slot(struct prs_sampler *s, struct prs_target *tg, struct prs
 {
 	struct prs_regs regs;
 	struct prs_snapshot snap;
-	struct prs_unwind_info info;
 	struct prs_sample smp;
 	const struct prs_py_thread *pt;
 	struct prs_thr *t;
@@ -213,19 +213,8 @@ static void record_slot(struct prs_sampler *s, struct prs_target *tg, struct prs
 	snap.base = regs.r[PRS_REG_RSP];
 	snap.len = sl->stack_len < p->stack_cap ? sl->stack_len : p->stack_cap;
 	snap.data = sl->stack;
-	memset(&info, 0, sizeof(info));
 	if (tg->uw)
-		n = prs_record_unwind(s, tg, &regs, &snap, &info);
-	/* A PC in no known module: a library loaded since the maps were read (an extension module
-	 * imported). The sample was taken before now, so the maps read now have it. */
-	if (tg->uw && info.end == PRS_UNWIND_END_NO_CFI && !p->refreshed) {
-		p->refreshed = true;
-		prs_unwinder_refresh(tg->uw, NULL);
-		tg->maps_dirty = false;
-		tg->last_maps_refresh = prs_now_ns();
-		memset(&info, 0, sizeof(info));
-		n = prs_record_unwind(s, tg, &regs, &snap, &info);
-	}
+		n = prs_preload_unwind(s, tg, &regs, &snap, &p->off);
 	pt = slot_python(s, tg, p, sl);
 	memset(&smp, 0, sizeof(smp));
 	smp.state = PRS_STATE_RUNNING;
@@ -296,7 +285,6 @@ static void drain(struct prs_sampler *s, struct prs_target *tg, struct prs_prelo
 		return;
 	sort_ready(p, n);
 	tg->npyt = 0;
-	p->refreshed = false;
 	for (uint32_t i = 0; i < n; i++) {
 		struct prs_ring_slot *sl = slot_at(p, p->ready[i]);
 
@@ -357,7 +345,9 @@ static void preload_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t 
 		tg->last_maps_refresh = now_ns;
 	prs_target_refresh_maps(tg, now_ns);
 	publish_python(tg, p);
+	p->off.refreshed = false;
 	drain(s, tg, p);
+	prs_preload_offcpu(s, tg, now_ns, &p->off);
 	prune_threads(tg, p, now_ns);
 }
 
@@ -387,6 +377,7 @@ static void preload_end(struct prs_sampler *s, struct prs_target *tg)
 	add_meta_count(s, "preload_timers", __atomic_load_n(&p->h->timers, __ATOMIC_RELAXED));
 	add_meta_count(s, "preload_perf_clocks", __atomic_load_n(&p->h->perf_clocks, __ATOMIC_RELAXED));
 	add_meta_count(s, "preload_py_walks", __atomic_load_n(&p->h->py_walks, __ATOMIC_RELAXED));
+	add_meta_count(s, "preload_offcpu_samples", p->off.samples);
 	if (!p->agent_seen && __atomic_load_n(&p->h->target_pid, __ATOMIC_RELAXED) == 0)
 		prs_session_note(s, "the preload agent never started in the program (does it clear "
 				 "LD_PRELOAD, or is it static?): nothing was sampled; use --mode ptrace");

@@ -4,7 +4,8 @@ targets and truths as the ptrace-mode tests (the CPU split each target measures 
 marker lines of the Python targets, demangled Rust with inlined frames, exit statuses, the byte
 stream of echo_output), sampled from inside the program; auto choosing preload where a seccomp
 filter forbids ptrace (tests/targets/noptrace); programs the agent cannot be loaded into refused in
-one line. Preload samples running threads only (CPU-time timers): the cpu view is compared.
+one line. Running threads are sampled by CPU-time timers (the cpu view is compared), sleeping ones
+from outside at each tick (the wall view of the off-CPU tests).
 Elsewhere in both modes: test_cli_run's byte-exact output and kill -9 of pyrsprof,
 test_python_cli's exact frames and lines of chain.py and Rust cdylib under Python."""
 import os
@@ -221,3 +222,85 @@ def test_posix_timers_weigh_cpu_time(run_prs, targets, outdir, export_folded):
     assert abs(n / 1000 - cpu_s) <= 0.15 * cpu_s, (n, cpu_s)
     whole = sum(c for fr, c in recs if fr[0].name == "_start" and any(f.name == "main" for f in fr))
     assert whole / n >= 0.98, recs[:5]
+
+
+# ---- off-CPU: sleeping threads sampled from outside, never signalled ----------------------------
+
+SLEEP_LEAVES = ("[clock_nanosleep]", "[nanosleep]")
+OFFCPU_FNS = ("spin", "nap", "wait_pipe")
+
+
+def offcpu_truth(out):
+    line = [l for l in out.splitlines() if l.startswith("truth ")][0]
+    return {k: float(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
+
+
+def assert_offcpu_shares(recs, truth, where):
+    """Each of spin/nap/wait_pipe's share of the wall samples of the three within 5 points of the
+    truth: spin is sampled by CPU time (its thread's CPU time), the other two by wall time."""
+    want = {"spin": truth["spin_cpu"], "nap": truth["nap"], "wait_pipe": truth["pipe"]}
+    got = {fn: weight_in(recs, fn) for fn in OFFCPU_FNS}
+    n, tot = sum(got.values()), sum(want.values())
+    assert n >= 200, (got, where)
+    for fn in OFFCPU_FNS:
+        assert abs(got[fn] / n - want[fn] / tot) <= 0.05, (fn, got, want, where)
+
+
+@pytest.fixture(scope="module")
+def offcpu_c(record):
+    return record("offcpu", 2, rate=100, extra=PRELOAD, steady=True)
+
+
+def test_offcpu_wall_stacks_and_shares(offcpu_c, export_folded):
+    """offcpu in preload mode: in the wall view the napper's samples end in the sleep syscall above
+    nap(), the piper's in [read] above wait_pipe(), each a whole stack from clone3 (the frame
+    pointers of the stack's own frame records: only SP and PC are known); and the split of
+    spin/nap/wait_pipe within 5 points of the target's own measures. No signal reached the
+    sleepers (nanosleep returns EINTR after any handler, SA_RESTART or not): eintr=0. Only the
+    program's three threads are in the profile."""
+    truth = offcpu_truth(offcpu_c.res.out)
+    assert truth["eintr"] == 0, offcpu_c.res.out
+    tids = thread_tids(offcpu_c.res.out)
+    main_tid = int(offcpu_c.res.out.split("main tid=")[1].split()[0])
+    recs = export_folded(offcpu_c.pyrs, view="wall", lines=False, per_thread=True)
+    roots = {thread_root(fr)[0] for fr, _ in recs}
+    assert roots == {main_tid, tids["napper"], tids["piper"]}, (roots, tids)
+    for name, fn, leaves in (("napper", "nap", SLEEP_LEAVES), ("piper", "wait_pipe", ("[read]",))):
+        mine = [(fr[1:], c) for fr, c in recs if thread_root(fr)[0] == tids[name]]
+        n = sum(c for _, c in mine)
+        assert n >= 150, (name, n)  # 2 s at 100 Hz: ~200 ticks, asleep on nearly all
+        good = sum(c for fr, c in mine if fr[-1].name in leaves and fr[0].name == "clone3" and
+                   any(f.name == fn for f in fr))
+        assert good >= 0.9 * n, (name, good, n, mine[:4])
+    assert_offcpu_shares([(fr[1:], c) for fr, c in recs], truth, offcpu_c.res.out)
+
+
+def test_offcpu_not_in_cpu_view(offcpu_c, export_folded):
+    recs = export_folded(offcpu_c.pyrs, view="cpu", lines=False)
+    assert weight_in(recs, "spin") >= 0.9 * total(recs), recs[:5]
+    leaves = {fr[-1].name for fr, _ in recs}
+    assert not leaves & {"[read]", *SLEEP_LEAVES}, leaves
+
+
+# one interpreter per frame layout family (PyFrameObject, _PyInterpreterFrame) and Debian's
+OFFCPU_PY = [p for p in PARAMS if p.id in ("pyenv-3.9", "pyenv-3.12", "debian-python3")]
+
+
+@pytest.mark.parametrize("py", OFFCPU_PY)
+def test_offcpu_python_frames_and_shares(py, run_prs, export_folded, outdir):
+    """offcpu.py in preload mode: the sleeping threads' Python frames (read from outside) merged
+    with their native stacks at the exact lines, and the shares within 5 points."""
+    exe = python_or_skip(py)
+    res, pyrs = steady_run(lambda: record_py(run_prs, outdir / str(time.monotonic_ns()),
+                                             [exe, T.HERE / "offcpu.py", 2], rate=100, extra=PRELOAD))
+    recs = export_folded(pyrs, view="wall", lines=True)
+    for fn, tag, leaves in (("nap", "NAP", SLEEP_LEAVES), ("wait_pipe", "PIPE", ("[read]",))):
+        mine = [(fr, c) for fr, c in recs if any(f.name == fn for f in fr)]
+        n = sum(c for _, c in mine)
+        at = sum(c for fr, c in mine if any(f.name == fn and f.line == T.marker_line("offcpu.py", tag)
+                                            for f in fr))
+        assert at == n, (fn, at, n, mine[:3])
+        if fn == "wait_pipe":  # (the napper also waits for the GIL the spinner holds)
+            in_call = sum(c for fr, c in mine if fr[-1].name in leaves)
+            assert in_call >= 0.9 * n, (fn, in_call, n, mine[:3])
+    assert_offcpu_shares(recs, offcpu_truth(res.out), res.out)

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Off-CPU samples of the preload source (--mode preload): the agent's clocks count CPU time, so
+ * a thread asleep in the kernel never takes a sample of its own. At each tick pyrsprof looks at
+ * every thread of the program from outside instead, without a signal: one blocked in a syscall
+ * is recorded as ptrace mode records it, its state and syscall, its native stack unwound from the
+ * stack pointer and program counter /proc/PID/task/TID/syscall gives (the user registers it
+ * entered the kernel with) over a copy of its stack read from that SP, and its Python frames read
+ * by the CPython reader. A thread that has not run since its last such sample is recorded again
+ * from it (reuse-internal.h): one pread of its schedstat.
+ *
+ * Why outside and not an agent thread in the program: a thread of pyrsprof's in the program would
+ * change it. CPython 3.12+ counts the process's threads at os.fork() and prints a
+ * DeprecationWarning when there is more than one (measured: a preloaded library that starts one
+ * thread makes every fork of a single-threaded 3.12 script warn on stderr); the program would see
+ * one more task in /proc/self/task, signals sent to the process could land on it, and its reads
+ * would be charged to the program's CPU time. The reads here need what preload mode needs already
+ * (process_vm_readv and /proc/PID/task/TID/syscall are both under the ptrace access check; the
+ * ptrace syscall itself is not used). Nothing is sent to the sleeping thread: no blocking call
+ * sees EINTR because of pyrsprof.
+ *
+ * Only SP and PC are known (not RBP or the other callee-saved registers): the unwind from a
+ * syscall wrapper holds while the frames' CFA is SP-based or their RBP was saved on the stack
+ * below, which is the case for glibc's wrappers and -O2 code (measured on the e2e targets);
+ * otherwise the stack ends early (the frames found are kept).
+ */
+#include <string.h>
+
+#include "pyrsprof/ptrace.h"
+#include "pyrsprof/python.h"
+#include "pyrsprof/task.h"
+#include "pyrsprof/util.h"
+#include "sample/sampler-internal.h"
+#include "util/banned.h"
+
+#define LIST_NS 100000000ull /* threads the program started are looked for this often */
+
+int prs_preload_unwind(struct prs_sampler *s, struct prs_target *tg, const struct prs_regs *regs,
+		       const struct prs_snapshot *snap, struct prs_offcpu *off)
+{
+	struct prs_unwind_info info;
+	int n;
+
+	memset(&info, 0, sizeof(info));
+	n = prs_record_unwind(s, tg, regs, snap, &info);
+	/* A PC in no known module: a library loaded since the maps were read (an extension module
+	 * imported). The sample was taken before now, so the maps read now have it. */
+	if (info.end == PRS_UNWIND_END_NO_CFI && !off->refreshed) {
+		off->refreshed = true;
+		prs_unwinder_refresh(tg->uw, NULL);
+		tg->maps_dirty = false;
+		tg->last_maps_refresh = prs_now_ns();
+		memset(&info, 0, sizeof(info));
+		n = prs_record_unwind(s, tg, regs, snap, &info);
+	}
+	return n;
+}
+
+/* Adds the program's threads the table does not know yet (a thread that blocked as it started
+ * has taken no CPU sample). */
+static void list_threads(struct prs_sampler *s, struct prs_target *tg)
+{
+	pid_t tids[PRS_THR_MAX];
+	int n = prs_task_list(tg->pid, tids, PRS_THR_MAX);
+
+	for (int i = 0; i < n && i < PRS_THR_MAX; i++) {
+		struct prs_thr *t;
+
+		if (prs_thr_find(&tg->thr, tids[i]))
+			continue;
+		t = prs_thr_add(&tg->thr, tids[i]);
+		if (t)
+			prs_thr_record_name(&tg->thr, t, s->prof);
+	}
+}
+
+/*
+ * Whether t sleeps in the kernel now, and how: its state, syscall (a sleep restarted after a
+ * signal shows as restart_syscall: the first one is kept) and the registers it entered with.
+ * False for a running or runnable thread (its CPU samples are the agent's), a zombie, or a thread
+ * gone.
+ */
+static bool asleep(struct prs_target *tg, struct prs_thr *t, struct prs_task_sys *sys)
+{
+	char c;
+
+	if (prs_thr_syscall(&tg->thr, t, sys) != 0 || sys->running)
+		return false;
+	c = prs_task_state_fd(tg->pid, t->tid, &t->stat_fd);
+	if (c == 0 || c == 'R' || c == 'Z' || c == 'X')
+		return false;
+	t->state = c == 'D' ? PRS_STATE_DISK : PRS_STATE_BLOCKED;
+	t->syscall = -1;
+	t->wait_addr = 0;
+	if (sys->nr >= 0) {
+		t->syscall = sys->nr == PRS_SYS_RESTART_SYSCALL && t->blocked_in >= 0 ? t->blocked_in
+										     : sys->nr;
+		t->wait_addr = t->syscall == PRS_SYS_FUTEX ? sys->args[0] : 0;
+	}
+	t->blocked_in = t->syscall;
+	return true;
+}
+
+/* Takes t's stack from the SP it sleeps with: t->regs and t->stack hold the snapshot. */
+static void snapshot(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+		     const struct prs_task_sys *sys)
+{
+	ssize_t n;
+
+	memset(&t->regs, 0, sizeof(t->regs));
+	t->regs.r[PRS_REG_RSP] = sys->sp;
+	t->regs.r[PRS_REG_RIP] = sys->pc;
+	t->regs.orig_rax = (uint64_t)(int64_t)sys->nr;
+	n = sys->nr >= 0 || sys->sp ? prs_read_stack(tg->pid, sys->sp, t->stack, s->opts.stack_bytes)
+				    : 0;
+	t->stack_len = n > 0 ? (size_t)n : 0;
+	t->sampled = sys->sp != 0;
+}
+
+/* Records t, found asleep this tick (its snapshot taken), with its Python frames if any. */
+static void record_asleep(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			  uint64_t tick_ns, struct prs_offcpu *off)
+{
+	struct prs_snapshot snap = { .base = t->regs.r[PRS_REG_RSP], .len = t->stack_len,
+				     .data = t->stack };
+	struct prs_sample smp;
+	uint64_t c0 = prs_now_ns();
+	int n = 0;
+
+	if (t->sampled && tg->uw) {
+		prs_offcpu_guess_rbp(tg->uw, &t->regs, &snap, s->pcs);
+		n = prs_preload_unwind(s, tg, &t->regs, &snap, off);
+	}
+
+	memset(&smp, 0, sizeof(smp));
+	smp.state = (uint8_t)t->state;
+	smp.syscall = (int16_t)t->syscall;
+	prs_record_stack(s, tg, t, tick_ns, s->pcs, s->frame_ids, n, prs_target_py_thread(tg, t->tid),
+			 &smp);
+	/* at rest since before its reads, if its schedstat was read then (prs_reuse_check) */
+	t->kept.at_rest = t->kept.valid && t->tick_ss_ok;
+	t->kept.rest = t->tick_ss;
+	t->sampled = false;
+	off->samples++;
+	prs_durations_add(&s->d_cost, t->check_ns + (prs_now_ns() - c0));
+}
+
+void prs_preload_offcpu(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns,
+			struct prs_offcpu *off)
+{
+	struct prs_task_sys sys;
+	uint64_t tick_ns = prs_now_ns();
+	bool fresh = false;
+
+	if (tg->exited || !tg->uw)
+		return;
+	if (now_ns - off->last_list >= LIST_NS) {
+		off->last_list = now_ns;
+		list_threads(s, tg);
+	}
+	/* first the decisions and the snapshots, then one Python read for all that need it */
+	for (size_t i = 0; i < tg->thr.n; i++) {
+		struct prs_thr *t = &tg->thr.v[i];
+
+		prs_reuse_check(s, tg, t, false);
+		t->sampled = false;
+		if (t->reuse == PRS_REUSE_ALL)
+			continue;
+		if (!asleep(tg, t, &sys)) {
+			t->reuse = PRS_REUSE_NONE;
+			t->kept.valid = false;
+			t->state = PRS_STATE_RUNNING;
+			continue;
+		}
+		snapshot(s, tg, t, &sys);
+		fresh = true;
+	}
+	if (fresh && tg->py && prs_target_py_sample(s, tg) == 0)
+		prs_target_py_names(s, tg);
+	for (size_t i = 0; i < tg->thr.n; i++) {
+		struct prs_thr *t = &tg->thr.v[i];
+
+		if (t->reuse == PRS_REUSE_ALL) {
+			prs_reuse_record_all(s, tg, t, tick_ns, t->check_ns);
+			off->samples++;
+		} else if (t->state != PRS_STATE_RUNNING) {
+			record_asleep(s, tg, t, tick_ns, off);
+		}
+	}
+}
