@@ -2,9 +2,9 @@
 # libpyrsprof-agent.so, the LD_PRELOAD agent of --mode preload (src/agent/), built next to the
 # pyrsprof binary, where `pyrsprof run` looks for it. It is loaded into any program, so it is
 # built without sanitizers in every variant (an ASan runtime cannot be preloaded into a program
-# that was not linked with it), position-independent, exporting only pthread_create. It carries
+# that was not linked with it), position-independent, exporting only the functions it wraps. It carries
 # its own copies of the CPython walker and the memory reader (the same sources).
-AGENT_SRCS := src/agent/agent.c src/python/walk.c src/proc/memreader.c
+AGENT_SRCS := src/agent/agent.c src/agent/chain.c src/python/walk.c src/proc/memreader.c
 AGENT_OBJS := $(patsubst %.c,$(BUILD)/agent-pic/%.o,$(AGENT_SRCS))
 AGENT := $(BUILD)/libpyrsprof-agent.so
 AGENT_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -fno-sanitize=all $(WARN) -D_GNU_SOURCE \

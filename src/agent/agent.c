@@ -9,8 +9,10 @@
  *
  * Threads are armed as they start: pthread_create is interposed so that the new thread arms
  * itself before its start routine; threads already running when the agent loads are signalled
- * once (tgkill) and arm themselves in the handler. A process-wide ITIMER_PROF is never used: it
- * charges a signal to whichever thread runs when it fires, skewing the split between threads.
+ * once (rt_tgsigqueueinfo with a value of ours) and arm themselves in the handler. A
+ * process-wide ITIMER_PROF is never used: it charges a signal to whichever thread runs when it
+ * fires, skewing the split between threads. The program's own uses of the agent's signal go to
+ * its own action (chain.c).
  *
  * The handler is async-signal-safe: raw syscalls, no allocation, no locks, no stdio, no loader
  * calls; memory it cannot trust is read with process_vm_readv on itself, which fails on a bad
@@ -37,6 +39,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "agent/chain.h"
 #include "agent/ring.h"
 #include "pyrsprof/memreader.h"
 #include "python/walk.h"
@@ -310,23 +313,30 @@ static void take_sample(const ucontext_t *uc, int overrun)
 	prs_ring_publish(ring, sl);
 }
 
+/* True for a signal of the agent's own clocks: a timer of its (by its value) or the calling
+ * thread's perf event (by its descriptor). */
+static bool own_clock(const siginfo_t *si)
+{
+	if (si->si_code == SI_TIMER)
+		return si->si_value.sival_int == PRS_RING_COOKIE;
+	return si->si_code >= POLL_IN && si->si_code <= POLL_HUP && me.perf_fd >= 0 &&
+	       si->si_fd == me.perf_fd;
+}
+
 static void on_signal(int sig, siginfo_t *si, void *ucv)
 {
 	int saved = errno;
 
-	(void)sig;
-	if (!ring) {
-		errno = saved;
-		return;
+	if (si->si_code == SI_QUEUE && si->si_pid == self_pid &&
+	    si->si_value.sival_int == PRS_RING_ARM_COOKIE) {
+		if (ring)
+			arm_self(); /* the constructor's call to a thread that was running before us */
+	} else if (own_clock(si)) {
+		if (ring && me.armed)
+			take_sample(ucv, si->si_code == SI_TIMER ? si->si_overrun : 0);
+	} else {
+		prs_chain_forward(sig, si, ucv); /* the program's own use of this signal */
 	}
-	if (si->si_code == SI_TKILL && si->si_pid == self_pid)
-		arm_self(); /* the constructor's call to a thread that was running before us */
-	else if (si->si_code == SI_TIMER && si->si_value.sival_int == PRS_RING_COOKIE)
-		take_sample(ucv, si->si_overrun);
-	else if (si->si_code == POLL_IN && me.armed && me.perf_fd >= 0 && si->si_fd == me.perf_fd)
-		take_sample(ucv, 0);
-	else
-		__atomic_fetch_add(&ring->foreign, 1, __ATOMIC_RELAXED);
 	errno = saved;
 }
 
@@ -388,7 +398,7 @@ static void exec_begin(struct sigaction *saved)
 		return;
 	memset(&ign, 0, sizeof(ign));
 	ign.sa_handler = SIG_IGN;
-	sigaction(signo, &ign, saved);
+	prs_chain_real_sigaction(signo, &ign, saved);
 }
 
 static void exec_failed(const struct sigaction *saved)
@@ -396,7 +406,7 @@ static void exec_failed(const struct sigaction *saved)
 	int e = errno;
 
 	if (ring)
-		sigaction(signo, saved, NULL);
+		prs_chain_real_sigaction(signo, saved, NULL);
 	errno = e;
 }
 
@@ -454,14 +464,22 @@ static void arm_others(void)
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
 	pid_t self = my_tid();
+	siginfo_t si;
 
 	if (!d)
 		return;
+	/* queued with a value of ours: told apart from a tgkill of the program's own */
+	memset(&si, 0, sizeof(si));
+	si.si_signo = signo;
+	si.si_code = SI_QUEUE;
+	si.si_pid = self_pid;
+	si.si_uid = getuid();
+	si.si_value.sival_int = PRS_RING_ARM_COOKIE;
 	while ((e = readdir(d)) != NULL) {
 		long tid = strtol(e->d_name, NULL, 10);
 
 		if (tid > 0 && tid != self)
-			syscall(SYS_tgkill, self_pid, (pid_t)tid, signo);
+			syscall(SYS_rt_tgsigqueueinfo, self_pid, (pid_t)tid, signo, &si);
 	}
 	closedir(d);
 }
@@ -472,6 +490,7 @@ static void in_child(void)
 	uint64_t id = 0;
 
 	ring = NULL;
+	prs_chain_forget_ring();
 	me.armed = 0;
 	/* the copy of the forking thread's event descriptor: the event stays the parent's */
 	if (me.perf_fd >= 0 && ioctl(me.perf_fd, PERF_EVENT_IOC_ID, &id) == 0 && id == me.perf_id)
@@ -515,24 +534,24 @@ static struct prs_ring_hdr *map_ring(void)
 	return h;
 }
 
-/* The agent's signal, unless the program already has a handler for it (then the agent steps
- * aside: sampling would take the program's signal). SIG_IGN is taken over: an exec from a
- * sampled image leaves it so (exec_begin). */
+/* The agent's signal, kept installed for the whole run; the action the program had (SIG_DFL,
+ * or SIG_IGN left by an exec from a sampled image: exec_begin) becomes the program's action
+ * that chain.c keeps and forwards to. */
 static int install_handler(void)
 {
 	struct sigaction sa, old;
 
 	signo = SIGRTMIN + PRS_RING_SIGNAL_OFFSET;
-	if (sigaction(signo, NULL, &old) != 0)
+	if (prs_chain_real_sigaction(signo, NULL, &old) != 0)
 		return -errno;
-	if ((old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL
-					: (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN))
-		return -EBUSY;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	return sigaction(signo, &sa, NULL) == 0 ? 0 : -errno;
+	if (prs_chain_real_sigaction(signo, &sa, NULL) != 0)
+		return -errno;
+	prs_chain_start(signo, &old, ring);
+	return 0;
 }
 
 /* The functions the agent wraps, resolved before anything can call them (a wrapper may run in
@@ -544,7 +563,8 @@ static bool resolve_real(void)
 	real_execv = dlsym(RTLD_NEXT, "execv");
 	real_execvp = dlsym(RTLD_NEXT, "execvp");
 	real_execvpe = dlsym(RTLD_NEXT, "execvpe");
-	return real_pthread_create && real_execve && real_execv && real_execvp && real_execvpe;
+	return prs_chain_resolve() && real_pthread_create && real_execve && real_execv &&
+	       real_execvp && real_execvpe;
 }
 
 __attribute__((constructor)) static void agent_start(void)
@@ -566,8 +586,7 @@ __attribute__((constructor)) static void agent_start(void)
 	}
 	rc = install_handler();
 	if (rc != 0) {
-		agent_fail(-rc, rc == -EBUSY ? "the program handles the agent's signal (SIGRTMIN+8)"
-					     : "sigaction failed");
+		agent_fail(-rc, "sigaction failed");
 		ring = NULL;
 		return;
 	}

@@ -28,9 +28,10 @@
 
 #define PRS_AGENT_FD_ENV "PYRSPROF_AGENT_FD"
 #define PRS_RING_MAGIC 0x31676e6972737270ull /* "prsring1" */
-#define PRS_RING_VERSION 1
+#define PRS_RING_VERSION 2
 #define PRS_RING_SIGNAL_OFFSET 8  /* the agent's signal: SIGRTMIN + 8 */
 #define PRS_RING_COOKIE 0x70727331 /* sigev_value of the agent's timers */
+#define PRS_RING_ARM_COOKIE 0x70727332 /* sigqueue value: "arm yourself", to threads running at start */
 #define PRS_RING_CLAIM_TRIES 4    /* slots a producer tries before it drops the sample */
 
 enum prs_slot_state { PRS_SLOT_FREE = 0, PRS_SLOT_WRITING = 1, PRS_SLOT_READY = 2 };
@@ -77,8 +78,11 @@ struct prs_ring_hdr {
 	int32_t agent_errno;
 	char agent_msg[124];
 	uint64_t ticket;         /* next slot ticket */
-	/* timers: threads armed with a POSIX CPU timer; perf_clocks: with a task-clock event */
+	/* timers: threads armed with a POSIX CPU timer; perf_clocks: with a task-clock event;
+	 * foreign: signals of the agent's number it did not send, passed to the program's action */
 	uint64_t written, dropped, timers, perf_clocks, timer_errors, py_walks, py_errors, foreign;
+	uint32_t program_handler; /* 1: the program set a handler for the agent's signal (chained) */
+	uint32_t program_sigprof; /* 1: the program set a SIGPROF handler (its own, untouched) */
 	/* pyrsprof -> agent */
 	uint32_t stop;           /* 1: sample no more */
 	uint32_t clock;          /* enum prs_agent_clock */

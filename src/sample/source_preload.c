@@ -359,6 +359,25 @@ static void add_meta_count(struct prs_sampler *s, const char *key, uint64_t v)
 	prs_profile_meta(s->prof, key, buf);
 }
 
+/* What the program did with signals the agent cares about (chain.h): said and kept in meta. */
+static void note_program_signals(struct prs_sampler *s, struct prs_preload *p)
+{
+	uint64_t foreign = __atomic_load_n(&p->h->foreign, __ATOMIC_RELAXED);
+	bool handler = __atomic_load_n(&p->h->program_handler, __ATOMIC_RELAXED) != 0;
+	bool sigprof = __atomic_load_n(&p->h->program_sigprof, __ATOMIC_RELAXED) != 0;
+
+	add_meta_count(s, "preload_foreign_signals", foreign);
+	add_meta_count(s, "preload_program_handler", handler);
+	add_meta_count(s, "preload_program_sigprof", sigprof);
+	if (handler)
+		prs_session_note(s, "the program set its own handler for SIGRTMIN+8, the preload agent's "
+				 "signal: kept, the agent passed it the %llu signal%s it did not send and "
+				 "went on sampling", (unsigned long long)foreign, foreign == 1 ? "" : "s");
+	if (sigprof)
+		prs_session_note(s, "the program handles SIGPROF itself (ITIMER_PROF or a profiler of its "
+				 "own): left to it, the preload agent samples on SIGRTMIN+8");
+}
+
 /* After the loop: the last samples, the agent told to stop, what it counted. */
 static void preload_end(struct prs_sampler *s, struct prs_target *tg)
 {
@@ -384,6 +403,7 @@ static void preload_end(struct prs_sampler *s, struct prs_target *tg)
 	if (dropped)
 		prs_session_note(s, "the preload ring was full %llu time%s: those samples were dropped",
 				 (unsigned long long)dropped, dropped == 1 ? "" : "s");
+	note_program_signals(s, p);
 }
 
 const struct prs_source_ops prs_source_preload = {

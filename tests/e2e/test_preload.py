@@ -10,6 +10,7 @@ Elsewhere in both modes: test_cli_run's byte-exact output and kill -9 of pyrspro
 test_python_cli's exact frames and lines of chain.py and Rust cdylib under Python."""
 import os
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -304,3 +305,35 @@ def test_offcpu_python_frames_and_shares(py, run_prs, export_folded, outdir):
             in_call = sum(c for fr, c in mine if fr[-1].name in leaves)
             assert in_call >= 0.9 * n, (fn, in_call, n, mine[:3])
     assert_offcpu_shares(recs, offcpu_truth(res.out), res.out)
+
+
+# ---- the program's own signals ------------------------------------------------------------------
+
+@pytest.mark.parametrize("py", [p for p in PARAMS if p.id == "debian-python3"])
+def test_program_signals_kept(py, run_prs, export_folded, outdir):
+    """signals.py handles SIGUSR1, SIGPROF under ITIMER_PROF and SIGRTMIN+8 (the agent's own
+    signal) with Python's signal.signal: each handler gets exactly what the program sent it
+    (SIGPROF: its CPU time / 10 ms, within 25 %), the agent keeps sampling after each (CPU
+    samples in the function run after it), and pyrsprof says it chained SIGRTMIN+8 and left
+    SIGPROF to the program."""
+    exe = python_or_skip(py)
+    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "signals.py", 0.5], rate=200, extra=PRELOAD)
+    line = [l for l in res.out.splitlines() if l.startswith("truth ")][0]
+    got = {k: tuple(int(x) for x in v.split("/")) for k, v in (kv.split("=") for kv in line.split()[1:])}
+    assert got["usr1"][0] == got["usr1"][1] and got["rt"][0] == got["rt"][1], line
+    assert got["prof"][1] > 0 and abs(got["prof"][0] - got["prof"][1]) <= 0.25 * got["prof"][1], line
+    recs = export_folded(pyrs, view="cpu", lines=False)
+    for fn in ("after_usr1", "with_prof", "after_rt"):  # 0.5 s of CPU at 200 Hz: ~100 each
+        assert weight_in(recs, fn) >= 40, (fn, weight_in(recs, fn))
+    said = res.own_lines()
+    assert len([l for l in said if "own handler for SIGRTMIN+8" in l and "20 signals" in l]) == 1, said
+    assert len([l for l in said if "handles SIGPROF itself" in l]) == 1, said
+
+
+def test_program_signal_default_action(run_prs, outdir):
+    """A program that sends itself SIGRTMIN+8 without handling it dies of it, as it does without
+    the agent (the default action of a real-time signal): exit status 128 + the signal."""
+    sig = signal.SIGRTMIN + 8
+    prog = ["/usr/bin/python3", "-c", "import os, signal; os.kill(os.getpid(), signal.SIGRTMIN + 8)"]
+    res = run_prs(["run", *PRELOAD, "-o", outdir / "p", "--", *prog], timeout=60)
+    assert res.rc == 128 + sig, res.describe()
