@@ -34,6 +34,7 @@ struct prs_py_stack {
 	bool holds_gil;         /* this thread holds the GIL (from the GIL's locked + last holder) */
 	bool truncated;         /* the walk was cut: deeper than PRS_MAX_PY_FRAMES, a loop, a bad read */
 	bool kept;              /* not walked: the caller keeps its frames (prs_py_set_keep) */
+	bool has_ident;         /* ident[] was taken with the frames (the agent does; walks here do not) */
 	/* what the walk ran into; each of them also cut it (truncated) */
 	uint16_t read_errors, bad_frames, cycles;
 	uint32_t nframes;       /* index 0 is the innermost frame */
@@ -47,6 +48,13 @@ struct prs_py_stack {
 	uint64_t code[PRS_MAX_PY_FRAMES];
 	int32_t off[PRS_MAX_PY_FRAMES];
 	uint8_t flags[PRS_MAX_PY_FRAMES];
+	/*
+	 * With has_ident: who each code object was when its frame was read, for frames named later
+	 * (a code object freed meanwhile and its address reused must not name the frame): 3.12+ its
+	 * co_version | 1 << 31, before its name's cached string hash folded to 31 bits; 0 unknown.
+	 * prs_py_code_ident computes the same of an object read now.
+	 */
+	uint32_t ident[PRS_MAX_PY_FRAMES];
 };
 
 #endif

@@ -104,6 +104,9 @@ struct prs_py_thread {
 struct prs_py_stats {
 	uint64_t samples, threads, frames;
 	uint64_t code_hits, code_misses, code_stale; /* stale: cached entry failed validation */
+	/* frames of raw stacks walked earlier (has_ident) whose code object is not there any more
+	 * (freed, its address reused or unreadable): named "<code object freed before naming>" */
+	uint64_t code_reused;
 	uint64_t read_errors;   /* reads that failed (raced with the target, or unmapped) */
 	uint64_t bad_frames;    /* frames rejected by validation (garbage, wrong type, bad owner) */
 	uint64_t bad_lines;     /* instruction offset outside the code, or no line */

@@ -273,6 +273,8 @@ static void copy_python(struct prs_ring_slot *sl)
 		if (sl->py.thread_id != self)
 			continue;
 		prs_pywalk_thread(&walker, &mr, &it, &sl->py);
+		/* who its code objects are now: pyrsprof names them a tick later */
+		prs_pywalk_idents(&walker, &mr, &sl->py);
 		sl->flags |= PRS_SLOTF_PY;
 		__atomic_fetch_add(&ring->py_walks, 1, __ATOMIC_RELAXED);
 		return;

@@ -387,6 +387,52 @@ static uint32_t frame_id(struct prs_py *py, struct prs_profile *p, struct prs_py
 	return c->memo_frame;
 }
 
+/* Whether frame i of raw, walked earlier with its code object's identity (has_ident), is still
+ * of the object whose head is hdr (entry c): not if that one was freed and its address reused. */
+static bool same_object(struct prs_py *py, const struct prs_py_stack *raw, unsigned i,
+			const struct prs_py_code *c, const uint8_t *hdr)
+{
+	uint64_t hash;
+	uint32_t now;
+
+	if (py->L.code_version >= 0)
+		now = prs_py_ident_version(code_version(py, hdr));
+	else if (prs_pagecache_read(&py->pc, c->name_ptr + (uint64_t)py->L.str_length + 8, &hash,
+				    sizeof(hash)) == 0)
+		now = prs_py_ident_hash(hash);
+	else
+		now = 0;
+	if (now == raw->ident[i])
+		return true;
+	py->st.code_reused++;
+	return false;
+}
+
+/* Whether frame i of raw had a code object when it was walked that is not there now: another
+ * one at its address, or none that can be decoded (its memory freed). */
+static bool gone(struct prs_py *py, const struct prs_py_stack *raw, unsigned i,
+		 const struct prs_py_code *c, const uint8_t *hdr)
+{
+	if (!raw->has_ident || raw->ident[i] == 0)
+		return false;
+	if (!c) {
+		py->st.code_reused++;
+		return true;
+	}
+	return !same_object(py, raw, i, c, hdr);
+}
+
+/* The frame standing for a code object freed between the walk and the naming. */
+static uint32_t freed_frame(struct prs_profile *p)
+{
+	static const char name[] = "<code object freed before naming>";
+	uint32_t n = prs_profile_string(p, name, sizeof(name) - 1), f = prs_profile_string(p, "", 0);
+
+	if (n == UINT32_MAX || f == UINT32_MAX)
+		return UINT32_MAX;
+	return prs_profile_named_frame(p, PRS_KIND_PYTHON, n, f, 0);
+}
+
 /* raw's frames as frame ids of p into t (frames, fflags, nframes). Returns 0 or -ENOMEM. */
 static int name_frames(struct prs_py *py, struct prs_profile *p, const struct prs_py_stack *raw,
 		       struct prs_py_thread *t)
@@ -412,6 +458,16 @@ static int name_frames(struct prs_py *py, struct prs_profile *p, const struct pr
 			py->st.bad_frames++;
 		else if ((rc = code_entry(py, p, code, hdr, &c)))
 			return rc;
+		if (gone(py, raw, i, c, hdr)) {
+			/* its object is gone: shown as such in its place, never by the new one's name */
+			fid = freed_frame(p);
+			if (fid == UINT32_MAX)
+				return -ENOMEM;
+			t->frames[t->nframes] = fid;
+			t->fflags[t->nframes] = flags & PRS_PYF_GROUP_END;
+			t->nframes++;
+			continue;
+		}
 		if (!c || incomplete(py, hdr, raw->off[i], flags)) {
 			/* dropped: its group ends with the frame before it */
 			if ((flags & PRS_PYF_GROUP_END) && t->nframes)

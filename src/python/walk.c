@@ -143,7 +143,7 @@ static void thread_head(const struct prs_pywalk *w, const struct prs_memreader *
 						  : prs_pywalk_tid(w, mr, st->thread_id);
 	st->holds_gil = it->locked && it->holder == tstate;
 	st->top = 0;
-	st->kept = st->truncated = false;
+	st->kept = st->truncated = st->has_ident = false;
 	st->read_errors = st->bad_frames = st->cycles = 0;
 	st->nframes = 0;
 }
@@ -329,4 +329,54 @@ int prs_pywalk_all(const struct prs_pywalk *w, const struct prs_memreader *mr, s
 		(*n)++;
 	}
 	return 0;
+}
+
+/* Reads every vec, setting each res, in one batch when the reader can. */
+static void readv_all(const struct prs_memreader *mr, struct prs_memvec *v, uint32_t n)
+{
+	if (mr->readv && mr->readv(mr->ctx, v, n) >= 0)
+		return;
+	for (uint32_t k = 0; k < n; k++)
+		v[k].res = mr->read(mr->ctx, v[k].addr, v[k].buf, v[k].len);
+}
+
+/* One batch of identities: frames [i, i + n) of st. */
+static void idents_batch(const struct prs_pywalk *w, const struct prs_memreader *mr,
+			 struct prs_py_stack *st, uint32_t i, uint32_t n)
+{
+	const struct prs_py_layout *L = w->L;
+	struct prs_memvec v[PRS_PYWALK_IDENT_BATCH];
+	uint64_t word[PRS_PYWALK_IDENT_BATCH];
+	bool version = L->code_version >= 0;
+	int32_t off = version ? L->code_version : L->code_name;
+
+	for (uint32_t k = 0; k < n; k++) {
+		word[k] = 0;
+		v[k] = (struct prs_memvec){ st->code[i + k] + (uint64_t)off, &word[k], version ? 4 : 8, 0 };
+	}
+	readv_all(mr, v, n);
+	if (!version) { /* the name string's hash, one more batch */
+		for (uint32_t k = 0; k < n; k++) {
+			uint64_t name = v[k].res == 0 ? word[k] : 0;
+
+			word[k] = 0;
+			v[k] = (struct prs_memvec){ plausible_ptr(name) ? name + (uint64_t)L->str_length + 8 : 0,
+						    &word[k], 8, 0 };
+		}
+		readv_all(mr, v, n);
+	}
+	for (uint32_t k = 0; k < n; k++)
+		st->ident[i + k] = v[k].res != 0 || !v[k].addr ? 0
+				   : version ? prs_py_ident_version((uint32_t)word[k])
+					     : prs_py_ident_hash(word[k]);
+}
+
+void prs_pywalk_idents(const struct prs_pywalk *w, const struct prs_memreader *mr,
+		       struct prs_py_stack *st)
+{
+	uint32_t n = st->nframes < PRS_MAX_PY_FRAMES ? st->nframes : PRS_MAX_PY_FRAMES;
+
+	for (uint32_t i = 0; i < n; i += PRS_PYWALK_IDENT_BATCH)
+		idents_batch(w, mr, st, i, n - i < PRS_PYWALK_IDENT_BATCH ? n - i : PRS_PYWALK_IDENT_BATCH);
+	st->has_ident = true;
 }

@@ -123,6 +123,34 @@ void prs_pywalk_frames(const struct prs_pywalk *w, const struct prs_memreader *m
 int32_t prs_pywalk_tid(const struct prs_pywalk *w, const struct prs_memreader *mr, uint64_t pthread);
 
 /*
+ * Code object identities (struct prs_py_stack.ident): from a code object's co_version (3.12+,
+ * 0 when the counter is spent) or, before, the cached hash of its name string (0 or -1: not
+ * computed). 0 means unknown: such a frame is not checked.
+ */
+static inline uint32_t prs_py_ident_version(uint32_t version)
+{
+	return version ? (version | (1u << 31)) : 0;
+}
+
+static inline uint32_t prs_py_ident_hash(uint64_t hash)
+{
+	uint32_t v = (uint32_t)(hash ^ (hash >> 32)) & 0x7fffffffu;
+
+	if (hash == 0 || hash == UINT64_MAX)
+		return 0;
+	return v ? v : 1;
+}
+
+/*
+ * Fills st->ident for its frames as they are now (after prs_pywalk_thread, before anything can
+ * free them: the agent, in its signal handler) and sets st->has_ident: batched reads, one or
+ * two per PRS_PYWALK_IDENT_BATCH frames. A code object that cannot be read gets 0.
+ */
+#define PRS_PYWALK_IDENT_BATCH 64
+void prs_pywalk_idents(const struct prs_pywalk *w, const struct prs_memreader *mr,
+		       struct prs_py_stack *st);
+
+/*
  * Every thread's raw stack, into st[0..*n) (*n <= max; threads beyond max are left out). Returns
  * 0, -ESRCH or -EINVAL as prs_pywalk_begin.
  */

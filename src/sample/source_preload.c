@@ -397,6 +397,12 @@ static void preload_end(struct prs_sampler *s, struct prs_target *tg)
 	add_meta_count(s, "preload_perf_clocks", __atomic_load_n(&p->h->perf_clocks, __ATOMIC_RELAXED));
 	add_meta_count(s, "preload_py_walks", __atomic_load_n(&p->h->py_walks, __ATOMIC_RELAXED));
 	add_meta_count(s, "preload_offcpu_samples", p->off.samples);
+	if (tg->py) { /* frames whose code object was freed and its address reused before naming */
+		struct prs_py_stats ps;
+
+		prs_py_get_stats(tg->py, &ps);
+		add_meta_count(s, "preload_py_code_reused", ps.code_reused);
+	}
 	if (!p->agent_seen && __atomic_load_n(&p->h->target_pid, __ATOMIC_RELAXED) == 0)
 		prs_session_note(s, "the preload agent never started in the program (does it clear "
 				 "LD_PRELOAD, or is it static?): nothing was sampled; use --mode ptrace");
