@@ -55,7 +55,9 @@ static int launch_auto(struct prs_sampler *s, char *const argv[], pid_t *pid, st
 	if (s->opts.source != PRS_SOURCE_AUTO || (rc != -EPERM && rc != -ENOSYS) || *pid > 0)
 		return rc;
 	prs_session_note(s, "ptrace is not permitted here (%s): sampling from inside the program "
-			 "with the LD_PRELOAD agent (--mode preload)", err->msg);
+			 "with the LD_PRELOAD agent (--mode preload)%s", err->msg,
+			 s->opts.subprocesses ? "; its child processes run unprofiled (--subprocesses "
+						"needs ptrace)" : "");
 	err->msg[0] = '\0';
 	s->src = &prs_source_preload;
 	return launch_root(s, argv, pid, err);
