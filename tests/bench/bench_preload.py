@@ -87,7 +87,7 @@ def main():
           f"load {os.getloadavg()[0]:.1f})\n")
     print("| target | mode | rate | slowdown (wall) | slowdown (per CPU s) | handler/stop median us (p90) |")
     print("|---|---|---|---|---|---|")
-    for name, argv, modes in targets:
+    for ti, (name, argv, modes) in enumerate(targets):
         for mode in modes:
             for rate in (100, 1000):
                 wall, cpu, cost = [], [], []
@@ -95,7 +95,7 @@ def main():
                     order = ("A", "B", "B", "A") if k % 2 == 0 else ("B", "A", "A", "B")
                     res = {"A": [], "B": []}
                     for j, which in enumerate(order):
-                        out = tmp / f"{mode}{rate}-{k}-{j}"
+                        out = tmp / f"t{ti}-{mode}{rate}-{k}-{j}"
                         res[which].append(run_target(argv, prs, mode if which == "B" else None, rate, out))
                     ia = statistics.mean(r[0] for r in res["A"])
                     ib = statistics.mean(r[0] for r in res["B"])
