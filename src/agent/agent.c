@@ -41,6 +41,7 @@
 
 #include "agent/chain.h"
 #include "agent/ring.h"
+#include "agent/selfreader.h"
 #include "pyrsprof/memreader.h"
 #include "python/walk.h"
 #include "util/banned.h"
@@ -256,15 +257,18 @@ static void copy_stack(struct prs_ring_slot *sl)
 
 /* The calling thread's raw Python frames, found among the interpreter's thread states by its
  * pthread_t. */
+_Static_assert(sizeof(struct prs_selfreader) <= PRS_RING_SCRATCH, "a slot's scratch holds the reader");
+
 static void copy_python(struct prs_ring_slot *sl)
 {
+	struct prs_selfreader *sr = (struct prs_selfreader *)sl->scratch;
 	struct prs_memreader mr;
 	struct prs_pywalk_iter it;
 	uint64_t self = (uint64_t)pthread_self();
 
 	if (!py_ready)
 		return;
-	prs_memreader_pid(&mr, self_pid);
+	prs_selfreader_init(sr, self_pid, &mr);
 	if (prs_pywalk_begin(&walker, &mr, &it) != 0) {
 		__atomic_fetch_add(&ring->py_errors, 1, __ATOMIC_RELAXED);
 		return;

@@ -28,11 +28,12 @@
 
 #define PRS_AGENT_FD_ENV "PYRSPROF_AGENT_FD"
 #define PRS_RING_MAGIC 0x31676e6972737270ull /* "prsring1" */
-#define PRS_RING_VERSION 2
+#define PRS_RING_VERSION 3
 #define PRS_RING_SIGNAL_OFFSET 8  /* the agent's signal: SIGRTMIN + 8 */
 #define PRS_RING_COOKIE 0x70727331 /* sigev_value of the agent's timers */
 #define PRS_RING_ARM_COOKIE 0x70727332 /* sigqueue value: "arm yourself", to threads running at start */
 #define PRS_RING_CLAIM_TRIES 4    /* slots a producer tries before it drops the sample */
+#define PRS_RING_SCRATCH (17 * 1024) /* a slot's scratch bytes, the agent's own (its page cache) */
 
 enum prs_slot_state { PRS_SLOT_FREE = 0, PRS_SLOT_WRITING = 1, PRS_SLOT_READY = 2 };
 
@@ -107,6 +108,9 @@ struct prs_ring_slot {
 	uint64_t regs[PRS_NREGS]; /* DWARF order (pyrsprof/types.h) */
 	uint64_t fs_base;        /* pthread_self() */
 	struct prs_py_stack py;  /* valid with PRS_SLOTF_PY */
+	/* the agent's working memory while it fills the slot (not on the interrupted thread's
+	 * stack, whose room is unknown); meaningless to pyrsprof */
+	uint64_t scratch[PRS_RING_SCRATCH / 8];
 	uint8_t stack[];         /* stack_cap bytes */
 };
 
