@@ -60,6 +60,8 @@ static void readv_some(struct prs_selfreader *sr, struct prs_memvec *v, size_t n
 	size_t total = 0;
 	ssize_t got;
 
+	if (n == 0 || n > PRS_SELF_IOV)
+		return;
 	for (size_t k = 0; k < n; k++) {
 		l[k] = (struct iovec){ v[k].buf, v[k].len };
 		r[k] = (struct iovec){ (void *)(uintptr_t)v[k].addr, v[k].len };

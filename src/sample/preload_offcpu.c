@@ -111,8 +111,7 @@ static void snapshot(struct prs_sampler *s, struct prs_target *tg, struct prs_th
 	t->regs.r[PRS_REG_RSP] = sys->sp;
 	t->regs.r[PRS_REG_RIP] = sys->pc;
 	t->regs.orig_rax = (uint64_t)(int64_t)sys->nr;
-	n = sys->nr >= 0 || sys->sp ? prs_read_stack(tg->pid, sys->sp, t->stack, s->opts.stack_bytes)
-				    : 0;
+	n = sys->sp ? prs_read_stack(tg->pid, sys->sp, t->stack, s->opts.stack_bytes) : 0;
 	t->stack_len = n > 0 ? (size_t)n : 0;
 	t->sampled = sys->sp != 0;
 }
@@ -131,7 +130,6 @@ static void record_asleep(struct prs_sampler *s, struct prs_target *tg, struct p
 		prs_offcpu_guess_rbp(tg->uw, &t->regs, &snap, s->pcs);
 		n = prs_preload_unwind(s, tg, &t->regs, &snap, off);
 	}
-
 	memset(&smp, 0, sizeof(smp));
 	smp.state = (uint8_t)t->state;
 	smp.syscall = (int16_t)t->syscall;
