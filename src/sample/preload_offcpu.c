@@ -118,7 +118,7 @@ static void snapshot(struct prs_sampler *s, struct prs_target *tg, struct prs_th
 
 /* Records t, found asleep this tick (its snapshot taken), with its Python frames if any. */
 static void record_asleep(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
-			  uint64_t tick_ns, struct prs_offcpu *off)
+			  uint64_t tick_ns, uint32_t w, struct prs_offcpu *off)
 {
 	struct prs_snapshot snap = { .base = t->regs.r[PRS_REG_RSP], .len = t->stack_len,
 				     .data = t->stack };
@@ -133,6 +133,7 @@ static void record_asleep(struct prs_sampler *s, struct prs_target *tg, struct p
 	memset(&smp, 0, sizeof(smp));
 	smp.state = (uint8_t)t->state;
 	smp.syscall = (int16_t)t->syscall;
+	smp.weight = w;
 	prs_record_stack(s, tg, t, tick_ns, s->pcs, s->frame_ids, n, prs_target_py_thread(tg, t->tid),
 			 &smp);
 	/* at rest since before its reads, if its schedstat was read then (prs_reuse_check) */
@@ -149,9 +150,19 @@ void prs_preload_offcpu(struct prs_sampler *s, struct prs_target *tg, uint64_t n
 	struct prs_task_sys sys;
 	uint64_t tick_ns = prs_now_ns();
 	bool fresh = false;
+	uint32_t w;
 
 	if (tg->exited || !tg->uw)
 		return;
+	/* The agent's CPU samples count every period of CPU time; a sleeper is seen once a tick: one
+	 * seen now stands for the ticks the session skipped since (pyrsprof descheduled), taken as
+	 * slept through, so that a loaded machine does not shrink the off-CPU share. */
+	w = 1;
+	if (off->looked && s->st.missed_ticks > off->missed_seen)
+		w += (uint32_t)(s->st.missed_ticks - off->missed_seen < 1000
+					? s->st.missed_ticks - off->missed_seen : 1000);
+	off->missed_seen = s->st.missed_ticks;
+	off->looked = true;
 	if (now_ns - off->last_list >= LIST_NS) {
 		off->last_list = now_ns;
 		list_threads(s, tg);
@@ -179,10 +190,10 @@ void prs_preload_offcpu(struct prs_sampler *s, struct prs_target *tg, uint64_t n
 		struct prs_thr *t = &tg->thr.v[i];
 
 		if (t->reuse == PRS_REUSE_ALL) {
-			prs_reuse_record_all(s, tg, t, tick_ns, t->check_ns);
+			prs_reuse_record_all(s, tg, t, tick_ns, t->check_ns, w);
 			off->samples++;
 		} else if (t->state != PRS_STATE_RUNNING) {
-			record_asleep(s, tg, t, tick_ns, off);
+			record_asleep(s, tg, t, tick_ns, w, off);
 		}
 	}
 }

@@ -161,7 +161,7 @@ void prs_reuse_check(struct prs_sampler *s, struct prs_target *tg, struct prs_th
 }
 
 void prs_reuse_record_all(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
-			  uint64_t tick_ns, uint64_t cost_ns)
+			  uint64_t tick_ns, uint64_t cost_ns, uint32_t weight)
 {
 	struct prs_sample smp;
 
@@ -173,7 +173,7 @@ void prs_reuse_record_all(struct prs_sampler *s, struct prs_target *tg, struct p
 	smp.syscall = t->kept.syscall;
 	smp.stack = t->kept.stack;
 	smp.flags = t->kept.flags;
-	smp.weight = 1;
+	smp.weight = weight ? weight : 1;
 	prs_record_count_wait(s, t, &smp); /* its word has not changed: the thread has not run */
 	prs_profile_sample(s->prof, &smp);
 	s->st.thread_samples++;

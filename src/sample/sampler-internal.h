@@ -258,6 +258,8 @@ void prs_ptrace_take_sample(struct prs_sampler *s, struct prs_target *tg, struct
 struct prs_offcpu {
 	uint64_t last_list;     /* when the program's threads were last listed */
 	uint64_t samples;       /* off-CPU thread-samples recorded (read, or kept and recorded again) */
+	uint64_t missed_seen;   /* the session's missed ticks at the last look */
+	bool looked;            /* the threads were looked at once at least */
 	bool refreshed;         /* the unwinder's maps were re-read this tick (once at most) */
 };
 
@@ -339,9 +341,10 @@ void prs_record_unstopped(struct prs_sampler *s, struct prs_target *tg, struct p
  * mode always: the CPU balance compares it with the one after the stop). */
 void prs_reuse_check(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
 		     bool ptrace_mode);
-/* Records t's kept sample again (PRS_REUSE_ALL), at the cost of cost_ns. */
+/* Records t's kept sample again (PRS_REUSE_ALL), at the cost of cost_ns, standing for weight
+ * periods (1; more where ticks were missed and the source knows the thread slept through them). */
 void prs_reuse_record_all(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
-			  uint64_t tick_ns, uint64_t cost_ns);
+			  uint64_t tick_ns, uint64_t cost_ns, uint32_t weight);
 /* PRS_REUSE_NATIVE, after the Python read: if t stayed at rest through the checks and the read,
  * records its kept native frames merged with this tick's Python frames. Returns false when it ran
  * meanwhile (the caller records it as a thread that did not stop). */

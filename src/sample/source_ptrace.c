@@ -283,7 +283,7 @@ static void record_all(struct prs_sampler *s, struct prs_target *tg, const struc
 		if (t->sampled) {
 			prs_record_thread(s, tg, t, k->tick_ns, warm_share);
 		} else if (t->reuse == PRS_REUSE_ALL) {
-			prs_reuse_record_all(s, tg, t, k->tick_ns, t->check_ns);
+			prs_reuse_record_all(s, tg, t, k->tick_ns, t->check_ns, 1);
 		} else if (t->reuse == PRS_REUSE_NATIVE) {
 			/* the Python read is in the stop of the held threads; else it is theirs */
 			if (!prs_reuse_record_native(s, tg, t, k->tick_ns,

@@ -98,7 +98,7 @@ static void record_py_thread(struct prs_sampler *s, struct prs_target *tg,
 		return;
 	}
 	if (t->reuse == PRS_REUSE_ALL) {
-		prs_reuse_record_all(s, tg, t, tick_ns, share + t->check_ns);
+		prs_reuse_record_all(s, tg, t, tick_ns, share + t->check_ns, 1);
 		return;
 	}
 	/* A thread-sample costs its share of the one batched read of all threads, and the read of
@@ -125,7 +125,7 @@ static void vm_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t now_n
 		for (int i = 0; i < tg->npyt; i++) {
 			struct prs_thr *t = prs_thr_find(&tg->thr, tg->pyt[i].tid);
 
-			prs_reuse_record_all(s, tg, t, tick_ns, t->check_ns);
+			prs_reuse_record_all(s, tg, t, tick_ns, t->check_ns, 1);
 		}
 		return;
 	}

@@ -8,10 +8,12 @@ one line. Running threads are sampled by CPU-time timers (the cpu view is compar
 from outside at each tick (the wall view of the off-CPU tests).
 Elsewhere in both modes: test_cli_run's byte-exact output and kill -9 of pyrsprof,
 test_python_cli's exact frames and lines of chain.py and Rust cdylib under Python."""
+import json
 import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -297,6 +299,30 @@ def test_offcpu_wall_stacks_and_shares(offcpu_c, export_folded):
                    any(f.name == fn for f in fr))
         assert good >= 0.9 * n, (name, good, n, mine[:4])
     assert_offcpu_shares([(fr[1:], c) for fr, c in recs], truth, offcpu_c.res.out)
+
+
+def test_offcpu_missed_ticks_weighed(prs, targets, outdir, export_folded):
+    """pyrsprof stopped for 1.5 s of a 3 s recording (SIGSTOP, SIGCONT): its ticks are missed,
+    the agent's CPU samples are not (they wait in the ring); a sleeper seen after the gap stands
+    for the ticks missed, so the wall shares stay within 5 points of the target's measures
+    (without that the spinner's share came out about twice its truth)."""
+    d = outdir / "p"
+    p = subprocess.Popen([str(prs), "run", *PRELOAD, "-r", "100", "-o", str(d), "--", str(targets / "offcpu"),
+                          "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        time.sleep(1.0)
+        os.kill(p.pid, signal.SIGSTOP)
+        time.sleep(1.5)
+        os.kill(p.pid, signal.SIGCONT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 0, err.decode(errors="replace")
+    stats = json.loads((d / "stats.json").read_text())
+    assert stats["missed_ticks"] >= 80, stats["missed_ticks"]
+    recs = export_folded(d / "profile.pyrs", view="wall", lines=False)
+    assert_offcpu_shares(recs, offcpu_truth(out.decode()), out.decode())
 
 
 def test_offcpu_not_in_cpu_view(offcpu_c, export_folded):
