@@ -332,8 +332,9 @@ def test_offcpu_not_in_cpu_view(offcpu_c, export_folded):
     assert not leaves & {"[read]", *SLEEP_LEAVES}, leaves
 
 
-# one interpreter per frame layout family (PyFrameObject, _PyInterpreterFrame) and Debian's
-OFFCPU_PY = [p for p in PARAMS if p.id in ("pyenv-3.9", "pyenv-3.12", "debian-python3")]
+# one interpreter per frame layout family (PyFrameObject, _PyInterpreterFrame: pyrs_testlib.LAYOUT_IDS)
+# and Debian's
+OFFCPU_PY = [p for p in PARAMS if p.id in ("pyenv-3.10", "pyenv-3.12", "debian-python3")]
 
 
 @pytest.mark.parametrize("py", OFFCPU_PY)
@@ -390,7 +391,7 @@ def test_program_signal_default_action(run_prs, outdir):
 
 # ---- code objects freed before pyrsprof names them --------------------------------------------
 
-CHURN_PY = [p for p in PARAMS if p.id in ("pyenv-3.9", "pyenv-3.12")]  # name hash; co_version
+CHURN_PY = [p for p in PARAMS if p.id in ("pyenv-3.10", "pyenv-3.12")]  # name hash; co_version
 
 
 @pytest.mark.parametrize("py", CHURN_PY)
