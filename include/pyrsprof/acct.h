@@ -44,6 +44,7 @@ enum prs_acct_type {
 	PRS_ACCT_COUNTER = 16,  /* one counter reading (id = tid, or 0 for the whole process) */
 	PRS_ACCT_WAIT_ADDR = 17, /* futex address a thread was seen waiting on (id = tid) */
 	PRS_ACCT_NOTE = 18,     /* what could not be collected, and why */
+	PRS_ACCT_SWITCH = 19,   /* one thread's context switches from perf records (id = tid) */
 };
 
 /* When a snapshot was taken. */
@@ -158,6 +159,20 @@ enum prs_wait_field {
 	PRS_WAIT__COUNT
 };
 #define PRS_WAIT_F_GIL 1u /* the address is the GIL's (resolved in the target's _PyRuntime) */
+
+/* SWITCH (written by the sampler, src/sample/switches-internal.h): a thread's PERF_RECORD_SWITCH
+ * records over the recording, at its EXIT or at the END. Times in ns. */
+enum prs_sw_field {
+	PRS_SW_PREEMPT,       /* switch-outs while runnable: preempted */
+	PRS_SW_PREEMPT_NS,    /* time from those to the next switch-in: waiting for a CPU */
+	PRS_SW_VOLUNTARY,     /* switch-outs of a blocked thread, but the sampler's stops */
+	PRS_SW_VOLUNTARY_NS,  /* time from those to the next switch-in (blocked, then woken) */
+	PRS_SW_STOPS,         /* switch-outs into the sampler's own ptrace stops */
+	PRS_SW_STOPS_NS,
+	PRS_SW_LOST,          /* records lost (the ring was full): the counts are a floor */
+	PRS_SW_FIRST_NS, PRS_SW_LAST_NS, /* CLOCK_MONOTONIC of the first and last record */
+	PRS_SW__COUNT
+};
 
 /* NOTE. Strings: 0 what (e.g. "taskstats", "cgroup", "counters"), 1 the one-line reason. */
 enum prs_note_field {

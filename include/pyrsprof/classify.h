@@ -62,6 +62,16 @@ struct prs_thread_facts {
 	double gil_hold, gil_wait;     /* sample weight holding / waiting for the GIL */
 	uint64_t nvcsw, nivcsw;        /* from kernel accounting when known */
 	bool have_csw;
+	/* from perf switch records (SWITCH records) when collected */
+	bool have_sw;
+	uint64_t sw_preempt, sw_voluntary;  /* switch-outs: preempted, blocked (not our stops) */
+	double sw_preempt_s, sw_voluntary_s; /* time from them to the next switch-in */
+};
+
+/* The switch records of all threads, summed. */
+struct prs_switch_facts {
+	uint64_t preempt, voluntary, stops, lost;
+	double preempt_s, voluntary_s;
 };
 
 /* Sums over the active threads A and the rule inputs (design note §2). */
@@ -111,6 +121,8 @@ struct prs_facts {
 	uint64_t minflt, majflt, nvcsw, nivcsw;
 	uint64_t read_bytes, write_bytes, rchar, wchar, syscr, syscw;
 	bool have_faults, have_csw, have_io, have_rss;
+	bool have_switches;        /* perf switch records were collected (SWITCH records) */
+	struct prs_switch_facts sw;
 	unsigned processes, threads_seen;
 	/* counters */
 	struct prs_counter_set counters;

@@ -59,6 +59,10 @@ struct prs_sampler_opts {
 	 * permitted (ptrace source only; src/sample/kstack-internal.h). prs_sampler_kernel_stacks()
 	 * says whether they are recorded. */
 	bool kernel_stacks;
+	/* Each thread's context switches (preempted / voluntary, and the time to the next switch-in)
+	 * from perf_event_open switch records where permitted, stored as SWITCH records (acct.h);
+	 * else a NOTE says why (src/sample/switches-internal.h). */
+	bool switches;
 	/* Follow the child processes (fork, vfork, clone of a process, and their execs) of every
 	 * traced process, each sampled as its own process; the recording goes on until the last of
 	 * the tree exits. Without it, children run untraced (--subprocesses). */

@@ -264,13 +264,13 @@ static int by_type_id(const void *a, const void *b)
 	return x->phase < y->phase ? -1 : x->phase > y->phase;
 }
 
-/* The records of one thread: a slice of r (sorted by by_type_id). */
-static struct recs thread_records(const struct recs *r, int64_t tid)
+/* The records of one type and id: a slice of r (sorted by by_type_id). */
+static struct recs records_of(const struct recs *r, int type, int64_t tid)
 {
 	struct prs_acct key;
 	size_t lo = 0, hi = r->n, end;
 
-	key.type = PRS_ACCT_THREAD;
+	key.type = (uint8_t)type;
 	key.id = tid;
 	key.phase = 0;
 	while (lo < hi) { /* the first record not below (THREAD, tid, phase 0) */
@@ -281,7 +281,7 @@ static struct recs thread_records(const struct recs *r, int64_t tid)
 		else
 			hi = mid;
 	}
-	for (end = lo; end < r->n && r->a[end].type == PRS_ACCT_THREAD && r->a[end].id == tid; end++)
+	for (end = lo; end < r->n && r->a[end].type == type && r->a[end].id == tid; end++)
 		;
 	/* none (no accounting records: folded input, older files): r->a may be NULL, no offset */
 	return (struct recs){ end > lo ? r->a + lo : NULL, end - lo };
@@ -291,7 +291,7 @@ static void thread_kernel(struct prs_facts *f, const struct recs *r)
 {
 	for (size_t i = 0; i < f->nthreads; i++) {
 		struct prs_thread_facts *t = &f->threads[i];
-		struct recs mine = thread_records(r, t->tid);
+		struct recs mine = records_of(r, PRS_ACCT_THREAD, t->tid);
 		const struct prs_acct *start = find(&mine, PRS_ACCT_THREAD, PRS_PHASE_START, t->tid, -1);
 		const struct prs_acct *end = find(&mine, PRS_ACCT_THREAD, PRS_PHASE_END, t->tid, -1);
 		struct prs_acct ex;
@@ -310,7 +310,39 @@ static void thread_kernel(struct prs_facts *f, const struct recs *r)
 	}
 }
 
-/* Without kernel run-queue time, samples "waiting for a CPU" on idle CPUs are short waits. */
+/* A thread's switch records (EXIT and END: it stored one of them, summed all the same). */
+static void thread_switches(struct prs_facts *f, const struct recs *r, struct prs_thread_facts *t)
+{
+	struct recs mine = records_of(r, PRS_ACCT_SWITCH, t->tid);
+
+	for (size_t i = 0; i < mine.n; i++) {
+		const struct prs_acct *a = &mine.a[i];
+
+		t->have_sw = true;
+		t->sw_preempt += prs_acct_val(a, PRS_SW_PREEMPT, 0);
+		t->sw_voluntary += prs_acct_val(a, PRS_SW_VOLUNTARY, 0);
+		t->sw_preempt_s += (double)prs_acct_val(a, PRS_SW_PREEMPT_NS, 0) / 1e9;
+		t->sw_voluntary_s += (double)prs_acct_val(a, PRS_SW_VOLUNTARY_NS, 0) / 1e9;
+		f->sw.stops += prs_acct_val(a, PRS_SW_STOPS, 0);
+		f->sw.lost += prs_acct_val(a, PRS_SW_LOST, 0);
+	}
+	if (!t->have_sw)
+		return;
+	f->have_switches = true;
+	f->sw.preempt += t->sw_preempt;
+	f->sw.voluntary += t->sw_voluntary;
+	f->sw.preempt_s += t->sw_preempt_s;
+	f->sw.voluntary_s += t->sw_voluntary_s;
+}
+
+static void switch_facts(struct prs_facts *f, const struct recs *r)
+{
+	for (size_t i = 0; i < f->nthreads; i++)
+		thread_switches(f, r, &f->threads[i]);
+}
+
+/* Without kernel run-queue time, samples "waiting for a CPU" on idle CPUs are short waits; a
+ * thread's switch records measured its waits after preemption: up to those, they are kept. */
 static void doubt_runqueue(struct prs_facts *f)
 {
 	bool throttled = f->has_quota && f->nr_throttled > 0;
@@ -321,11 +353,15 @@ static void doubt_runqueue(struct prs_facts *f)
 	for (size_t i = 0; i < f->nthreads; i++) {
 		struct prs_thread_facts *t = &f->threads[i];
 
+		double keep;
+
 		if (t->kernel || t->t[PRS_R_RUNQ] <= 0)
 			continue;
-		moved += t->t[PRS_R_RUNQ];
-		t->t[PRS_R_UNSEEN] += t->t[PRS_R_RUNQ];
-		t->t[PRS_R_RUNQ] = 0;
+		keep = t->have_sw && t->sw_preempt_s < t->t[PRS_R_RUNQ] ? t->sw_preempt_s
+			: t->have_sw ? t->t[PRS_R_RUNQ] : 0;
+		moved += t->t[PRS_R_RUNQ] - keep;
+		t->t[PRS_R_UNSEEN] += t->t[PRS_R_RUNQ] - keep;
+		t->t[PRS_R_RUNQ] = keep;
 	}
 	if (moved > 0) {
 		f->runq_doubted = true;
@@ -500,6 +536,7 @@ int prs_facts_build(const struct prs_profile *p, struct prs_facts *f, struct prs
 	process_facts(f, &r);
 	counter_facts(f, &r);
 	thread_kernel(f, &r);
+	switch_facts(f, &r);
 	doubt_runqueue(f);
 	attribute_unseen(f);
 	if (f->have_faults && f->duration_s > 0)

@@ -182,6 +182,28 @@ static bool all_kernel_runq(const struct prs_facts *f)
 	return f->nthreads > 0;
 }
 
+/* Appends to the text in buf (cut at size). */
+static void append(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char *buf, size_t size, const char *fmt, ...)
+{
+	size_t len = strlen(buf);
+	va_list ap;
+
+	if (len + 1 >= size)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + len, size - len, fmt, ap);
+	va_end(ap);
+}
+
+/* The share of switch-outs that were preemptions (perf switch records; 0 without). */
+static double preempted_share(const struct prs_facts *f)
+{
+	uint64_t all = f->sw.preempt + f->sw.voluntary;
+
+	return f->have_switches && all ? (double)f->sw.preempt / (double)all : 0;
+}
+
 /* CPUs the process's active threads wanted: on a CPU or waiting for one. */
 static double demand(const struct prs_facts *f)
 {
@@ -205,7 +227,7 @@ static bool rule_saturated(const struct prs_facts *f, struct prs_rule_hit *h)
 	if (b->f[PRS_R_RUNQ] < rules[PRS_RULE_SATURATED].threshold)
 		return false;
 	*h = hit(PRS_RULE_SATURATED, b->f[PRS_R_RUNQ],
-		 all_kernel_runq(f) ? PRS_CONF_HIGH : PRS_CONF_MEDIUM);
+		 all_kernel_runq(f) || preempted_share(f) >= 0.5 ? PRS_CONF_HIGH : PRS_CONF_MEDIUM);
 	if (f->has_quota && f->nr_throttled)
 		snprintf(h->label, sizeof(h->label), "CPU-saturated (CPU quota)");
 	else if (f->ncpus)
@@ -217,6 +239,10 @@ static bool rule_saturated(const struct prs_facts *f, struct prs_rule_hit *h)
 		 all_kernel_runq(f) ? "kernel run-queue time" : "samples", b->active, demand(f),
 		 f->ncpus, b->U,
 		 own ? "" : "; other processes kept the CPUs busy");
+	if (f->have_switches && f->duration_s > 0)
+		append(h->detail, sizeof(h->detail), "; %.0f preempted switch-outs/s, %.0f %% of all "
+		       "(perf switch records)", (double)f->sw.preempt / f->duration_s,
+		       pct(preempted_share(f)));
 	return true;
 }
 

@@ -118,6 +118,7 @@ void cli_collect_hook(struct cli_collect *c, struct prs_sampler_opts *so)
 	so->progress = tick;
 	so->progress_arg = c;
 	so->acct_exits = true;
+	so->switches = true;
 }
 
 static void store(struct prs_profile *p, const struct prs_acct *a)

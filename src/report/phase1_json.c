@@ -66,6 +66,21 @@ static json_t *target_json(const struct prs_report_ctx *c)
 			 have ? json_boolean(prs_target_met(t, measured)) : json_null());
 }
 
+/* The perf switch records: preempted (time waiting for a CPU after) vs voluntary switch-outs. */
+static json_t *switches_json(const struct prs_facts *f)
+{
+	const struct prs_switch_facts *s = &f->sw;
+	uint64_t all = s->preempt + s->voluntary;
+
+	if (!f->have_switches)
+		return json_null();
+	return json_pack("{s:I, s:I, s:I, s:I, s:o, s:o, s:o}", "preempted", (json_int_t)s->preempt,
+			 "voluntary", (json_int_t)s->voluntary, "sampler_stops", (json_int_t)s->stops,
+			 "lost", (json_int_t)s->lost, "preempted_share",
+			 all ? num((double)s->preempt / (double)all) : json_null(), "preempted_wait_s",
+			 num(s->preempt_s), "voluntary_off_s", num(s->voluntary_s));
+}
+
 static json_t *facts_json(const struct prs_facts *f)
 {
 	const struct prs_budget *b = &f->budget;
@@ -91,6 +106,7 @@ static json_t *facts_json(const struct prs_facts *f)
 			    f->have_csw ? json_pack("{s:I, s:I}", "voluntary", (json_int_t)f->nvcsw,
 						    "involuntary", (json_int_t)f->nivcsw)
 					: json_null());
+	json_object_set_new(o, "switch_records", switches_json(f));
 	json_object_set_new(o, "faults", f->have_faults ? json_pack("{s:I, s:I}", "minor",
 								     (json_int_t)f->minflt, "major",
 								     (json_int_t)f->majflt)

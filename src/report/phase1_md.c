@@ -116,6 +116,11 @@ static void facts_md(FILE *f, const struct prs_facts *fa)
 	if (fa->have_csw)
 		fprintf(f, "| context switches: voluntary, involuntary | %" PRIu64 ", %" PRIu64 " |\n",
 			fa->nvcsw, fa->nivcsw);
+	if (fa->have_switches)
+		fprintf(f, "| switch-outs (perf records): preempted, voluntary | %" PRIu64 " (%.2f s "
+			"waiting for a CPU after them), %" PRIu64 " (%.2f s off-CPU); the sampler's stops "
+			"%" PRIu64 "%s |\n", fa->sw.preempt, fa->sw.preempt_s, fa->sw.voluntary,
+			fa->sw.voluntary_s, fa->sw.stops, fa->sw.lost ? " (records lost: a floor)" : "");
 	if (fa->have_faults)
 		fprintf(f, "| page faults: minor, major | %" PRIu64 ", %" PRIu64 " |\n", fa->minflt, fa->majflt);
 	fprintf(f, "| sampling | %.0f samples at %g Hz", fa->samples, fa->rate_hz);

@@ -30,6 +30,7 @@
 #include "pyrsprof/unwind.h"
 #include "sample/durations-internal.h"
 #include "sample/kstack-internal.h"
+#include "sample/switches-internal.h"
 #include "sample/threads-internal.h"
 #include "sample/waits-internal.h"
 

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "pyrsprof/acct.h"
 #include "pyrsprof/ptrace.h"
 #include "pyrsprof/python.h"
 #include "pyrsprof/util.h"
@@ -82,7 +83,10 @@ int prs_session_new(enum prs_sampler_mode mode, const struct prs_sampler_opts *o
 	s->rng = (unsigned)prs_now_ns() | 1u;
 	if (s->opts.kernel_stacks && s->src->traces)
 		s->kstack = prs_kstack_new((uint64_t)s->period_ns);
-	if (session_buffers(s) != 0 || (s->opts.kernel_stacks && s->src->traces && !s->kstack)) {
+	if (s->opts.switches)
+		s->thr_common.sw = prs_switches_new(s->prof);
+	if (session_buffers(s) != 0 || (s->opts.kernel_stacks && s->src->traces && !s->kstack) ||
+	    (s->opts.switches && !s->thr_common.sw)) {
 		prs_sampler_free(s);
 		return prs_err_set(err, -ENOMEM, "out of memory");
 	}
@@ -112,6 +116,7 @@ void prs_sampler_free(struct prs_sampler *s)
 		prs_target_free(s->targets[i]);
 	free(s->targets);
 	prs_kstack_free(s->kstack);
+	prs_switches_free(s->thr_common.sw);
 	free(s->merged);
 	free(s->pcs);
 	free(s->frame_ids);
@@ -307,6 +312,36 @@ static uint64_t jitter(struct prs_sampler *s, uint64_t period)
 	return period > 1 ? s->rng % period : 0;
 }
 
+/* The switch records of every thread, once a tick (each thread's last stop told apart). */
+static void read_switches(struct prs_sampler *s)
+{
+	if (!prs_switches_on(s->thr_common.sw))
+		return;
+	for (size_t i = 0; i < s->ntargets; i++) {
+		struct prs_thr_table *tab = &s->targets[i]->thr;
+
+		for (size_t j = 0; j < tab->n; j++) {
+			struct prs_thr *t = &tab->v[j];
+
+			prs_switches_read(s->thr_common.sw, &t->swthr, t->tid, t->t_interrupt,
+					  t->t_cont);
+		}
+	}
+}
+
+/* The switch counts of the threads alive at the end are stored; none after. */
+static void end_switches(struct prs_sampler *s)
+{
+	for (size_t i = 0; s->thr_common.sw && i < s->ntargets; i++) {
+		struct prs_thr_table *tab = &s->targets[i]->thr;
+
+		for (size_t j = 0; j < tab->n; j++)
+			prs_switches_done(s->thr_common.sw, &tab->v[j].swthr, tab->v[j].tid,
+					  PRS_PHASE_END);
+	}
+	prs_switches_close(s->thr_common.sw);
+}
+
 /* One tick of every target that runs its own program, in the source's steps (struct
  * prs_source_ops); a target that joins meanwhile waits for the next tick. */
 static void tick(struct prs_sampler *s, uint64_t now)
@@ -331,6 +366,7 @@ static void tick(struct prs_sampler *s, uint64_t now)
 			s->src->record(s, s->targets[i]);
 		s->targets[i]->tick.open = false;
 	}
+	read_switches(s);
 	s->st.ticks++;
 }
 
@@ -385,6 +421,7 @@ int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)
 	}
 	for (size_t i = 0; s->src->end && i < s->ntargets; i++)
 		s->src->end(s, s->targets[i]);
+	end_switches(s);
 	s->st.duration_s = (double)(prs_now_ns() - s->t0) / 1e9;
 	if (!s->targets[0]->exited)
 		prs_tree_note_children_cpu(s);

@@ -37,6 +37,8 @@ enum prs_thr_life {
 };
 
 struct prs_kthr;
+struct prs_swthr;
+struct prs_switches;
 
 struct prs_thr {
 	pid_t tid;
@@ -51,6 +53,7 @@ struct prs_thr {
 	uint64_t wait_addr;     /* blocked in futex: the word it sleeps on (futex's first argument) */
 	bool disk_seen;         /* found in D state after this tick's interrupt (diskwait.c) */
 	struct prs_kthr *kthr;  /* its kernel-stack event (kstack.c), NULL until it runs */
+	struct prs_swthr *swthr; /* its context-switch records (switches.c), NULL until read */
 	int schedstat_fd;       /* /proc/PID/task/TID/schedstat, kept open (-1: not open) */
 	int stat_fd;            /* /proc/PID/task/TID/stat, kept open (-1: not open) */
 	int syscall_fd;         /* /proc/PID/task/TID/syscall, kept open (-1: not open) */
@@ -71,6 +74,7 @@ struct prs_thr_common {
 	size_t stack_bytes;     /* snapshot buffer per thread */
 	int open_fds;           /* per-thread /proc files kept open, all tables (see PRS_KEPT_FDS) */
 	uint64_t seen;          /* threads ever added */
+	struct prs_switches *sw; /* switch records (NULL: not collected): stored as threads end */
 };
 
 struct prs_thr_table {

@@ -10,7 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pyrsprof/acct.h"
 #include "sample/kstack-internal.h"
+#include "sample/switches-internal.h"
 #include "util/banned.h"
 
 int prs_thr_table_init(struct prs_thr_table *tab, pid_t pid, struct prs_thr_common *common)
@@ -77,6 +79,7 @@ void prs_thr_remove(struct prs_thr_table *tab, struct prs_thr *t)
 	close_kept(tab, &t->stat_fd);
 	close_kept(tab, &t->syscall_fd);
 	prs_kthr_free(t->kthr);
+	prs_switches_done(tab->common->sw, &t->swthr, t->tid, PRS_PHASE_EXIT);
 	prs_kept_release(&t->kept);
 	free(t->stack);
 	*t = tab->v[--tab->n];

@@ -98,6 +98,15 @@ def bounds(*args):
     return [TARGET_BIN / "bounds", *map(str, args)]
 
 
+def switch_records(r):
+    """The perf switch records' sums, or None when perf_event_open refused them: then a note says
+    why (kernel.perf_event_paranoid 3, seccomp)."""
+    sw = r.p1["facts"]["switch_records"]
+    if sw is None:
+        assert any(n.startswith("switches:") for n in r.p1["notes"]), r.p1["notes"]
+    return sw
+
+
 def cpu_bound(r):
     """CPU-bound is the verdict, or comes right after other processes' saturation of the CPUs."""
     v = r.v
@@ -198,6 +207,10 @@ def test_sleep_loop_is_sleep_not_io(rec):
     # the target's own measure of its sleeping, less the time it waited for a CPU on waking
     assert r.share("sleep") + r.share("runqueue") >= truth(r.res.out, "wait") - 0.1, r.describe()
     assert "none" in r.v["lever"]
+    sw = switch_records(r)
+    if sw:  # a sleep is a voluntary switch-out; its time off-CPU is the sleeping
+        assert sw["preempted_share"] <= 0.1 and sw["voluntary"] >= 100, sw
+        assert sw["voluntary_off_s"] >= (truth(r.res.out, "wait") - 0.15) * r.p1["recording"]["duration_s"], sw
 
 
 def test_python_sleep_is_sleep(rec):
@@ -264,6 +277,13 @@ def test_spinners_twice_the_cpus_saturate(rec):
     assert r.v["confidence"] == verdict_confidence(r.v) and r.v["value"] >= 0.2
     assert r.p1["facts"]["threads_active"] == n
     assert "fewer threads" in r.v["lever"]
+    sw = switch_records(r)
+    if sw:  # spinners never block: their switch-outs are preemptions, the wait after them is
+        # most of their run-queue time (schedstat adds the wake-up after the sampler's stops)
+        runq = r.share("runqueue") * r.p1["time_budget"]["thread_seconds"]
+        assert sw["preempted_share"] >= 0.9 and sw["preempted"] >= 50, sw
+        assert 0.5 * runq <= sw["preempted_wait_s"] <= 1.05 * runq + 0.05, (sw, runq)
+        assert "preempted switch-outs/s" in r.v["detail"]
 
 
 def test_c_threads_on_one_mutex_are_lock_contended(rec):
