@@ -18,6 +18,10 @@
 
 struct prs_kallsyms;
 
+/* The path of the profile mapping that holds kernel PCs as raw frames (the sampler records them
+ * so: src/sample/kstack.c); the symbolizer names them from /proc/kallsyms, kind PRS_KIND_KERNEL. */
+#define PRS_KERNEL_MAPPING_PATH "[kernel.kallsyms]"
+
 /*
  * Reads the text symbols (types t, T, w, W) of path (NULL: /proc/kallsyms), modules' included.
  * Returns 0 and *out (free with prs_kallsyms_free), or -errno with err set: -EPERM when the

@@ -17,9 +17,10 @@
  * quarter of a tick of the thread's CPU time. Perf samples taken after the interrupt (the stop's
  * own signal-delivery path: ptrace_stop, schedule) are never used.
  *
- * Per tick and thread: one ring read (no syscall), a PC -> frame cache lookup per kernel frame; a
- * cache miss (a new kernel PC) is a binary search in the kallsyms table and the interning of a
- * name: rare once warm.
+ * Per tick and thread: one ring read (no syscall) and, per kernel frame, the interning of a raw
+ * frame (a hash probe) in the profile's kernel mapping (PRS_KERNEL_MAPPING_PATH): nothing is named
+ * on the sampling path. The symbolizer names those frames after the recording (and in each
+ * snapshot) from /proc/kallsyms, as inline expansions of one kernel frame each.
  */
 #ifndef PYRSPROF_SAMPLE_KSTACK_INTERNAL_H
 #define PYRSPROF_SAMPLE_KSTACK_INTERNAL_H
@@ -57,11 +58,12 @@ struct prs_kstop {
 };
 
 /*
- * Sets up kernel stacks for a session sampling at period_ns: loads /proc/kallsyms and tries one
- * event on the calling thread. Returns the state, or NULL (out of memory). When not permitted,
+ * Sets up kernel stacks for a session sampling at period_ns into prof: tries one event on the
+ * calling thread and whether /proc/kallsyms shows addresses (the symbolizer names the frames
+ * from it at the end), and adds the kernel mapping to prof. Returns the state, or NULL (out of memory). When not permitted,
  * prs_kstack_on() is false and prs_kstack_why() says why and what to do, in one line.
  */
-struct prs_kstack *prs_kstack_new(uint64_t period_ns);
+struct prs_kstack *prs_kstack_new(uint64_t period_ns, struct prs_profile *prof);
 bool prs_kstack_on(const struct prs_kstack *ks);
 const char *prs_kstack_why(const struct prs_kstack *ks);
 /* NULL is fine. */

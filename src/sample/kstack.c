@@ -21,7 +21,6 @@
 #include "util/banned.h"
 
 #define RING_PAGES 8            /* data pages per thread (a power of 2): 32 KiB, ~50 ticks */
-#define CACHE_SLOTS 8192        /* kernel PC -> frame id, direct-mapped */
 #define KERNEL_HALF 0xffff800000000000ull /* x86-64: kernel addresses are above */
 /* Threads with an event at once: one descriptor and a 36 KiB mapping each, so a process with
  * thousands of threads cannot use up pyrsprof's descriptors (the symbolizer needs them at the
@@ -29,13 +28,11 @@
 #define MAX_EVENTS 256
 
 struct prs_kstack {
-	struct prs_kallsyms *syms;
+	uint32_t mapping;       /* the profile's kernel mapping: kernel PCs are its raw frames */
 	uint64_t sample_ns;     /* the events' period of CPU time */
 	int nevents;            /* threads with an open event (MAX_EVENTS at most) */
 	bool on;
 	char why[320];
-	uint64_t cache_pc[CACHE_SLOTS];
-	uint32_t cache_id[CACHE_SLOTS];
 };
 
 static int open_event(pid_t tid, uint64_t sample_ns)
@@ -78,9 +75,22 @@ static void explain(struct prs_kstack *ks, int e)
 			 strerror(e));
 }
 
-struct prs_kstack *prs_kstack_new(uint64_t period_ns)
+/* The mapping kernel PCs are recorded in (named at the end by the symbolizer). */
+static uint32_t kernel_mapping(struct prs_profile *prof)
+{
+	struct prs_mapping m;
+
+	memset(&m, 0, sizeof(m));
+	m.start = KERNEL_HALF;
+	m.end = UINT64_MAX;
+	m.path = prs_profile_string(prof, PRS_KERNEL_MAPPING_PATH, strlen(PRS_KERNEL_MAPPING_PATH));
+	return m.path == UINT32_MAX ? UINT32_MAX : prs_profile_mapping(prof, &m);
+}
+
+struct prs_kstack *prs_kstack_new(uint64_t period_ns, struct prs_profile *prof)
 {
 	struct prs_kstack *ks = calloc(1, sizeof(*ks));
+	struct prs_kallsyms *syms = NULL;
 	struct prs_err err = { 0 };
 	int fd;
 
@@ -97,9 +107,16 @@ struct prs_kstack *prs_kstack_new(uint64_t period_ns)
 		return ks;
 	}
 	close(fd);
-	if (prs_kallsyms_load(NULL, &ks->syms, &err) != 0) {
+	/* the frames are named at the end of the recording; whether they can be is known now */
+	if (prs_kallsyms_load(NULL, &syms, &err) != 0) {
 		snprintf(ks->why, sizeof(ks->why), "kernel stacks off: %s", err.msg);
 		return ks;
+	}
+	prs_kallsyms_free(syms);
+	ks->mapping = kernel_mapping(prof);
+	if (ks->mapping == UINT32_MAX) {
+		free(ks);
+		return NULL;
 	}
 	ks->on = true;
 	return ks;
@@ -117,9 +134,6 @@ const char *prs_kstack_why(const struct prs_kstack *ks)
 
 void prs_kstack_free(struct prs_kstack *ks)
 {
-	if (!ks)
-		return;
-	prs_kallsyms_free(ks->syms);
 	free(ks);
 }
 
@@ -257,32 +271,6 @@ static void drain(struct prs_kthr *kt, uint64_t until_ns)
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
 }
 
-/* The frame of kernel PC pc: cached, else named from kallsyms (or by its address). */
-static uint32_t kframe(struct prs_kstack *ks, struct prs_profile *prof, uint64_t pc)
-{
-	size_t slot = (size_t)((pc >> 2) * 0x9E3779B97F4A7C15ull >> 51) & (CACHE_SLOTS - 1);
-	const char *name;
-	char hex[32];
-	uint32_t str, id;
-
-	if (ks->cache_pc[slot] == pc)
-		return ks->cache_id[slot];
-	name = prs_kallsyms_lookup(ks->syms, pc);
-	if (!name) {
-		snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)pc);
-		name = hex;
-	}
-	str = prs_profile_string(prof, name, strlen(name));
-	if (str == UINT32_MAX)
-		return UINT32_MAX;
-	id = prs_profile_named_frame(prof, PRS_KIND_KERNEL, str, 0, 0);
-	if (id != UINT32_MAX) {
-		ks->cache_pc[slot] = pc;
-		ks->cache_id[slot] = id;
-	}
-	return id;
-}
-
 uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct prs_kthr **kt,
 			 pid_t tid, const struct prs_kstop *stop, uint32_t stack)
 {
@@ -312,7 +300,8 @@ uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct
 		return stack;
 	/* outermost (the kernel entry) first */
 	for (int i = k->n - 1; i >= 0; i--) {
-		uint32_t f = kframe(ks, prof, k->pcs[i]);
+		/* raw: the symbolizer names it after the recording */
+		uint32_t f = prs_profile_raw_frame(prof, ks->mapping, k->pcs[i], true);
 
 		if (f == UINT32_MAX)
 			break;

@@ -24,6 +24,12 @@ int prs_elf_build_id_elf(Elf *elf, uint8_t *out, size_t max, size_t *len);
 
 
 struct prs_symbol_opts;
+struct prs_symbolizer;
+struct prs_kallsyms;
+
+/* The kernel's symbols, loaded by the first call (NULL when /proc/kallsyms cannot be read or
+ * hides its addresses; not tried again). Owned by s. */
+const struct prs_kallsyms *prs_symbolizer_kallsyms(struct prs_symbolizer *s);
 
 /* Where separate debug files are looked for (debuginfo.c). Owned by a symbolizer. */
 struct prs_debugsearch {

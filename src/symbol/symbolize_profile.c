@@ -8,9 +8,11 @@
 #include "pyrsprof/symbol.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "pyrsprof/kallsyms.h"
 #include "pyrsprof/profile.h"
 #include "symbol/symbol-internal.h"
 #include "util/banned.h"
@@ -28,6 +30,28 @@ static uint64_t mono_ns(void)
 static uint32_t intern(struct prs_profile *p, const char *s)
 {
 	return s ? prs_profile_string(p, s, strlen(s)) : 0;
+}
+
+/* Names kernel frame f (PC addr) from kallsyms, or by its address, kind kernel (the sampler
+ * recorded the PC only: no symbol lookup on its path). 0 or -ENOMEM. */
+static int kernel_frame(struct prs_symbolizer *s, struct prs_profile *p, uint32_t f, uint64_t addr)
+{
+	const struct prs_kallsyms *k = prs_symbolizer_kallsyms(s);
+	const char *name = k ? prs_kallsyms_lookup(k, addr) : NULL;
+	char hex[32];
+	uint32_t str, id;
+
+	if (!name) {
+		snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)addr);
+		name = hex;
+	}
+	str = intern(p, name);
+	if (str == UINT32_MAX)
+		return -ENOMEM;
+	id = prs_profile_named_frame(p, PRS_KIND_KERNEL, str, 0, 0);
+	if (id == UINT32_MAX)
+		return -ENOMEM;
+	return prs_profile_expand(p, f, &id, 1);
 }
 
 int prs_symbolize_profile(struct prs_profile *p, const struct prs_symbol_opts *opts,
@@ -78,6 +102,13 @@ int prs_symbolize_profile_with(struct prs_symbolizer *s, struct prs_profile *p, 
 		m = &p->mappings[fcopy.mapping];
 		if (m->path >= p->nstrings)
 			continue;
+		if (strcmp(p->strings[m->path], PRS_KERNEL_MAPPING_PATH) == 0) {
+			if ((rc = kernel_frame(s, p, f, fcopy.addr)) != 0) {
+				prs_err_set(err, rc, "symbolize: out of memory");
+				goto out;
+			}
+			continue;
+		}
 		map = (struct prs_symmap){
 			.path = p->strings[m->path],
 			.build_id = m->build_id_len ? m->build_id : NULL,

@@ -49,6 +49,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
+#include "pyrsprof/kallsyms.h"
 #include "symbol/symbol-internal.h"
 #include "util/banned.h"
 
@@ -258,6 +259,8 @@ struct prs_symbolizer {
 	struct prs_symframe *pool;
 	size_t npool, cappool;
 	struct prs_symbolize_stats st;
+	struct prs_kallsyms *ksyms; /* for kernel frames, loaded when first needed */
+	bool ksyms_tried;
 };
 
 static const Dwfl_Callbacks dwfl_callbacks = {
@@ -1126,6 +1129,18 @@ struct prs_symbolizer *prs_symbolizer_new(void)
 	return s;
 }
 
+const struct prs_kallsyms *prs_symbolizer_kallsyms(struct prs_symbolizer *s)
+{
+	struct prs_err err = { 0 };
+
+	if (!s->ksyms_tried) {
+		s->ksyms_tried = true;
+		if (prs_kallsyms_load(NULL, &s->ksyms, &err) != 0)
+			s->ksyms = NULL; /* the kernel frames keep their addresses as names */
+	}
+	return s->ksyms;
+}
+
 void prs_symbolizer_free(struct prs_symbolizer *s)
 {
 	struct fntab *f, *next;
@@ -1141,6 +1156,7 @@ void prs_symbolizer_free(struct prs_symbolizer *s)
 		free(f);
 	}
 	strtab_release(&s->strings);
+	prs_kallsyms_free(s->ksyms);
 	free(s->pool);
 	prs_debugsearch_release(&s->debug);
 	free(s);
