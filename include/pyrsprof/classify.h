@@ -147,6 +147,12 @@ struct prs_facts {
 	double copy_share;         /* of on-CPU samples: leaves in copy/fill kernels */
 	char copy_top[96];
 	double fresh_mbs;          /* minor faults/s * page size: freshly zeroed memory */
+	bool have_wss;             /* --wss measured the working set */
+	double wss_bytes;          /* the largest working set of a window */
+	double wss_window_s;
+	unsigned wss_samples;
+	double wss_floor_gbs;      /* (WSS - LLC) / window: DRAM traffic it proves (0: within the LLC
+				    * or LLC unknown) */
 	/* what could not be collected, one line each */
 	char notes[PRS_FACTS_MAX_NOTES][200];
 	unsigned nnotes;

@@ -196,6 +196,12 @@ static void process_facts(struct prs_facts *f, const struct recs *r)
 	}
 	if (prs_acct_get(end, PRS_TASK_RSS_PEAK_KB, &f->rss_peak_kb))
 		f->have_rss = true;
+	if (prs_acct_get(end, PRS_TASK_WSS_BYTES, &v) && prs_acct_val(end, PRS_TASK_WSS_WINDOW_NS, 0)) {
+		f->have_wss = true;
+		f->wss_bytes = (double)v;
+		f->wss_window_s = (double)prs_acct_val(end, PRS_TASK_WSS_WINDOW_NS, 0) / 1e9;
+		f->wss_samples = (unsigned)prs_acct_val(end, PRS_TASK_WSS_SAMPLES, 0);
+	}
 	f->have_faults = delta(end, start, PRS_TASK_MINFLT, &f->minflt) &&
 			 delta(end, start, PRS_TASK_MAJFLT, &f->majflt);
 	f->have_csw = delta(end, start, PRS_TASK_NVCSW, &f->nvcsw) &&
@@ -542,6 +548,9 @@ int prs_facts_build(const struct prs_profile *p, struct prs_facts *f, struct prs
 	if (f->have_faults && f->duration_s > 0)
 		f->fresh_mbs = (double)f->minflt * (f->have_machine ? f->machine.page_size : 4096) /
 			       f->duration_s / 1e6;
+	if (f->have_wss && f->have_machine && f->machine.llc_bytes &&
+	    f->wss_bytes > (double)f->machine.llc_bytes)
+		f->wss_floor_gbs = (f->wss_bytes - (double)f->machine.llc_bytes) / f->wss_window_s / 1e9;
 	free(r.a);
 	prs_facts_budget(f);
 	return 0;

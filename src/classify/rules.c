@@ -372,6 +372,31 @@ static void add_evidence(struct prs_verdict *v, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* --wss: the working set against the LLC; beyond it, the DRAM traffic it proves (a floor). */
+static void wss_evidence(const struct prs_facts *f, struct prs_verdict *v)
+{
+	double mib = f->wss_bytes / 1048576, llc = f->have_machine ? (double)f->machine.llc_bytes : 0;
+	char peak[64] = "; peak not calibrated";
+
+	if (!f->have_wss)
+		return;
+	if (!llc)
+		add_evidence(v, "working set %.0f MiB in %.0f ms (--wss; LLC size unknown)", mib,
+			     1e3 * f->wss_window_s);
+	else if (f->wss_floor_gbs > 0) {
+		if (f->machine.calibrated)
+			snprintf(peak, sizeof(peak), "; calibrated peak %.1f GB/s",
+				 f->machine.bw_all_mbs / 1e3);
+		add_evidence(v, "working set %.0f MiB in %.0f ms (--wss) > LLC %.0f MiB: DRAM traffic "
+			     ">= %.2f GB/s (a floor%s): memory traffic is real, whether it bounds the "
+			     "program is not measured", mib, 1e3 * f->wss_window_s, llc / 1048576,
+			     f->wss_floor_gbs, peak);
+	}
+	else
+		add_evidence(v, "working set %.1f MiB in %.0f ms (--wss) fits the LLC (%.0f MiB): no "
+			     "DRAM traffic is implied", mib, 1e3 * f->wss_window_s, llc / 1048576);
+}
+
 static void split_without_pmu(const struct prs_facts *f, struct prs_verdict *v)
 {
 	const char *why = f->have_machine && f->machine.pmu_why[0] ? f->machine.pmu_why
@@ -391,6 +416,7 @@ static void split_without_pmu(const struct prs_facts *f, struct prs_verdict *v)
 			     "churn: reuse buffers, fewer temporaries)", f->fresh_mbs);
 	if (f->cpu.have_ipc)
 		add_evidence(v, "IPC %.2f (not diagnostic alone)", f->cpu.ipc);
+	wss_evidence(f, v);
 }
 
 static void cpu_split(const struct prs_facts *f, struct prs_verdict *v)

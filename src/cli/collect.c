@@ -20,6 +20,7 @@
 #include "pyrsprof/machine.h"
 #include "pyrsprof/task.h"
 #include "pyrsprof/taskstats.h"
+#include "pyrsprof/wss.h"
 
 #include "util/banned.h"
 
@@ -35,6 +36,9 @@ struct cli_collect {
 	bool ctr_open;
 	struct prs_acct last_cg; /* the target's cgroup as last seen (it may move into one) */
 	bool have_cg;
+	bool want_wss;
+	struct prs_wss *wss;
+	struct prs_wss_result wss_r;
 	void (*chain)(void *arg, double elapsed_s, uint64_t samples, size_t threads);
 	void *chain_arg;
 };
@@ -67,6 +71,9 @@ int cli_phase_opt(int opt, const char *arg, struct cli_phase_opts *po)
 	case CLI_OPT_NO_CLASSIFY:
 		po->no_classify = true;
 		return -1;
+	case CLI_OPT_WSS:
+		po->wss = true;
+		return -1;
 	default:
 		return 0;
 	}
@@ -93,6 +100,12 @@ struct cli_collect *cli_collect_new(bool on)
 	/* opened before the target starts, so that no thread's exit is missed */
 	prs_taskstats_open(&c->ts, &c->ts_err);
 	return c;
+}
+
+void cli_collect_wss(struct cli_collect *c, bool on)
+{
+	if (c)
+		c->want_wss = on;
 }
 
 static void tick(void *arg, double elapsed_s, uint64_t samples, size_t threads)
@@ -132,6 +145,52 @@ static void note(struct prs_profile *p, const char *what, int e, const char *why
 
 	prs_acct_note(&a, what, e, why);
 	store(p, &a);
+}
+
+/* The working-set window and period of --wss (the note's §5: 50-200 ms, at most 1 Hz). */
+#define WSS_WINDOW_NS 200000000ull
+#define WSS_EVERY_NS 1000000000ull
+
+static void wss_start(struct cli_collect *c, struct prs_profile *p)
+{
+	int rc;
+
+	if (!c->want_wss)
+		return;
+	rc = prs_wss_start(c->pid, WSS_WINDOW_NS, WSS_EVERY_NS, &c->wss);
+	if (rc)
+		note(p, "wss", -rc, "the working-set thread could not start");
+}
+
+/* Stops the measures; a note when none was made. */
+static void wss_stop(struct cli_collect *c, struct prs_profile *p)
+{
+	char why[200];
+
+	if (!c->want_wss)
+		return;
+	prs_wss_stop(c->wss, &c->wss_r);
+	c->wss = NULL;
+	if (c->wss_r.samples)
+		return;
+	if (c->wss_r.err && c->wss_r.err != -ENOENT && c->wss_r.err != -ESRCH)
+		snprintf(why, sizeof(why), "no working set measured: /proc/PID/clear_refs or "
+			 "smaps_rollup: %s", strerror(-c->wss_r.err));
+	else
+		snprintf(why, sizeof(why), "no working set measured: the program ended within the "
+			 "first window (%llu ms)", WSS_WINDOW_NS / 1000000);
+	note(p, "wss", c->wss_r.err ? -c->wss_r.err : 0, why);
+}
+
+/* The working set's fields on the process's last record. */
+static void wss_fields(const struct cli_collect *c, struct prs_acct *a)
+{
+	if (!c->wss_r.samples)
+		return;
+	prs_acct_set(a, PRS_TASK_WSS_BYTES, c->wss_r.max_bytes);
+	prs_acct_set(a, PRS_TASK_WSS_WINDOW_NS, c->wss_r.window_ns);
+	prs_acct_set(a, PRS_TASK_WSS_SAMPLES, c->wss_r.samples);
+	prs_acct_set(a, PRS_TASK_WSS_CLEAR_NS, c->wss_r.clear_ns_max);
 }
 
 void cli_collect_waits(struct cli_collect *c, struct prs_profile *p, const struct prs_sampler *s)
@@ -220,8 +279,11 @@ static void snapshot(struct cli_collect *c, struct prs_profile *p, enum prs_acct
 		c->last_cg = a;
 		c->have_cg = true;
 	}
-	if (prs_acct_read_process(c->pid, phase, &a) == 0)
+	if (prs_acct_read_process(c->pid, phase, &a) == 0) {
+		if (phase == PRS_PHASE_END)
+			wss_fields(c, &a);
 		store(p, &a);
+	}
 	n = prs_task_list(c->pid, tids ? tids : buf, MAX_TIDS);
 	if (n > MAX_TIDS)
 		n = MAX_TIDS;
@@ -248,6 +310,7 @@ void cli_collect_start(struct cli_collect *c, pid_t pid, struct prs_profile *p)
 	}
 	open_counters(c, tids, n);
 	machine(c, p);
+	wss_start(c, p);
 }
 
 void cli_collect_end(struct cli_collect *c, struct prs_profile *p, bool reaped)
@@ -259,6 +322,7 @@ void cli_collect_end(struct cli_collect *c, struct prs_profile *p, bool reaped)
 
 	if (!c || !c->pid)
 		return;
+	wss_stop(c, p);
 	if (c->ctr_open && c->ctr->read(c->ctr, &c->set) == 0)
 		for (size_t i = 0; i < c->set.n; i++) {
 			prs_counter_to_acct(&c->set.c[i], &a);
@@ -270,6 +334,7 @@ void cli_collect_end(struct cli_collect *c, struct prs_profile *p, bool reaped)
 		/* the target was our only child: its rusage is the whole process's, dead threads too */
 		if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
 			prs_acct_from_rusage(c->pid, &ru, &a);
+			wss_fields(c, &a);
 			store(p, &a);
 		}
 		if (prs_acct_read_system(c->pid, PRS_PHASE_END, &a) == 0 ||
@@ -297,6 +362,7 @@ void cli_collect_free(struct cli_collect *c)
 {
 	if (!c)
 		return;
+	prs_wss_stop(c->wss, &c->wss_r); /* (stopped at the end already, unless it failed) */
 	prs_taskstats_close(c->ts);
 	prs_counter_backend_free(c->ctr);
 	free(c);

@@ -23,10 +23,11 @@ struct cli_phase_opts {
 	const char *dims[PRS_MAX_DIMS];
 	size_t ndims;
 	bool no_classify;
+	bool wss;           /* --wss: the working-set floor (include/pyrsprof/wss.h) */
 };
 
 /* Long option ids of the report options (getopt values, above any short option). */
-enum { CLI_OPT_TARGET = 1000, CLI_OPT_DIM, CLI_OPT_NO_CLASSIFY };
+enum { CLI_OPT_TARGET = 1000, CLI_OPT_DIM, CLI_OPT_NO_CLASSIFY, CLI_OPT_WSS };
 
 /* Handles one of the options above. Returns -1 when it was one and is fine, EXIT_USAGE after
  * printing what is wrong, or 0 when opt is not one of them. */
@@ -39,6 +40,8 @@ struct cli_collect;
 /* Before the target is launched or attached to (so no exit is missed). NULL when off or out of
  * memory (then nothing is collected). */
 struct cli_collect *cli_collect_new(bool on);
+/* With --wss: measure the working set from the start on (cli_collect_start). */
+void cli_collect_wss(struct cli_collect *c, bool on);
 /* Makes the sampler's once-a-second callback drain the exit messages too (keeping so's own). */
 void cli_collect_hook(struct cli_collect *c, struct prs_sampler_opts *so);
 /* Once the target is known: the START snapshots into p, and the counters opened. */

@@ -65,6 +65,9 @@ static const char run_usage[] =
 	"      --target EXPR    the Phase-0 target, e.g. 'wall<2s' (phase1.md says if it is met)\n"
 	"      --dim N=T[..MAX] an input dimension, typical value and max (repeatable)\n"
 	"      --no-classify    skip the classifier's collection (counters, /proc, taskstats)\n"
+	"      --wss            measure the working set (clear_refs, 200 ms windows at 1 Hz; it\n"
+	"                       costs the program a page-table walk each): a floor on memory\n"
+	"                       traffic for the CPU-bound verdict's evidence"
 	CLI_SNAPSHOT_HELP
 	"  CMD's input, output, signals and exit status pass through; Ctrl-C reaches CMD, a second\n"
 	"  Ctrl-C stops sampling.\n"
@@ -94,6 +97,9 @@ static const char attach_usage[] =
 	"      --target EXPR    the Phase-0 target, e.g. 'wall<2s' (phase1.md says if it is met)\n"
 	"      --dim N=T[..MAX] an input dimension, typical value and max (repeatable)\n"
 	"      --no-classify    skip the classifier's collection (counters, /proc, taskstats)\n"
+	"      --wss            measure the working set (clear_refs, 200 ms windows at 1 Hz; it\n"
+	"                       costs the program a page-table walk each): a floor on memory\n"
+	"                       traffic for the CPU-bound verdict's evidence"
 	CLI_SNAPSHOT_HELP
 	"  PYRSPROF_READ_IDLE=1 in the environment: stop and read every thread at every tick, also\n"
 	"  one asleep since its last sample (by default its last sample is recorded again).\n";
@@ -113,6 +119,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 		{ "target", required_argument, NULL, CLI_OPT_TARGET },
 		{ "dim", required_argument, NULL, CLI_OPT_DIM },
 		{ "no-classify", no_argument, NULL, CLI_OPT_NO_CLASSIFY },
+		{ "wss", no_argument, NULL, CLI_OPT_WSS },
 		{ "merge-processes", no_argument, NULL, 'P' },
 		{ "force", no_argument, NULL, 'F' },
 		{ "no-kernel-stacks", no_argument, NULL, 'K' },
@@ -592,6 +599,7 @@ int cmd_run(int argc, char **argv)
 	sampler_opts(&o, &so);
 	cli_snapshot_hook(&snap, &so, dir, &o.sym, o.rate_hz, o.graphs, o.snapshot_every_s);
 	col = cli_collect_new(!o.phase.no_classify);
+	cli_collect_wss(col, o.phase.wss);
 	cli_collect_hook(col, &so);
 	block_signals(&old);
 	rc = prs_sampler_launch(cmd, &so, rec, &s, &err);
@@ -665,6 +673,7 @@ int cmd_attach(int argc, char **argv)
 		so.progress = status_line;
 	cli_snapshot_hook(&snap, &so, dir, &o.sym, o.rate_hz, o.graphs, o.snapshot_every_s);
 	col = cli_collect_new(!o.phase.no_classify);
+	cli_collect_wss(col, o.phase.wss);
 	cli_collect_hook(col, &so);
 	block_signals(&old);
 	rc = prs_sampler_attach(pid, &so, rec, &s, &err);

@@ -188,13 +188,23 @@ def test_idle_pool_is_left_out(rec):
     assert len(idle) == 8 and all(t["shares"]["lock"] > 0.9 for t in idle)
 
 
-@pytest.mark.parametrize("mode", ["stream", "chase"])
-def test_memory_kernels_are_cpu_bound_memory_not_measured(rec, mode):
-    r = rec(*bounds(mode, 3))
+@pytest.mark.parametrize("mode,mib", [("stream", 3 * 64), ("chase", 128)])
+def test_memory_kernels_are_cpu_bound_memory_not_measured(rec, mode, mib):
+    r = rec(*bounds(mode, 3, mib // 3 if mode == "stream" else mib), extra=["--wss"])
     assert cpu_bound(r), r.describe()
     assert_no_memory_claim(r)
     assert "pointer chasing" in r.v["cpu_split"]["detail"]
     assert r.p1["machine"]["pmu"] == "none", "this test expects the PMU-less dev VM"
+    # --wss: the kernel touches all of its arrays in every 200 ms window (a triad pass over
+    # 3 x 64 MiB, ~2M random loads over 128 MiB); the program's code, stack and libc add a few MiB
+    ws = r.p1["facts"]["working_set"]
+    assert ws is not None and ws["windows"] >= 2, (ws, r.p1["notes"])
+    truth_bytes = mib << 20
+    assert 0.95 * truth_bytes <= ws["bytes"] <= truth_bytes + (8 << 20), (ws, truth_bytes)
+    llc = r.p1["machine"]["llc_bytes"]
+    if llc:  # beyond the LLC: a DRAM floor in the evidence, still no memory verdict
+        assert ws["dram_floor_gbs"] == pytest.approx((ws["bytes"] - llc) / ws["window_s"] / 1e9, rel=1e-3)
+        assert any("--wss" in e and "a floor" in e for e in r.v["cpu_split"]["evidence"]), r.v
 
 
 # ---- waits ----------------------------------------------------------------------------------
@@ -422,6 +432,12 @@ def test_schemas_are_not_vacuous(rec, validate, tmp_path):
                       ("c.json", "phase4.schema.json")):
         v = validate(schema, tmp_path / f)
         assert v.returncode == 1, f"{f} passed {schema}"
+
+
+def test_wss_on_a_program_shorter_than_a_window_says_so(rec):
+    r = rec(*bounds("spin", 0.1), extra=["--wss"])
+    assert r.p1["facts"]["working_set"] is None
+    assert any(n.startswith("wss: no working set measured") for n in r.p1["notes"]), r.p1["notes"]
 
 
 def test_no_classify_still_reports_from_samples(rec):

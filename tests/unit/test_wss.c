@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the working-set reads of --wss (src/classify/wss.c) on this process: after a
+ * clear, the pages touched are counted as referenced, and pages not touched are not.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "pyrsprof/wss.h"
+
+#include "util/banned.h"
+
+#define MIB (1ull << 20)
+
+Test(wss, touched_pages_are_referenced_after_a_clear)
+{
+	size_t len = 64 * MIB;
+	volatile uint8_t *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t quiet, touched;
+
+	cr_assert(buf != MAP_FAILED);
+	memset((void *)buf, 1, len); /* resident, referenced */
+	cr_assert_eq(prs_wss_clear(getpid()), 0);
+	cr_assert_eq(prs_wss_referenced(getpid(), &quiet), 0);
+	/* the buffer is resident but untouched since the clear: not in the working set */
+	cr_assert_lt(quiet, 32 * MIB, "%llu", (unsigned long long)quiet);
+	for (size_t i = 0; i < len; i += 4096)
+		buf[i]++;
+	cr_assert_eq(prs_wss_referenced(getpid(), &touched), 0);
+	cr_assert_geq(touched, quiet + len - MIB, "%llu after, %llu before", (unsigned long long)touched,
+		      (unsigned long long)quiet);
+	munmap((void *)buf, len);
+}
+
+Test(wss, a_gone_process_is_an_error)
+{
+	uint64_t b;
+
+	cr_assert_eq(prs_wss_clear(0x7ffffff0), -ENOENT);
+	cr_assert_eq(prs_wss_referenced(0x7ffffff0, &b), -ENOENT);
+}
+
+Test(wss, windows_of_a_thread)
+{
+	struct prs_wss *w = NULL;
+	struct prs_wss_result r;
+
+	cr_assert_eq(prs_wss_start(getpid(), 20000000, 30000000, &w), 0);
+	usleep(150000);
+	prs_wss_stop(w, &r);
+	cr_assert_geq(r.samples, 2);
+	cr_assert_eq(r.window_ns, 20000000);
+	cr_assert_gt(r.max_bytes, 0);
+	cr_assert_eq(r.err, 0);
+}
