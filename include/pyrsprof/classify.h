@@ -68,6 +68,14 @@ struct prs_thread_facts {
 	double sw_preempt_s, sw_voluntary_s; /* time from them to the next switch-in */
 };
 
+/* One run of `run --scaling` (meta "scaling"). */
+#define PRS_SCALING_MAX 8
+struct prs_scaling_run {
+	char value[32];
+	double wall_s, cpu_s;
+	int rc;
+};
+
 /* The switch records of all threads, summed. */
 struct prs_switch_facts {
 	uint64_t preempt, voluntary, stops, lost;
@@ -153,6 +161,10 @@ struct prs_facts {
 	unsigned wss_samples;
 	double wss_floor_gbs;      /* (WSS - LLC) / window: DRAM traffic it proves (0: within the LLC
 				    * or LLC unknown) */
+	/* `run --scaling VAR=...`: the re-runs, in order */
+	char scaling_var[64];
+	struct prs_scaling_run scaling[PRS_SCALING_MAX];
+	unsigned nscaling;
 	/* what could not be collected, one line each */
 	char notes[PRS_FACTS_MAX_NOTES][200];
 	unsigned nnotes;
@@ -171,6 +183,11 @@ void prs_facts_release(struct prs_facts *f);
  * facts. prs_facts_build calls it; tests that build facts by hand call it too.
  */
 void prs_facts_budget(struct prs_facts *f);
+/* Reads the `--scaling` runs from p's meta into f (src/classify/scaling.c). */
+void prs_facts_scaling(const struct prs_profile *p, struct prs_facts *f);
+/* The evidence line of the scaling runs of f (first against last): 1 and buf set, or 0 when
+ * there is nothing to compare (fewer than 2 runs, a failed run, values not growing numbers). */
+int prs_scaling_evidence(const struct prs_facts *f, char *buf, size_t size);
 /* Adds a note (one line) to f. */
 void prs_facts_note(struct prs_facts *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

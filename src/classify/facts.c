@@ -486,6 +486,7 @@ int prs_facts_build(const struct prs_profile *p, struct prs_facts *f, struct prs
 	if ((s = prs_profile_meta_get(p, "mode")))
 		snprintf(f->mode, sizeof(f->mode), "%s", s);
 	f->rate_hz = meta_num(p, "rate_hz", 0);
+	prs_facts_scaling(p, f);
 	f->duration_s = meta_num(p, "duration_s", 0);
 	f->complete = p->complete;
 	f->ticks = (uint64_t)meta_num(p, "ticks", 0);

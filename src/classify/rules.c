@@ -421,10 +421,14 @@ static void split_without_pmu(const struct prs_facts *f, struct prs_verdict *v)
 
 static void cpu_split(const struct prs_facts *f, struct prs_verdict *v)
 {
+	char line[sizeof(v->evidence[0])];
+
 	if (f->cpu.have_l1)
 		split_from_counters(f, v);
 	else
 		split_without_pmu(f, v);
+	if (prs_scaling_evidence(f, line, sizeof(line)))
+		add_evidence(v, "%s", line);
 }
 
 static void cpu_lever(const struct prs_facts *f, const struct prs_verdict *v, char *buf, size_t size)

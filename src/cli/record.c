@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/collect.h"
 #include "cli/outputs.h"
+#include "cli/scaling.h"
 #include "cli/snapshot.h"
 #include "cli/symbols.h"
 #include "pyrsprof/profile.h"
@@ -37,6 +38,7 @@ struct rec_opts {
 	enum prs_source source;
 	struct cli_symopts sym;
 	struct cli_phase_opts phase; /* --target, --dim, --no-classify */
+	struct cli_scaling scaling;  /* --scaling (run only; n = 0: none) */
 };
 
 static const char run_usage[] =
@@ -68,6 +70,9 @@ static const char run_usage[] =
 	"      --wss            measure the working set (clear_refs, 200 ms windows at 1 Hz; it\n"
 	"                       costs the program a page-table walk each): a floor on memory\n"
 	"                       traffic for the CPU-bound verdict's evidence"
+	"      --scaling VAR=V1,V2  after the recording, run CMD again (unprofiled, output\n"
+	"                       discarded) with VAR=V for each value, e.g. OMP_NUM_THREADS=1,2:\n"
+	"                       the speedup against the CPU taken, in the verdict's evidence\n"
 	CLI_SNAPSHOT_HELP
 	"  CMD's input, output, signals and exit status pass through; Ctrl-C reaches CMD, a second\n"
 	"  Ctrl-C stops sampling.\n"
@@ -120,6 +125,7 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 		{ "dim", required_argument, NULL, CLI_OPT_DIM },
 		{ "no-classify", no_argument, NULL, CLI_OPT_NO_CLASSIFY },
 		{ "wss", no_argument, NULL, CLI_OPT_WSS },
+		{ "scaling", required_argument, NULL, CLI_OPT_SCALING },
 		{ "merge-processes", no_argument, NULL, 'P' },
 		{ "force", no_argument, NULL, 'F' },
 		{ "no-kernel-stacks", no_argument, NULL, 'K' },
@@ -203,6 +209,14 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 			break;
 		case 'C':
 			o->subprocesses = true;
+			break;
+		case CLI_OPT_SCALING:
+			if (!run) {
+				cli_msg("--scaling runs the command again: it is an option of run");
+				return EXIT_USAGE;
+			}
+			if (!cli_scaling_parse(optarg, &o->scaling))
+				return EXIT_USAGE;
 			break;
 		case 'h':
 			fputs(run ? run_usage : attach_usage, stdout);
@@ -316,8 +330,24 @@ static void hint_children(const struct prs_sampler_stats *st, const struct prs_p
 }
 
 /* Symbolizes, closes the profile, renders the graphs and the stats. Returns an exit code. */
+/* --scaling: the re-runs, once the recorded run has ended (never beside it). */
+static void scaling_runs(const struct rec_opts *o, char *const cmd[], const sigset_t *old,
+			 const struct prs_sampler *s, struct prs_profile *p)
+{
+	if (!o->scaling.n)
+		return;
+	if (!prs_sampler_target_exited(s)) {
+		cli_msg("--scaling: skipped: %s runs on after sampling stopped", cmd[0]);
+		prs_profile_meta(p, "scaling_skipped", "the program ran on after sampling stopped");
+		return;
+	}
+	cli_scaling_run(&o->scaling, cmd, old, p);
+}
+
+/* scaling: the command and the signal mask its re-runs get (run), else NULL. */
 static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *dir,
-		  const struct rec_opts *o, struct cli_collect *col)
+		  const struct rec_opts *o, struct cli_collect *col, char *const *cmd,
+		  const sigset_t *old)
 {
 	struct prs_sampler_stats st;
 	struct prs_symbolize_stats sym;
@@ -338,6 +368,8 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 	/* a launched target that exited was reaped by us: its rusage is known */
 	cli_collect_end(col, p, prs_sampler_target_exited(s) && (mode = prs_profile_meta_get(p, "mode")) &&
 				     strcmp(mode, "run") == 0);
+	if (cmd) /* after the children's rusage was taken: the re-runs are children too */
+		scaling_runs(o, cmd, old, s, p);
 	cli_symbolize(p, &o->sym, true, &sym);
 	nthreads = (size_t)st.threads_seen;
 	if (prs_recorder_close(rec, &done, &err) < 0) {
@@ -619,7 +651,7 @@ int cmd_run(int argc, char **argv)
 	cli_snapshot_end(&snap);
 	report_python(s, &o);
 	cli_print_notes(s);
-	rc = finish(rec, s, dir, &o, col);
+	rc = finish(rec, s, dir, &o, col, cmd, &old);
 	cli_collect_free(col);
 	if (!prs_sampler_target_exited(s))
 		cli_msg("sampling stopped; %s (pid %d) runs on: waiting for it to exit", cmd[0],
@@ -694,7 +726,7 @@ int cmd_attach(int argc, char **argv)
 	end_status_line();
 	cli_snapshot_end(&snap);
 	report_python(s, &o);
-	rc = finish(rec, s, dir, &o, col);
+	rc = finish(rec, s, dir, &o, col, NULL, NULL);
 	cli_collect_free(col);
 	prs_sampler_free(s);
 	sigprocmask(SIG_SETMASK, &old, NULL);

@@ -81,6 +81,22 @@ static json_t *switches_json(const struct prs_facts *f)
 			 num(s->preempt_s), "voluntary_off_s", num(s->voluntary_s));
 }
 
+/* The re-runs of --scaling. */
+static json_t *scaling_json(const struct prs_facts *f)
+{
+	json_t *runs;
+
+	if (!f->nscaling)
+		return json_null();
+	runs = json_array();
+	for (unsigned i = 0; i < f->nscaling; i++)
+		json_array_append_new(runs, json_pack("{s:o, s:o, s:o, s:i}", "value",
+						      str(f->scaling[i].value), "wall_s",
+						      num(f->scaling[i].wall_s), "cpu_s",
+						      num(f->scaling[i].cpu_s), "exit_code", f->scaling[i].rc));
+	return json_pack("{s:o, s:o}", "variable", str(f->scaling_var), "runs", runs);
+}
+
 static json_t *facts_json(const struct prs_facts *f)
 {
 	const struct prs_budget *b = &f->budget;
@@ -107,6 +123,7 @@ static json_t *facts_json(const struct prs_facts *f)
 						    "involuntary", (json_int_t)f->nivcsw)
 					: json_null());
 	json_object_set_new(o, "switch_records", switches_json(f));
+	json_object_set_new(o, "scaling", scaling_json(f));
 	json_object_set_new(o, "working_set",
 			    f->have_wss ? json_pack("{s:o, s:o, s:i, s:o}", "bytes", num(f->wss_bytes),
 						    "window_s", num(f->wss_window_s), "windows",

@@ -366,6 +366,32 @@ def test_cpu_quota_is_throttled(rec):
     assert r.p1["facts"]["cores_used"] <= 0.05 * 1.5 + 0.01
 
 
+# ---- --scaling -------------------------------------------------------------------------------
+
+def test_scaling_runs_measure_each_value(rec):
+    """The re-runs' wall times are the command's: sleep 0.4 s with T=1, 0.2 s with T=2."""
+    r = rec("sh", "-c", 'sleep 0.$((4 / ${T:-1}))', extra=["--scaling", "T=1,2"])
+    sc = r.p1["facts"]["scaling"]
+    assert sc["variable"] == "T" and [x["value"] for x in sc["runs"]] == ["1", "2"], sc
+    for x, want in zip(sc["runs"], (0.4, 0.2)):
+        assert want <= x["wall_s"] <= want + 0.15 and x["exit_code"] == 0, sc
+    assert r.v["cpu_split"] is None  # (sh waits for sleep: the evidence goes with CPU-bound only)
+
+
+def test_scaling_of_a_program_that_ignores_the_variable(rec):
+    """scale.c is one thread whatever T says: the same work at T=1 and T=2, no speedup, and the
+    evidence says the extra threads did not run in parallel (never a memory claim)."""
+    r = rec(TARGET_BIN / "scale", "linear", "200000000", extra=["--scaling", "T=1,2"])
+    assert cpu_bound(r), r.describe()
+    runs = r.p1["facts"]["scaling"]["runs"]
+    assert runs[1]["cpu_s"] == pytest.approx(runs[0]["cpu_s"], rel=0.3), runs
+    line = [e for e in r.v["cpu_split"]["evidence"] if e.startswith("scaling (--scaling T=1..2")]
+    assert line and "did not run in parallel" in line[0], r.v["cpu_split"]
+    speedup = float(re.search(r"([0-9.]+)x faster", line[0]).group(1))
+    assert speedup == pytest.approx(runs[0]["wall_s"] / runs[1]["wall_s"], abs=0.01)
+    assert_no_memory_claim(r)
+
+
 # ---- the reports ----------------------------------------------------------------------------
 
 def test_target_dims_and_summary(rec):
@@ -386,7 +412,9 @@ def test_target_dims_and_summary(rec):
 
 
 @pytest.mark.parametrize("arg,word", [("--target=speed<2s", "metric"), ("--target=wall<2parsecs", "unit"),
-                                      ("--dim=n", "NAME=TYPICAL"), ("--dim=n=3..", "MAX")])
+                                      ("--dim=n", "NAME=TYPICAL"), ("--dim=n=3..", "MAX"),
+                                      ("--scaling=T", "VAR=V1,V2"), ("--scaling=1T=1,2", "environment variable"),
+                                      ("--scaling=T=1", "two values"), ("--scaling=T=1,,2", "non-empty")])
 def test_bad_report_options(run_prs, outdir, arg, word):
     res = run_prs(["run", "-o", outdir / "p", arg, "--", TARGET_BIN / "bounds", "spin", "0.1"])
     assert_bad_input(res, 2, word)
