@@ -46,6 +46,12 @@ struct prs_dim {
 	char name[64];
 	char typical[64];
 	char max[64]; /* "" when not given */
+	/* its growth, from a sweep along it (prs_phase_inputs_sweep) */
+	bool have_growth;
+	bool fitted;          /* the sweep could fit a line (else growth says why not) */
+	double exponent, r2;  /* of wall time along the dimension; NAN when not known */
+	char growth[200];     /* the fit in words: "wall ∝ n^1.98 (R² 0.999): O(n²) along n" */
+	char growth_from[256]; /* the sweep.json it came from */
 };
 
 /* Parses a dimension. Returns 0 or -EINVAL with a message. */
@@ -61,6 +67,12 @@ struct prs_phase_inputs {
 	size_t ndims;
 };
 void prs_phase_inputs_from_meta(const struct prs_profile *p, struct prs_phase_inputs *in);
+/*
+ * Fills the growth of the dimension of in that the sweep at path (its sweep.json) was along.
+ * Returns 0, or -errno with err set (one line): the file cannot be read or is not a sweep.json,
+ * or in has no dimension of that name.
+ */
+int prs_phase_inputs_sweep(struct prs_phase_inputs *in, const char *path, struct prs_err *err);
 
 /* ---- hot spots ---- */
 

@@ -74,6 +74,13 @@ int cli_phase_opt(int opt, const char *arg, struct cli_phase_opts *po)
 	case CLI_OPT_WSS:
 		po->wss = true;
 		return -1;
+	case CLI_OPT_SWEEP:
+		if (po->nsweeps >= PRS_MAX_DIMS) {
+			cli_msg("--sweep: at most %d sweeps", PRS_MAX_DIMS);
+			return EXIT_USAGE;
+		}
+		po->sweeps[po->nsweeps++] = arg;
+		return -1;
 	default:
 		return 0;
 	}

@@ -24,10 +24,12 @@ struct cli_phase_opts {
 	size_t ndims;
 	bool no_classify;
 	bool wss;           /* --wss: the working-set floor (include/pyrsprof/wss.h) */
+	const char *sweeps[PRS_MAX_DIMS]; /* report --sweep: sweep.json files filling the growth */
+	size_t nsweeps;
 };
 
 /* Long option ids of the report options (getopt values, above any short option). */
-enum { CLI_OPT_TARGET = 1000, CLI_OPT_DIM, CLI_OPT_NO_CLASSIFY, CLI_OPT_WSS };
+enum { CLI_OPT_TARGET = 1000, CLI_OPT_DIM, CLI_OPT_NO_CLASSIFY, CLI_OPT_WSS, CLI_OPT_SWEEP };
 
 /* Handles one of the options above. Returns -1 when it was one and is fine, EXIT_USAGE after
  * printing what is wrong, or 0 when opt is not one of them. */

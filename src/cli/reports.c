@@ -35,6 +35,12 @@ int cli_write_reports(const struct prs_profile *p, const char *dir, bool summary
 			if (prs_dim_parse(po->dims[i], &in.dims[in.ndims], NULL) == 0)
 				in.ndims++;
 	}
+	for (size_t i = 0; po && i < po->nsweeps; i++)
+		if (prs_phase_inputs_sweep(&in, po->sweeps[i], &err) != 0) {
+			cli_err(&err, "report");
+			prs_facts_release(&facts);
+			return -1;
+		}
 	if (prs_phase1_write(&c, dir, &err) != 0 || prs_phase4_write(&c, dir, &top, &err) != 0) {
 		cli_err(&err, "reports");
 		rc = -1;

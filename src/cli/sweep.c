@@ -20,6 +20,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/collect.h"
+#include "cli/render.h"
+#include "pyrsprof/report.h"
 #include "util/banned.h"
 
 struct sweep_opts {
@@ -28,6 +31,7 @@ struct sweep_opts {
 	double rate_hz;
 	double repeat;
 	const char *outdir;
+	const char *phase1; /* --phase1 DIR: the recording whose growth column the sweep fills */
 	char **cmd; /* after "--" */
 };
 
@@ -43,6 +47,9 @@ static const char sweep_usage[] =
 	"                        sweep.json, sweep.svg, and NAME=VALUE/runK/ per run (its profile,\n"
 	"                        flame graphs and output.log: CMD's output goes there, not here)\n"
 	"  -r, --rate HZ         sampling rate of each recording (default 100)\n"
+	"  --phase1 DIR          a recording of `pyrsprof run --dim NAME=...` (its folder): its\n"
+	"                        phase1.md/phase1.json are written again with NAME's growth (the\n"
+	"                        wall fit); later, `pyrsprof report DIR --sweep OUT/sweep.json`\n"
 	"  Write {{ for a literal { in CMD. CMD's input is /dev/null. The exit status is 0 when every\n"
 	"  run exited 0, 1 when some failed (each is named), 128+N when signal N stopped the sweep.\n";
 
@@ -51,7 +58,8 @@ static int parse_opts(int argc, char **argv, struct sweep_opts *o)
 	static const struct option longopts[] = {
 		{ "dim", required_argument, NULL, 'D' },   { "repeat", required_argument, NULL, 'k' },
 		{ "output", required_argument, NULL, 'o' }, { "rate", required_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
+		{ "phase1", required_argument, NULL, 'P' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
@@ -76,6 +84,9 @@ static int parse_opts(int argc, char **argv, struct sweep_opts *o)
 				cli_msg("--repeat: '%s' is not a whole number of runs", optarg);
 				return EXIT_USAGE;
 			}
+			break;
+		case 'P':
+			o->phase1 = optarg;
 			break;
 		case 'o':
 			o->outdir = optarg;
@@ -230,6 +241,46 @@ static void default_outdir(char *buf, size_t size)
 	snprintf(buf, size, "pyrsprof-sweep-%s", stamp);
 }
 
+/* --phase1 DIR: a recording with the dimension (checked before any run). */
+static bool phase1_has_dim(const char *dir, const char *dim)
+{
+	struct prs_profile *p = cli_load_profile(dir);
+	struct prs_phase_inputs in;
+	bool found = false;
+
+	if (!p)
+		return false;
+	prs_phase_inputs_from_meta(p, &in);
+	for (size_t i = 0; i < in.ndims; i++)
+		found |= strcmp(in.dims[i].name, dim) == 0;
+	prs_profile_free(p);
+	if (!found)
+		cli_msg("--phase1 %s: that recording has no dimension '%s' (record it with `pyrsprof run "
+			"--dim %s=TYPICAL[..MAX] ...`)", dir, dim, dim);
+	return found;
+}
+
+/* --phase1 DIR: its reports written again with the growth of the sweep just written. */
+static bool update_phase1(const char *dir, const char *outdir)
+{
+	struct cli_phase_opts po;
+	struct prs_profile *p = cli_load_profile(dir);
+	char sweep[4200];
+	int rc;
+
+	if (!p)
+		return false;
+	memset(&po, 0, sizeof(po));
+	snprintf(sweep, sizeof(sweep), "%s/sweep.json", outdir);
+	po.sweeps[po.nsweeps++] = sweep;
+	rc = cli_write_reports(p, dir, false, false, &po);
+	prs_profile_free(p);
+	if (rc == 0)
+		cli_msg("wrote %s/{phase1.md,phase1.json,phase4.md,phase4.json} with the growth along the "
+			"sweep's dimension", dir);
+	return rc == 0;
+}
+
 /* Parses everything and sets up s; returns -1 to go on, else an exit code. */
 static int prepare(int argc, char **argv, struct sweep_opts *o, struct prs_sweep *s)
 {
@@ -242,6 +293,8 @@ static int prepare(int argc, char **argv, struct sweep_opts *o, struct prs_sweep
 	if (rc >= 0)
 		return rc;
 	if (!sweep_parse_dim(o->dim_arg, dim, values, &n) || !sweep_check_placeholders(o->cmd, dim))
+		return EXIT_USAGE;
+	if (o->phase1 && !phase1_has_dim(o->phase1, dim))
 		return EXIT_USAGE;
 	if (prs_sweep_init(s, n, (size_t)o->repeat) != 0) {
 		cli_msg("sweep: out of memory");
@@ -302,6 +355,8 @@ int cmd_sweep(int argc, char **argv)
 		   write_file(outdir, "sweep.svg", prs_sweep_write_svg, &s);
 	if (files_ok)
 		cli_msg("wrote %s/{sweep.md,sweep.json,sweep.svg} and a recording per run", outdir);
+	if (files_ok && !stop_sig && o.phase1)
+		files_ok = update_phase1(o.phase1, outdir);
 	rc = stop_sig ? 128 + stop_sig : !files_ok || failed ? EXIT_FAIL : EXIT_OK;
 out:
 	prs_sweep_release(&s);

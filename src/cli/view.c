@@ -55,6 +55,7 @@ int cmd_report(int argc, char **argv)
 		{ "debug-dir", required_argument, NULL, 'G' },
 		{ "target", required_argument, NULL, CLI_OPT_TARGET },
 		{ "dim", required_argument, NULL, CLI_OPT_DIM },
+		{ "sweep", required_argument, NULL, CLI_OPT_SWEEP },
 		{ "merge-processes", no_argument, NULL, 'P' },
 		{ "stacks", required_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -87,11 +88,13 @@ int cmd_report(int argc, char **argv)
 				return EXIT_USAGE;
 		} else if (c == 'h') {
 			puts("usage: pyrsprof report FILE|DIR [-o DIR] [--debug-dir DIR] [--target EXPR]\n"
-			     "       [--dim N=T[..MAX]]... [--merge-processes] [--stacks merged|python]\n"
+			     "       [--dim N=T[..MAX]]... [--sweep SWEEP.json]... [--merge-processes]\n"
+			     "       [--stacks merged|python]\n"
 			     "  Re-renders cpu.svg and wall.svg of a profile, or of a recording's folder (its\n"
 			     "  profile.pyrs; default output: that folder, or the file's), and writes the\n"
 			     "  Phase-1 and Phase-4 reports again from what it holds (a target or dimensions\n"
-			     "  given here replace the recorded ones). A profile of several processes has a\n"
+			     "  given here replace the recorded ones; --sweep: the growth column of a dimension\n"
+			     "  from `pyrsprof sweep` along it). A profile of several processes has a\n"
 			     "  root per process (\"python pool.py [1234]\"), or per command with\n"
 			     "  --merge-processes.\n"
 			     CLI_STACKS_HELP

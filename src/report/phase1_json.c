@@ -150,13 +150,25 @@ static json_t *dims_json(const struct prs_phase_inputs *in)
 {
 	json_t *a = json_array();
 
-	for (size_t i = 0; i < in->ndims; i++)
-		json_array_append_new(a, json_pack("{s:o, s:o, s:o, s:n, s:s}", "name",
-						   str(in->dims[i].name), "typical",
-						   str(in->dims[i].typical), "max",
-						   in->dims[i].max[0] ? str(in->dims[i].max) : json_null(),
-						   "growth", "notes",
-						   "growth not measured: pyrsprof sweep fills it"));
+	for (size_t i = 0; i < in->ndims; i++) {
+		const struct prs_dim *d = &in->dims[i];
+		char from[320];
+
+		snprintf(from, sizeof(from), "growth of wall time measured by pyrsprof sweep (%s)",
+			 d->growth_from);
+		json_array_append_new(a, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:s}", "name",
+						   str(d->name), "typical", str(d->typical), "max",
+						   d->max[0] ? str(d->max) : json_null(), "growth",
+						   d->have_growth ? str(d->growth) : json_null(),
+						   "growth_exponent",
+						   d->have_growth && isfinite(d->exponent) ? num(d->exponent)
+											  : json_null(),
+						   "growth_r2",
+						   d->have_growth && isfinite(d->r2) ? num(d->r2) : json_null(),
+						   "notes", d->have_growth ? from
+						   : "growth not measured: `pyrsprof sweep --dim NAME=V1,V2,... "
+						     "--phase1 DIR` or `pyrsprof report --sweep SWEEP.json` fills it"));
+	}
 	return a;
 }
 

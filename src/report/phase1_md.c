@@ -156,7 +156,15 @@ static void dims_md(FILE *f, const struct prs_phase_inputs *in)
 		text(f, in->dims[i].typical);
 		fputs(" | ", f);
 		text(f, in->dims[i].max[0] ? in->dims[i].max : "?");
-		fputs(" | not measured | `pyrsprof sweep` fills the growth |\n", f);
+		if (in->dims[i].have_growth) {
+			fputs(" | ", f);
+			text(f, in->dims[i].growth);
+			fputs(" | measured by `pyrsprof sweep` (", f);
+			text(f, in->dims[i].growth_from);
+			fputs(") |\n", f);
+		} else {
+			fputs(" | not measured | `pyrsprof sweep ... --phase1 DIR` fills the growth |\n", f);
+		}
 	}
 	fputc('\n', f);
 }

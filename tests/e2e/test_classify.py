@@ -411,6 +411,51 @@ def test_target_dims_and_summary(rec):
     assert any(l.startswith("pyrsprof: stop hint: stop: the target wall<10s is met") for l in own)
 
 
+def test_sweep_fills_the_growth_column(rec, run_prs, validate, tmp_path):
+    """`sweep --phase1 DIR` writes DIR's phase1 again with the sweep's wall fit of the dimension of
+    the same name; `report --sweep` does it later; the other dimension stays unmeasured."""
+    r = rec(TARGET_BIN / "scale", "linear", "20000000", extra=["--dim", "n=2e7..1e9", "--dim", "m=3"])
+    out = tmp_path / "sw"
+    res = run_prs(["sweep", "--dim", "n=1e7,2e7,4e7", "-o", out, "--phase1", r.dir, "--",
+                   TARGET_BIN / "scale", "linear", "{n}"], timeout=120)
+    assert res.rc == 0, res.describe()
+    wall = json.loads((out / "sweep.json").read_text())["fits"]["wall"]
+
+    def check(p1):
+        dims = {d["name"]: d for d in p1["dimensions"]}
+        assert dims["n"]["growth"] == wall["text"] and dims["n"]["growth"].startswith("wall ∝ n^")
+        assert dims["n"]["growth_exponent"] == pytest.approx(wall["exponent"], rel=1e-6)
+        assert dims["n"]["growth_r2"] == pytest.approx(wall["r2"], rel=1e-6)
+        assert str(out / "sweep.json") in dims["n"]["notes"]
+        assert dims["m"]["growth"] is None and dims["m"]["growth_exponent"] is None
+    check(json.loads((r.dir / "phase1.json").read_text()))
+    assert validate("phase1.schema.json", r.dir / "phase1.json").returncode == 0
+    md = (r.dir / "phase1.md").read_text()
+    assert re.search(r"^\| n \| 2e7 \| 1e9 \| wall ∝ n\^[0-9.]+", md, re.M), md
+    # later, from the saved profile, into another folder
+    again = tmp_path / "again"
+    res = run_prs(["report", r.dir / "profile.pyrs", "-o", again, "--sweep", out / "sweep.json"])
+    assert res.rc == 0, res.describe()
+    check(json.loads((again / "phase1.json").read_text()))
+
+
+def test_sweep_growth_bad_input(rec, run_prs, tmp_path):
+    r = rec(*bounds("spin", 0.2), extra=["--dim", "rows=10"])
+    out = tmp_path / "sw"
+    res = run_prs(["sweep", "--dim", "n=1,2", "-o", out, "--phase1", r.dir, "--",
+                   TARGET_BIN / "scale", "linear", "{n}"], timeout=30)
+    assert_bad_input(res, 2, "no dimension 'n'", "--dim n=")
+    assert not out.exists(), "nothing is run on bad input"
+    bad = tmp_path / "bad.json"
+    for text, words in (("{}", ["not a sweep.json"]), ("[1,", ["not JSON"]),
+                        (json.dumps({"format": "pyrsprof-sweep", "version": 1, "dimension": "n",
+                                     "fits": {"wall": {"fitted": True, "text": "wall"}}}),
+                         ["'n'", "not one of the recording's dimensions"])):
+        bad.write_text(text)
+        res = run_prs(["report", r.dir / "profile.pyrs", "-o", tmp_path / "rep", "--sweep", bad])
+        assert_bad_input(res, 1, *words)
+
+
 @pytest.mark.parametrize("arg,word", [("--target=speed<2s", "metric"), ("--target=wall<2parsecs", "unit"),
                                       ("--dim=n", "NAME=TYPICAL"), ("--dim=n=3..", "MAX"),
                                       ("--scaling=T", "VAR=V1,V2"), ("--scaling=1T=1,2", "environment variable"),
