@@ -129,9 +129,11 @@ enum prs_task_field {
 	PRS_TASK_BLKIO_DELAY_NS,               /* delay accounting (only if kernel.task_delayacct=1) */
 	PRS_TASK_START_TICKS,                  /* start time since boot, clock ticks (stat field 22) */
 	PRS_TASK_INBLOCK, PRS_TASK_OUBLOCK,    /* rusage block operations */
-	/* process only, with --wss (include/pyrsprof/wss.h): the largest working set of a window */
+	/* process only, with --wss (include/pyrsprof/wss.h): the median and largest working set of
+	 * the windows */
 	PRS_TASK_WSS_BYTES, PRS_TASK_WSS_WINDOW_NS, PRS_TASK_WSS_SAMPLES,
 	PRS_TASK_WSS_CLEAR_NS,                 /* the longest clear_refs write (the target's cost) */
+	PRS_TASK_WSS_MAX_BYTES,
 	PRS_TASK__COUNT
 };
 

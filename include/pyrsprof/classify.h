@@ -156,7 +156,8 @@ struct prs_facts {
 	char copy_top[96];
 	double fresh_mbs;          /* minor faults/s * page size: freshly zeroed memory */
 	bool have_wss;             /* --wss measured the working set */
-	double wss_bytes;          /* the largest working set of a window */
+	double wss_bytes;          /* the median working set of the windows */
+	double wss_max_bytes;      /* the largest */
 	double wss_window_s;
 	unsigned wss_samples;
 	double wss_floor_gbs;      /* (WSS - LLC) / window: DRAM traffic it proves (0: within the LLC

@@ -13,9 +13,14 @@
 
 struct prs_wss;
 
+#define PRS_WSS_KEEP 64 /* windows kept for the median (the later ones count in max only) */
+
 struct prs_wss_result {
 	unsigned samples;       /* windows measured */
+	uint64_t median_bytes;  /* the median window's working set (the start-up's windows, which
+				 * may touch more or less, do not move it) */
 	uint64_t max_bytes;     /* the largest working set of a window */
+	uint64_t kept[PRS_WSS_KEEP];
 	uint64_t last_bytes;
 	uint64_t window_ns;     /* the window (0: none measured) */
 	uint64_t clear_ns_max;  /* the longest clear_refs write: the target's page-table walk */

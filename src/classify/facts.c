@@ -199,6 +199,7 @@ static void process_facts(struct prs_facts *f, const struct recs *r)
 	if (prs_acct_get(end, PRS_TASK_WSS_BYTES, &v) && prs_acct_val(end, PRS_TASK_WSS_WINDOW_NS, 0)) {
 		f->have_wss = true;
 		f->wss_bytes = (double)v;
+		f->wss_max_bytes = (double)prs_acct_val(end, PRS_TASK_WSS_MAX_BYTES, v);
 		f->wss_window_s = (double)prs_acct_val(end, PRS_TASK_WSS_WINDOW_NS, 0) / 1e9;
 		f->wss_samples = (unsigned)prs_acct_val(end, PRS_TASK_WSS_SAMPLES, 0);
 	}

@@ -3,7 +3,8 @@
  * The working-set floor of `--wss` (docs/classify.md section 3; the note's §5 point 2): a thread
  * beside the sampler writes "1" to /proc/PID/clear_refs (the kernel clears the accessed bits of
  * the process's pages), waits a window, and reads "Referenced:" from /proc/PID/smaps_rollup: the
- * memory the process touched in that window. Once a second; the largest is kept.
+ * memory the process touched in that window. Once a second; the median window and the largest
+ * are kept.
  *
  * Why this and not idle-page tracking (/sys/kernel/mm/page_idle): that needs root and
  * CONFIG_IDLE_PAGE_TRACKING (absent on the dev VM), and a walk of /proc/PID/pagemap to find the
@@ -113,6 +114,8 @@ static bool measure(struct prs_wss *w)
 	w->r.window_ns = w->window_ns;
 	w->r.samples++;
 	w->r.last_bytes = bytes;
+	if (w->r.samples <= PRS_WSS_KEEP)
+		w->r.kept[w->r.samples - 1] = bytes;
 	if (bytes > w->r.max_bytes)
 		w->r.max_bytes = bytes;
 	return false;
@@ -128,6 +131,22 @@ static void *run(void *arg)
 		next += w->every_ns;
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n) (sorted in place); the lower of the two middle ones when n is even. */
+static uint64_t median(uint64_t *v, unsigned n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), by_value);
+	return v[(n - 1) / 2];
 }
 
 int prs_wss_start(pid_t pid, uint64_t window_ns, uint64_t every_ns, struct prs_wss **out)
@@ -168,6 +187,7 @@ void prs_wss_stop(struct prs_wss *w, struct prs_wss_result *r)
 	pthread_mutex_unlock(&w->mu);
 	pthread_join(w->thread, NULL);
 	*r = w->r;
+	r->median_bytes = median(r->kept, r->samples < PRS_WSS_KEEP ? r->samples : PRS_WSS_KEEP);
 	pthread_cond_destroy(&w->cv);
 	pthread_mutex_destroy(&w->mu);
 	free(w);

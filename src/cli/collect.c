@@ -194,7 +194,8 @@ static void wss_fields(const struct cli_collect *c, struct prs_acct *a)
 {
 	if (!c->wss_r.samples)
 		return;
-	prs_acct_set(a, PRS_TASK_WSS_BYTES, c->wss_r.max_bytes);
+	prs_acct_set(a, PRS_TASK_WSS_BYTES, c->wss_r.median_bytes);
+	prs_acct_set(a, PRS_TASK_WSS_MAX_BYTES, c->wss_r.max_bytes);
 	prs_acct_set(a, PRS_TASK_WSS_WINDOW_NS, c->wss_r.window_ns);
 	prs_acct_set(a, PRS_TASK_WSS_SAMPLES, c->wss_r.samples);
 	prs_acct_set(a, PRS_TASK_WSS_CLEAR_NS, c->wss_r.clear_ns_max);

@@ -125,7 +125,8 @@ static json_t *facts_json(const struct prs_facts *f)
 	json_object_set_new(o, "switch_records", switches_json(f));
 	json_object_set_new(o, "scaling", scaling_json(f));
 	json_object_set_new(o, "working_set",
-			    f->have_wss ? json_pack("{s:o, s:o, s:i, s:o}", "bytes", num(f->wss_bytes),
+			    f->have_wss ? json_pack("{s:o, s:o, s:o, s:i, s:o}", "bytes", num(f->wss_bytes),
+						    "max_bytes", num(f->wss_max_bytes),
 						    "window_s", num(f->wss_window_s), "windows",
 						    (int)f->wss_samples, "dram_floor_gbs",
 						    f->wss_floor_gbs > 0 ? num(f->wss_floor_gbs) : json_null())

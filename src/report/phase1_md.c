@@ -122,8 +122,9 @@ static void facts_md(FILE *f, const struct prs_facts *fa)
 			"%" PRIu64 "%s |\n", fa->sw.preempt, fa->sw.preempt_s, fa->sw.voluntary,
 			fa->sw.voluntary_s, fa->sw.stops, fa->sw.lost ? " (records lost: a floor)" : "");
 	if (fa->have_wss)
-		fprintf(f, "| working set (--wss, largest of %u windows of %.0f ms) | %.1f MiB |\n",
-			fa->wss_samples, 1e3 * fa->wss_window_s, fa->wss_bytes / 1048576);
+		fprintf(f, "| working set (--wss, median of %u windows of %.0f ms; largest) | %.1f MiB; "
+			"%.1f MiB |\n", fa->wss_samples, 1e3 * fa->wss_window_s, fa->wss_bytes / 1048576,
+			fa->wss_max_bytes / 1048576);
 	if (fa->have_faults)
 		fprintf(f, "| page faults: minor, major | %" PRIu64 ", %" PRIu64 " |\n", fa->minflt, fa->majflt);
 	fprintf(f, "| sampling | %.0f samples at %g Hz", fa->samples, fa->rate_hz);

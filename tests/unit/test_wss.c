@@ -55,5 +55,6 @@ Test(wss, windows_of_a_thread)
 	cr_assert_geq(r.samples, 2);
 	cr_assert_eq(r.window_ns, 20000000);
 	cr_assert_gt(r.max_bytes, 0);
+	cr_assert(r.median_bytes > 0 && r.median_bytes <= r.max_bytes);
 	cr_assert_eq(r.err, 0);
 }
