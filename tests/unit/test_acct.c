@@ -387,6 +387,56 @@ Test(acct, facts_runqueue_samples_doubted_on_idle_cpus)
 	prs_profile_free(p);
 }
 
+Test(acct, facts_switch_records_keep_measured_runqueue_waits)
+{
+	struct prs_profile *p = profile_of(40, 60, 0, -1);
+	struct prs_facts f;
+	struct prs_acct a;
+
+	/* idle CPUs would doubt the 60 % of run-queue samples; the thread's switch records measured
+	 * 0.25 s waiting for a CPU after preemptions (two records: an EXIT and an END are summed) */
+	store_system(p, PRS_PHASE_START, 1000, 1000, 0);
+	store_system(p, PRS_PHASE_END, 1100, 1090, 10);
+	for (int ph = PRS_PHASE_END; ph <= PRS_PHASE_EXIT; ph++) {
+		prs_acct_init(&a, PRS_ACCT_SWITCH, (enum prs_acct_phase)ph, 7);
+		prs_acct_set(&a, PRS_SW_PREEMPT, 30);
+		prs_acct_set(&a, PRS_SW_PREEMPT_NS, 125000000);
+		prs_acct_set(&a, PRS_SW_VOLUNTARY, 5);
+		prs_acct_set(&a, PRS_SW_VOLUNTARY_NS, 10000000);
+		prs_acct_set(&a, PRS_SW_STOPS, 50);
+		prs_acct_store(p, &a);
+	}
+	cr_assert_eq(prs_facts_build(p, &f, NULL), 0);
+	cr_assert(f.have_switches && f.threads[0].have_sw);
+	cr_assert_eq(f.sw.preempt, 60);
+	cr_assert_eq(f.sw.voluntary, 10);
+	cr_assert_eq(f.sw.stops, 100);
+	cr_assert_float_eq(f.sw.preempt_s, 0.25, 1e-9);
+	cr_assert(f.runq_doubted);
+	cr_assert_float_eq(f.budget.f[PRS_R_RUNQ], 0.25, 1e-9);
+	cr_assert_float_eq(f.budget.f[PRS_R_UNSEEN], 0.35, 1e-9);
+	prs_facts_release(&f);
+	prs_profile_free(p);
+}
+
+Test(acct, facts_scaling_runs_from_meta)
+{
+	struct prs_profile *p = profile_of(100, 0, 0, -1);
+	struct prs_facts f;
+
+	prs_profile_meta(p, "scaling", "OMP_NUM_THREADS=1 wall_s=2.000000 cpu_s=1.990000 rc=0");
+	prs_profile_meta(p, "scaling", "garbage");
+	prs_profile_meta(p, "scaling", "OTHER=4 wall_s=1 cpu_s=1 rc=0"); /* another variable: left out */
+	prs_profile_meta(p, "scaling", "OMP_NUM_THREADS=2 wall_s=1.050000 cpu_s=2.000000 rc=0");
+	cr_assert_eq(prs_facts_build(p, &f, NULL), 0);
+	cr_assert_eq(f.nscaling, 2);
+	cr_assert_str_eq(f.scaling_var, "OMP_NUM_THREADS");
+	cr_assert_str_eq(f.scaling[1].value, "2");
+	cr_assert_float_eq(f.scaling[1].wall_s, 1.05, 1e-9);
+	prs_facts_release(&f);
+	prs_profile_free(p);
+}
+
 Test(acct, facts_sample_reasons_and_gil_flags)
 {
 	struct prs_profile *p = profile_of(20, 0, 80, SYS_clock_nanosleep);

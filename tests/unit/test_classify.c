@@ -8,6 +8,7 @@
  * docs/classify.md §2-3 applied by hand to the numbers built here.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 
@@ -321,6 +322,71 @@ Test(classify, saturated_by_other_processes_is_still_cpu_bound)
 	/* run-queue time from samples only: medium */
 	T[0].kernel = false;
 	cr_assert_eq(judge().primary.confidence, PRS_CONF_MEDIUM);
+}
+
+Test(classify, saturated_high_from_switch_records)
+{
+	struct prs_verdict v;
+
+	facts(2, 2);
+	thread(false, 0.3, 0.7);
+	T[0].kernel = false; /* no kernel run-queue time: medium from the samples alone */
+	F.cpu_native = 1;
+	F.have_switches = true;
+	F.sw.preempt = 30;
+	F.sw.voluntary = 70;
+	cr_assert_eq(judge().primary.confidence, PRS_CONF_MEDIUM);
+	/* most switch-outs were preemptions: the kernel said the thread wanted the CPU */
+	F.sw.preempt = 900;
+	F.sw.voluntary = 100;
+	v = judge();
+	cr_assert_eq(v.primary.rule, PRS_RULE_SATURATED);
+	cr_assert_eq(v.primary.confidence, PRS_CONF_HIGH);
+	cr_assert(strstr(v.primary.detail, "; 450 preempted switch-outs/s, 90 % of all (perf switch "
+					   "records)"), "%s", v.primary.detail);
+}
+
+static const char *scaling_line(double wall1, double cpu1, double wall2, double cpu2)
+{
+	static char line[400];
+
+	F.nscaling = 2;
+	snprintf(F.scaling_var, sizeof(F.scaling_var), "T");
+	F.scaling[0] = (struct prs_scaling_run){ "1", wall1, cpu1, 0 };
+	F.scaling[1] = (struct prs_scaling_run){ "2", wall2, cpu2, 0 };
+	return prs_scaling_evidence(&F, line, sizeof(line)) ? line : NULL;
+}
+
+Test(classify, scaling_evidence)
+{
+	const char *l;
+	struct prs_verdict v;
+
+	facts(2, 2);
+	thread(false, 1, 0);
+	F.cpu_native = 1;
+	/* 1.9x faster with 2x the threads, cores 1 -> 1.9: scales */
+	l = scaling_line(2, 2, 2 / 1.9, 2);
+	cr_assert(l && strstr(l, "1.90x faster with 2.00x the threads, cores used 1.00 -> 1.90: it "
+			       "scales"), "%s", l);
+	/* 1.1x faster while the cores used doubled: flattens */
+	l = scaling_line(2, 2, 2 / 1.1, 3.6);
+	cr_assert(l && strstr(l, "flattens") && strstr(l, "more cores won't help"), "%s", l);
+	/* the same time and cores: the threads never ran in parallel */
+	l = scaling_line(2, 2, 2, 2);
+	cr_assert(l && strstr(l, "did not run in parallel"), "%s", l);
+	/* in the CPU-bound verdict's evidence, and never a memory split */
+	v = judge();
+	cr_assert_eq(v.primary.rule, PRS_RULE_CPU);
+	cr_assert_eq(v.split, PRS_SPLIT_NOT_MEASURED);
+	cr_assert(strstr(v.evidence[v.nevidence - 1], "did not run in parallel"));
+	/* nothing to compare: a failed run, or values that are not growing numbers */
+	scaling_line(2, 2, 1, 2);
+	F.scaling[1].rc = 1;
+	cr_assert_null(prs_scaling_evidence(&F, (char[64]){ 0 }, 64) ? "x" : NULL);
+	scaling_line(2, 2, 1, 2);
+	snprintf(F.scaling[1].value, sizeof(F.scaling[1].value), "many");
+	cr_assert_eq(prs_scaling_evidence(&F, (char[64]){ 0 }, 64), 0);
 }
 
 Test(classify, idle_pool_left_out)
