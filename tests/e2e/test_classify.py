@@ -298,6 +298,22 @@ def test_spinners_twice_the_cpus_saturate(rec):
         assert "preempted switch-outs/s" in r.v["detail"]
 
 
+def test_switch_records_need_no_privilege(rec):
+    """The switch records are the unprivileged tier (user space only: exclude_kernel): without
+    CAP_PERFMON and CAP_SYS_ADMIN, at kernel.perf_event_paranoid 2, the kernel stacks are refused
+    (they say so) and the switch records are still there."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to drop the capabilities")
+    if Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip() != "2":
+        pytest.skip("the point is kernel.perf_event_paranoid 2 (Linux's default)")
+    drop = "-perfmon,-sys_admin"
+    r = rec(*bounds("spinners", 1, 2 * os.cpu_count()),
+            prefix=("setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}", "--"))
+    assert any("kernel stacks not permitted" in l for l in r.res.own_lines()), r.res.describe()
+    sw = r.p1["facts"]["switch_records"]
+    assert sw is not None and sw["preempted_share"] >= 0.8, (sw, r.p1["notes"])
+
+
 def test_c_threads_on_one_mutex_are_lock_contended(rec):
     r = rec(*bounds("mutex", 3, 8))
     assert r.v["id"] == "lock", r.describe()
