@@ -20,8 +20,10 @@
 
 #define RING_PAGES 4  /* data pages per thread (a power of 2): 16 KiB, 1024 switch records */
 /* Threads with an event at once (a descriptor and a 20 KiB mapping each): a process with
- * thousands of threads cannot use up pyrsprof's descriptors; the threads beyond get none. */
-#define MAX_EVENTS 256
+ * thousands of threads cannot use up pyrsprof's descriptors (with the kept /proc files' 256 and
+ * the kernel stacks' 256, 640 of a common soft limit of 1024: the symbolizer needs the rest at the
+ * end); the threads beyond get none, and the sums are over the threads that had one. */
+#define MAX_EVENTS 128
 
 struct prs_switches {
 	struct prs_profile *prof;
