@@ -74,13 +74,24 @@ struct prs_sampler_opts {
 
 /* Statistics of a recording, for stats.json and the summary line. Durations in nanoseconds. */
 struct prs_dist {
-	double median, p10, p90, max;
+	double median, p10, p90, p99, max;
 	size_t n;
 };
 
 struct prs_sampler_stats {
 	uint64_t ticks, missed_ticks, thread_samples, threads_seen;
-	uint64_t not_stopped;     /* threads that did not stop in time (recorded from /proc) */
+	uint64_t not_stopped;     /* threads that did not stop in time (recorded from /proc):
+				   * skipped_late + reuse_lost */
+	/* Ticks begun more than half a period after their time (a tick missed entirely is in
+	 * missed_ticks; these were taken, late). */
+	uint64_t late_ticks;
+	/* ptrace: threads a tick did not wait for. skipped_late: interrupted, but not stopped within
+	 * the tick's stop budget (recorded from /proc); skipped_new: just created, their first stop
+	 * not seen yet (not recorded that tick). other_trap_stops: interrupts answered by another
+	 * stop (a clone event, a signal), sampled there. */
+	uint64_t skipped_late, skipped_new, other_trap_stops;
+	/* ptrace: the time threads spent stopped for their samples, in all */
+	uint64_t stopped_ns;
 	/* threads asleep since their last sample, recorded without being read again: all of their
 	 * last sample (reused_samples), or its native frames with Python frames read now
 	 * (reused_native); reuse_lost: found asleep, but it woke during the tick */
@@ -101,6 +112,10 @@ struct prs_sampler_stats {
 	 * sum (sample_cost; in vm mode: the share of the Python read); per tick: the Python read. */
 	struct prs_dist sample_cost, stop, unwind, python;
 	struct prs_dist py_names; /* per read of the threading names */
+	/* ptrace, per tick: first interrupt to last release (the stop window) */
+	struct prs_dist stop_window;
+	/* per tick: how long after its due time it began */
+	struct prs_dist tick_delay;
 };
 
 struct prs_sampler;
@@ -180,6 +195,28 @@ const char *prs_sampler_notes(const struct prs_sampler *s);
 
 /* The sample source in use: "ptrace", "vm" or "preload". */
 const char *prs_sampler_source_name(const struct prs_sampler *s);
+
+/*
+ * The share of the sampled threads' time they spent stopped for their samples: stopped_ns over
+ * the time the thread-samples stand for (one period each at rate_hz). 0 when nothing was sampled.
+ */
+double prs_sampler_stopped_share(const struct prs_sampler_stats *st, double rate_hz);
+
+/* When a recording says its ticks or its target suffered (prs_sampler_health). */
+#define PRS_HEALTH_TICKS_SHARE 0.01   /* missed + late ticks, of the ticks due */
+#define PRS_HEALTH_SKIPPED_SHARE 0.05 /* late-skipped thread-samples, of all */
+#define PRS_HEALTH_STOPPED_SHARE 0.03 /* the threads' time spent stopped */
+
+/*
+ * Whether the recording's ticks held and left the target alone. Writes into buf (always
+ * NUL-terminated) one line per problem found, each saying what went wrong with its numbers, the
+ * likely cause and the remedy: ticks missed or late beyond PRS_HEALTH_TICKS_SHARE, threads that
+ * did not stop in time beyond PRS_HEALTH_SKIPPED_SHARE, a target stopped more than
+ * PRS_HEALTH_STOPPED_SHARE of its time (ptrace). Returns how many problems were found (buf is
+ * "" for 0). Pure: reads nothing but its arguments.
+ */
+int prs_sampler_health(const struct prs_sampler_stats *st, double rate_hz, enum prs_source source,
+		       char *buf, size_t size);
 
 /* Fills stats (durations summarised). */
 void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats *stats);

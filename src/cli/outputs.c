@@ -13,9 +13,9 @@
 
 static json_t *dist_json(const struct prs_dist *d)
 {
-	return json_pack("{s:f, s:f, s:f, s:f, s:I}", "median", d->median / 1000.0, "p10",
-			 d->p10 / 1000.0, "p90", d->p90 / 1000.0, "max", d->max / 1000.0, "n",
-			 (json_int_t)d->n);
+	return json_pack("{s:f, s:f, s:f, s:f, s:f, s:I}", "median", d->median / 1000.0, "p10",
+			 d->p10 / 1000.0, "p90", d->p90 / 1000.0, "p99", d->p99 / 1000.0, "max",
+			 d->max / 1000.0, "n", (json_int_t)d->n);
 }
 
 int cli_write_stats(const char *dir, const struct prs_sampler_stats *st, double rate_hz,
@@ -49,6 +49,15 @@ int cli_write_stats(const char *dir, const struct prs_sampler_stats *st, double 
 				      (json_int_t)st->py_truncated, "merge_mismatch",
 				      (json_int_t)st->py_merge_mismatch, "stale_code",
 				      (json_int_t)st->py_code_stale));
+	json_object_set_new(j, "ticks", json_pack("{s:I, s:I, s:I, s:o, s:o, s:f, s:I}", "taken",
+						  (json_int_t)st->ticks, "missed", (json_int_t)st->missed_ticks,
+						  "late", (json_int_t)st->late_ticks, "delay_us",
+						  dist_json(&st->tick_delay), "stop_window_us",
+						  dist_json(&st->stop_window), "stopped_share",
+						  prs_sampler_stopped_share(st, rate_hz), "stops_in_other_traps",
+						  (json_int_t)st->other_trap_stops));
+	json_object_set_new(j, "skipped", json_pack("{s:I, s:I}", "late", (json_int_t)st->skipped_late,
+						    "new", (json_int_t)st->skipped_new));
 	json_object_set_new(j, "reused", json_pack("{s:I, s:I, s:I}", "samples", (json_int_t)st->reused_samples,
 						   "native", (json_int_t)st->reused_native, "lost",
 						   (json_int_t)st->reuse_lost));

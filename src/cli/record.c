@@ -329,6 +329,22 @@ static void hint_children(const struct prs_sampler_stats *st, const struct prs_p
 		"show %.1f s); add --subprocesses to follow them", child_s, sampled_s);
 }
 
+/* Says, whatever the options, when the ticks were missed or late, threads did not stop in time, or
+ * the program was measurably slowed (prs_sampler_health), with the cause and the remedy. */
+static void report_health(const struct prs_sampler_stats *st, const struct rec_opts *o)
+{
+	char buf[2048], *line, *next;
+
+	if (!prs_sampler_health(st, o->rate_hz, o->source, buf, sizeof(buf)))
+		return;
+	for (line = buf; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		cli_msg("%s", line);
+	}
+}
+
 /* Symbolizes, closes the profile, renders the graphs and the stats. Returns an exit code. */
 /* --scaling: the re-runs, once the recorded run has ended (never beside it). */
 static void scaling_runs(const struct rec_opts *o, char *const cmd[], const sigset_t *old,
@@ -395,6 +411,7 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 		rc = EXIT_FAIL;
 	if (st.processes > 1)
 		cli_msg("%llu processes sampled", (unsigned long long)st.processes);
+	report_health(&st, o);
 	summary_line(&st, nthreads, o->rate_hz, dir, pyrs_ok, w.graphs, w.reports,
 		     cli_graph_choice_said(done, o->graphs));
 	hint_children(&st, done, o);

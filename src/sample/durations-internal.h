@@ -2,7 +2,7 @@
 /*
  * A distribution of durations for the sampler's statistics (stats.json: sample cost, stop,
  * unwind, Python read): up to PRS_DURATIONS_CAP values kept, a uniform reservoir sample of all
- * of them beyond, summarised as median, p10, p90 and max. Adding is allocation-free.
+ * of them beyond, summarised as median, p10, p90, p99 and max. Adding is allocation-free.
  */
 #ifndef PYRSPROF_SAMPLE_DURATIONS_INTERNAL_H
 #define PYRSPROF_SAMPLE_DURATIONS_INTERNAL_H

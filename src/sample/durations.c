@@ -61,6 +61,7 @@ void prs_durations_summary(const struct prs_durations *d, struct prs_dist *out)
 	out->median = tmp[d->n / 2];
 	out->p10 = tmp[d->n / 10];
 	out->p90 = tmp[(d->n * 9) / 10];
+	out->p99 = tmp[(d->n * 99) / 100];
 	out->max = tmp[d->n - 1];
 	free(tmp);
 }

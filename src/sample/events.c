@@ -153,6 +153,10 @@ void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tic
 		prs_events_resume(t, ev.kind == PRS_EV_SIGNAL ? ev.sig : 0);
 		return;
 	}
+	/* (a job-control stop or an exec ends an owed interrupt too: their handlers say how) */
+	if (prs_thr_interrupt_owed(t) && (ev.kind == PRS_EV_SIGNAL || ev.kind == PRS_EV_CLONE ||
+					  ev.kind == PRS_EV_FORK || ev.kind == PRS_EV_OTHER))
+		prs_ptrace_other_trap(s, tg, t, in_tick); /* it is the interrupt's stop */
 	switch (ev.kind) {
 	case PRS_EV_INTERRUPT:
 		on_interrupt(s, tg, t, in_tick);

@@ -94,6 +94,7 @@ static int unwind_snapshot(struct prs_sampler *s, struct prs_target *tg, struct 
 	int n = prs_record_unwind(s, tg, &t->regs, &snap, info);
 
 	prs_durations_add(&s->d_stop, t->t_cont - t->t_interrupt);
+	s->st.stopped_ns += t->t_cont - t->t_interrupt;
 	prs_durations_add(&s->d_cost, (t->t_cont - t->t_interrupt) + (prs_now_ns() - u0) +
 					      t->check_ns + extra_ns);
 	return n;

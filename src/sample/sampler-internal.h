@@ -146,6 +146,12 @@ struct prs_sampler {
 	unsigned rng;           /* the ticks' jitter */
 	struct prs_sampler_stats st;
 	struct prs_durations d_cost, d_stop, d_unwind, d_python, d_names;
+	struct prs_durations d_window;  /* ptrace: each tick's stop window (source_ptrace.c) */
+	struct prs_durations d_delay;   /* each tick's start after its due time */
+	/* ptrace: this tick's first PTRACE_INTERRUPT, of any target (0: none yet); the tick's stop
+	 * budget and its stop window count from there (source_ptrace.c) */
+	uint64_t window_start;
+	uint64_t tick_due;              /* when the coming tick is due (CLOCK_MONOTONIC ns) */
 	struct prs_waits waits; /* the futex words threads were sampled blocked on */
 	bool gil_meta;          /* meta gil_wait=1 written: GIL waits are told from lock waits */
 	struct prs_kstack *kstack; /* kernel stacks (opts.kernel_stacks), NULL when not asked */
@@ -252,6 +258,16 @@ void prs_events_resume(struct prs_thr *t, int sig);
 /* t's interrupt stop arrived during the tick: take its sample (registers, state, snapshot), and
  * resume it or hold it for the Python read. */
 void prs_ptrace_take_sample(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t);
+/*
+ * t owed the stop of our PTRACE_INTERRUPT and stopped for another trap instead (a clone or fork
+ * event, a signal). That trap was the interrupt's: the kernel clears a pending interrupt at any
+ * trap (kernel/signal.c ptrace_stop: "any trap clears pending STOP trap"), so no other stop may
+ * come. tg is t's own target (of any process of the tree). While tg's tick is open, its sample
+ * is taken in this stop (counted in tg's tick, not held for the Python read); t is RUNNING
+ * after, and the caller's handler resumes it as the event requires.
+ */
+void prs_ptrace_other_trap(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			   bool in_tick);
 
 /* ---- preload_offcpu.c: the preload source's samples of sleeping threads ---- */
 

@@ -54,6 +54,8 @@ static int session_buffers(struct prs_sampler *s)
 	rc |= prs_durations_init(&s->d_unwind);
 	rc |= prs_durations_init(&s->d_python);
 	rc |= prs_durations_init(&s->d_names);
+	rc |= prs_durations_init(&s->d_window);
+	rc |= prs_durations_init(&s->d_delay);
 	return rc || !s->pcs || !s->frame_ids ? -ENOMEM : 0;
 }
 
@@ -126,6 +128,8 @@ void prs_sampler_free(struct prs_sampler *s)
 	prs_durations_release(&s->d_unwind);
 	prs_durations_release(&s->d_python);
 	prs_durations_release(&s->d_names);
+	prs_durations_release(&s->d_window);
+	prs_durations_release(&s->d_delay);
 	prs_waits_release(&s->waits);
 	free(s);
 }
@@ -342,12 +346,23 @@ static void end_switches(struct prs_sampler *s)
 	prs_switches_close(s->thr_common.sw);
 }
 
+/* Counts how late the tick beginning at now is (tick_due 0: due at once). */
+static void count_delay(struct prs_sampler *s, uint64_t now)
+{
+	uint64_t delay = s->tick_due && now > s->tick_due ? now - s->tick_due : 0;
+
+	prs_durations_add(&s->d_delay, delay);
+	if (delay > (uint64_t)s->period_ns / 2)
+		s->st.late_ticks++;
+}
+
 /* One tick of every target that runs its own program, in the source's steps (struct
  * prs_source_ops); a target that joins meanwhile waits for the next tick. */
 static void tick(struct prs_sampler *s, uint64_t now)
 {
 	size_t n = s->ntargets;
 
+	count_delay(s, now);
 	for (size_t i = 0; i < n; i++) {
 		struct prs_target *tg = s->targets[i];
 
@@ -411,13 +426,16 @@ int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)
 			break;
 		if (!any_own_image(s)) {
 			wait_until(s, now + EXEC_POLL_NS);
+			next = prs_now_ns(); /* ticks are due from the exec on */
+			s->tick_due = 0;
 			continue;
 		}
 		tick(s, now);
 		prs_session_drop_exited(s);
 		periodic(s, prs_now_ns());
 		next = next_deadline(s, next, period, end);
-		wait_until(s, next + jitter(s, period));
+		s->tick_due = next + jitter(s, period);
+		wait_until(s, s->tick_due);
 	}
 	for (size_t i = 0; s->src->end && i < s->ntargets; i++)
 		s->src->end(s, s->targets[i]);
@@ -559,4 +577,6 @@ void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats
 	prs_durations_summary(&s->d_unwind, &stats->unwind);
 	prs_durations_summary(&s->d_python, &stats->python);
 	prs_durations_summary(&s->d_names, &stats->py_names);
+	prs_durations_summary(&s->d_window, &stats->stop_window);
+	prs_durations_summary(&s->d_delay, &stats->tick_delay);
 }

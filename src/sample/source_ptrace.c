@@ -22,12 +22,30 @@
 #include "sample/sampler-internal.h"
 #include "util/banned.h"
 
-/* After INTERRUPT, a runnable thread stops when it next gets a CPU, which on a loaded machine can
- * take a scheduler period or more; a thread in D state stops only when its syscall ends. Every
- * STOP_CHECK_NS the late ones are looked up in /proc; none is waited for beyond STOP_WAIT_MAX_NS. */
-#define STOP_CHECK_NS 2000000ull
-#define STOP_SPIN_NS 200000ull
-#define STOP_WAIT_MAX_NS 200000000ull
+/*
+ * The stop window of a tick: from its first PTRACE_INTERRUPT to the release of the last thread
+ * held for the Python read. The threads that stopped wait in it for those that have not, so the
+ * wait is bounded by a budget: a STOP_BUDGET_DIV-th of the period, within [MIN, MAX] (500 us at
+ * 100 Hz). With several processes (--subprocesses), the budget is the session tick's: it counts
+ * from the first interrupt of any of them, and every target's wait ends at that one deadline. A
+ * thread that has not stopped by then is late: recorded from /proc this tick and not waited for
+ * (its stop, when it comes, is sampled if its target's tick is still open, else only resumed). A runnable thread stops when it next gets
+ * a CPU, which on a loaded machine can take a scheduler period or more; one in D state stops only
+ * when its syscall ends: from the end of the spin, every STOP_CHECK_NS, threads in D are given up
+ * at once. (Before the budget, a tick waited up to 200 ms, every stopped thread held meanwhile.)
+ *
+ * The spin: a running thread stops within microseconds of the INTERRUPT, but a profiler that
+ * sleeps until SIGCHLD pays for its idle CPU's wake-up on top (measured: stop 69 us median
+ * sleeping, pinned on an idle VM, against ~10 us when the CPU was busy), so the stops are polled
+ * for STOP_SPIN_NS first. Not longer: on a busy machine the spinning profiler takes the CPU the
+ * interrupted threads need to stop (2 CPUs, load 5-8, thread-per-request server: wait for the
+ * stops p50 279-303 us with a 200 us spin, 147-154 us with 50 us, 97-122 us with none).
+ */
+#define STOP_BUDGET_DIV 20
+#define STOP_BUDGET_MIN_NS 250000ull
+#define STOP_BUDGET_MAX_NS 1000000ull
+#define STOP_CHECK_NS 250000ull
+#define STOP_SPIN_NS 50000ull
 /* After this long since the last tick, the Python reads are warmed up before the stop (prs_py_warm) */
 #define PY_WARM_AFTER_NS 3000000ull
 
@@ -72,27 +90,48 @@ static void state_from_regs(struct prs_sampler *s, struct prs_target *tg, struct
 		note_blocked(tg, t);
 }
 
+/* Reads t's registers and one stack snapshot in its current ptrace-stop (t->sampled says if it
+ * could). */
+static void snapshot(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t)
+{
+	ssize_t n;
+
+	t->sampled = false;
+	if (prs_ptrace_getregs(t->tid, &t->regs) != 0)
+		return;
+	state_from_regs(s, tg, t);
+	n = prs_read_stack(tg->pid, t->regs.r[PRS_REG_RSP], t->stack, s->opts.stack_bytes);
+	if (n < 0) {
+		s->st.read_errors++;
+		n = 0;
+	}
+	t->stack_len = (size_t)n;
+	t->sampled = true;
+}
+
 void prs_ptrace_take_sample(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t)
 {
-	t->sampled = false;
-	if (prs_ptrace_getregs(t->tid, &t->regs) == 0) {
-		ssize_t n;
-
-		state_from_regs(s, tg, t);
-		n = prs_read_stack(tg->pid, t->regs.r[PRS_REG_RSP], t->stack, s->opts.stack_bytes);
-		if (n < 0) {
-			s->st.read_errors++;
-			n = 0;
-		}
-		t->stack_len = (size_t)n;
-		t->sampled = true;
-	}
+	/* (called only while tg's tick is open: on_interrupt resumes a stop owed to an earlier
+	 * tick) */
+	snapshot(s, tg, t);
 	if (tg->py && t->sampled && tg->tick.hold) {
 		t->life = PRS_THR_HELD;
 		return;
 	}
 	t->life = PRS_THR_RUNNING;
 	prs_events_resume(t, 0);
+	t->t_cont = prs_now_ns();
+}
+
+void prs_ptrace_other_trap(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			   bool in_tick)
+{
+	/* Not held for the Python read: the handler resumes it now (a signal must go through). */
+	t->life = PRS_THR_RUNNING;
+	s->st.other_trap_stops++;
+	if (!in_tick || !tg->tick.open)
+		return;
+	snapshot(s, tg, t);
 	t->t_cont = prs_now_ns();
 }
 
@@ -106,11 +145,17 @@ static bool any_owed(const struct prs_target *tg)
 	return false;
 }
 
+static uint64_t stop_budget_ns(const struct prs_sampler *s)
+{
+	uint64_t b = (uint64_t)s->period_ns / STOP_BUDGET_DIV;
+
+	return b < STOP_BUDGET_MIN_NS ? STOP_BUDGET_MIN_NS : b > STOP_BUDGET_MAX_NS ? STOP_BUDGET_MAX_NS : b;
+}
+
 /*
- * During a tick, a thread that has not stopped yet is either waiting for a CPU (keep waiting: it
- * stops as soon as it runs) or in uninterruptible sleep (D state: it stops only when the syscall
- * ends, so take its state from /proc and stop waiting for it this tick). Returns true if some
- * thread is still worth waiting for.
+ * Marks LATE the interrupted threads of tg in uninterruptible sleep (D: they stop only when their
+ * syscall ends; their state is taken from /proc this tick). Returns true if some thread is still
+ * worth waiting for.
  */
 static bool check_late_threads(struct prs_target *tg)
 {
@@ -121,7 +166,7 @@ static bool check_late_threads(struct prs_target *tg)
 
 		if (t->life != PRS_THR_INTERRUPTED)
 			continue;
-		if (prs_task_state(tg->pid, t->tid) == 'D')
+		if (prs_thr_letter_state(&tg->thr, t) == PRS_STATE_DISK)
 			t->life = PRS_THR_LATE;
 		else
 			waiting = true;
@@ -135,16 +180,15 @@ static bool check_late_threads(struct prs_target *tg)
  */
 static void wait_for_stops(struct prs_sampler *s, struct prs_target *tg, uint64_t deadline)
 {
-	uint64_t next_check = prs_now_ns() + STOP_CHECK_NS;
-	/* A running thread stops within microseconds of the INTERRUPT, but a profiler that sleeps
-	 * until SIGCHLD pays for its idle CPU's wake-up on top (measured: stop 69 us median
-	 * sleeping, pinned on an idle VM, against ~10 us when the CPU was busy). So poll for the
-	 * stops for a short while before sleeping. */
-	uint64_t spin_end = prs_now_ns() + STOP_SPIN_NS;
+	/* (the spin: see STOP_SPIN_NS) */
+	uint64_t spin_end = prs_now_ns() + STOP_SPIN_NS, next_check;
 
+	if (spin_end > deadline)
+		spin_end = deadline;
 	while (any_owed(tg) && !tg->exited && prs_now_ns() < spin_end)
 		if (prs_events_drain(s, true) == 0)
 			__builtin_ia32_pause();
+	next_check = spin_end;
 	for (;;) {
 		uint64_t now;
 
@@ -290,8 +334,12 @@ static void record_all(struct prs_sampler *s, struct prs_target *tg, const struc
 						     k->nheld ? 0 : k->py_ns / k->nnative))
 				prs_record_unstopped(s, tg, t, k->tick_ns);
 		} else if (prs_thr_interrupt_owed(t)) {
-			/* Did not stop in time: most likely in uninterruptible sleep. Ask /proc. */
+			/* Did not stop within the budget (waiting for a CPU, or in uninterruptible
+			 * sleep): ask /proc. */
+			s->st.skipped_late++;
 			prs_record_unstopped(s, tg, t, k->tick_ns);
+		} else if (t->life == PRS_THR_NEW) {
+			s->st.skipped_new++; /* has run no code yet: its first stop is not waited for */
 		} else if (t->life == PRS_THR_GROUP_STOPPED) {
 			t->state = PRS_STATE_STOPPED;
 			t->syscall = -1;
@@ -305,12 +353,14 @@ static void record_all(struct prs_sampler *s, struct prs_target *tg, const struc
  * A tick of tg in three steps, each taken for every target before the next (session.c), so that
  * the stops of all the processes of a tree overlap as those of one process's threads do:
  * begin interrupts every thread to stop (but those asleep since their last sample); collect takes
- * the stops as they come (those of every target whose tick is open), reads the Python frames of
- * the threads held, and lets them go; record unwinds and records, with every thread running.
+ * the stops as they come (those of every target whose tick is open) until the tick's stop budget,
+ * reads the Python frames of the threads held, and lets them go; record unwinds and records, with
+ * every thread running.
  */
 static void ptrace_tick_begin(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
 {
 	struct prs_tick *k = &tg->tick;
+	uint64_t w0;
 
 	/* Launch: the unwinder reads the maps of the exec'ed program, so create it once the child
 	 * runs its own image (the first tick after exec). (It fails when the program is exiting, or
@@ -325,9 +375,13 @@ static void ptrace_tick_begin(struct prs_sampler *s, struct prs_target *tg, uint
 	plan(s, tg, k);
 	warm(tg, k);
 	tg->last_tick_ns = k->tick_ns;
+	w0 = prs_now_ns();
 	k->ninterrupted = interrupt_all(tg);
-	if (k->ninterrupted > 0)
-		prs_diskwait_check(s, tg); /* (right after the interrupts: see diskwait.c) */
+	if (k->ninterrupted == 0)
+		return;
+	prs_diskwait_check(s, tg); /* (right after the interrupts: see diskwait.c) */
+	if (!s->window_start)
+		s->window_start = w0; /* the session tick's first interrupt */
 }
 
 static void ptrace_tick_collect(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
@@ -336,13 +390,19 @@ static void ptrace_tick_collect(struct prs_sampler *s, struct prs_target *tg, ui
 
 	(void)now_ns;
 	if (k->ninterrupted > 0)
-		wait_for_stops(s, tg, k->tick_ns + STOP_WAIT_MAX_NS);
+		wait_for_stops(s, tg, s->window_start + stop_budget_ns(s));
 	read_python(s, tg, k);
 	release_held(tg);
 }
 
 static void ptrace_tick_record(struct prs_sampler *s, struct prs_target *tg)
 {
+	/* The first record of a session tick comes right after the last release: the stop window
+	 * (of every target's stops) ends there. */
+	if (s->window_start) {
+		prs_durations_add(&s->d_window, prs_now_ns() - s->window_start);
+		s->window_start = 0;
+	}
 	if (tg->py && tg->npyt)
 		prs_target_py_names(s, tg);
 	record_all(s, tg, &tg->tick);

@@ -1,0 +1,260 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Does a tick hold the program? (`make bench` runs this; tables, not timed tests.)
+
+    PYRSPROF=$PWD/build/release/pyrsprof /usr/bin/python3 tests/bench/bench_ticks.py [--quick]
+        [--rounds N] [--secs S] [--builds NAME=PATH ...]
+
+1. Throughput of a thread-per-request server (tests/targets/py/threadserver.py: Python's
+   ThreadingHTTPServer, one new thread per request) under a loopback load generator
+   (tests/targets/py/loadgen.py: 8 clients, one connection per request), untraced against
+   attached by `pyrsprof attach` at 100 Hz (default ptrace mode; --mode vm for reference). One
+   server serves every window; the windows alternate (each round rotates the order), and each
+   traced window is compared with the untraced window of its round. Goal: >= 0.95 of the untraced
+   throughput in the default mode. Also: every request answered, no thread of the server left
+   stopped, and the recording's stop window (p50/p99), missed/late ticks and skipped threads.
+2. Ticks under CPU pressure: build/targets/busy (16 spinning threads, or 16 processes) recorded at
+   100 Hz: the share of ticks missed or late (begun more than half a period after their time),
+   the tick delay p99, the stop window, and the thread-samples skipped as late. "free core": the
+   target is pinned to CPU 1 and pyrsprof to CPU 0, so pyrsprof has a CPU of its own (goal: <= 1 %
+   missed ticks); "no free core": nothing pinned, 16 busy threads over every CPU (the ticks may be
+   late; the recording must say so). With other work on the machine, CPU 0 is not really free:
+   the 1-min load is printed; judge the numbers against it.
+
+--builds NAME=PATH compares several pyrsprof binaries in part 1 (e.g. before=... after=...), the
+windows of every build alternating in each round.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PY = "/usr/bin/python3"
+SERVER = REPO / "tests" / "targets" / "py" / "threadserver.py"
+LOADGEN = REPO / "tests" / "targets" / "py" / "loadgen.py"
+BUSY = REPO / "build" / "targets" / "busy"
+GOAL_THROUGHPUT = 0.95
+GOAL_MISSED = 0.01
+
+
+def table(title, header, rows):
+    print(f"\n{title}")
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    line = "  ".join(str(h).ljust(w) for h, w in zip(header, widths))
+    print(line)
+    print("-" * len(line))
+    for r in rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+    sys.stdout.flush()
+
+
+def stopped_threads(pid):
+    """Threads of pid in a ptrace or job-control stop ('t' or 'T' in /proc/PID/task/TID/stat)."""
+    out = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2] in "tT":
+            out.append(int(tid))
+    return out
+
+
+def wait_attached(p, timeout=10.0):
+    """Waits for pyrsprof's 'sampling pid' line (it is attached); returns the lines read."""
+    lines, end = [], time.monotonic() + timeout
+    while time.monotonic() < end:
+        line = p.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        if "sampling pid" in line:
+            return lines
+    raise RuntimeError("pyrsprof did not attach: " + "".join(lines))
+
+
+class Server:
+    def __init__(self):
+        self.p = subprocess.Popen([PY, str(SERVER)], stdout=subprocess.PIPE, text=True)
+        self.port = int(self.p.stdout.readline().split()[1])
+
+    def load(self, secs, clients=8):
+        out = subprocess.run([PY, str(LOADGEN), str(self.port), str(clients), str(secs)],
+                             capture_output=True, text=True, check=True).stdout
+        return json.loads(out)
+
+    def close(self):
+        self.p.terminate()
+        self.p.wait(timeout=10)
+
+
+def traced_window(srv, prs, mode, secs, outdir):
+    """Attaches prs to the server, loads it for secs, stops pyrsprof: (loadgen result, stats,
+    threads left stopped, pyrsprof's lines)."""
+    cmd = [str(prs), "attach", str(srv.p.pid), "-o", str(outdir), "--no-classify"]
+    if mode != "ptrace":
+        cmd += ["--mode", mode]
+    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = wait_attached(p)
+        time.sleep(0.3)
+        res = srv.load(secs)
+    finally:
+        p.send_signal(signal.SIGINT)
+    rest = p.communicate(timeout=120)[1]
+    stopped = stopped_threads(srv.p.pid)
+    stats = json.loads((outdir / "stats.json").read_text())
+    return res, stats, stopped, "".join(lines) + rest
+
+
+def dist(st, *path):
+    d = st
+    for k in path:
+        d = d.get(k, {}) if isinstance(d, dict) else {}
+    return d if isinstance(d, dict) else {}
+
+
+def server_part(builds, rounds, secs, tmp):
+    srv = Server()
+    try:
+        srv.load(1.0)  # warm
+        arms = [("untraced", None, None)] + [(n, p, "ptrace") for n, p in builds] + \
+               [(builds[-1][0] + " --mode vm", builds[-1][1], "vm")]
+        res = {a[0]: [] for a in arms}
+        problems = []
+        for r in range(rounds):
+            order = arms[r % len(arms):] + arms[:r % len(arms)]
+            if r % 2:
+                order.reverse()
+            base = None
+            got = {}
+            for name, prs, mode in order:
+                if prs is None:
+                    base = srv.load(secs)
+                    if base["failed"]:
+                        problems.append(f"round {r} untraced: {base['failed']} requests failed")
+                    continue
+                out = tmp / f"srv-{r}-{len(got)}"
+                lg, st, stopped, text = traced_window(srv, prs, mode, secs, out)
+                if lg["failed"]:
+                    problems.append(f"round {r} {name}: {lg['failed']} requests failed")
+                if stopped:
+                    problems.append(f"round {r} {name}: threads left stopped {stopped}")
+                warn = [ln for ln in text.splitlines() if "ticks were missed" in ln or
+                        "of their time stopped" in ln or "did not stop within" in ln]
+                got[name] = (lg, st, warn)
+            for name, (lg, st, warn) in got.items():
+                res[name].append((lg["rps"] / base["rps"], base["rps"], lg["rps"], st, warn))
+    finally:
+        srv.close()
+    rows = []
+    for name, _, mode in arms[1:]:
+        xs = res[name]
+        ratios = [x[0] for x in xs]
+        med = statistics.median(ratios)
+        win50 = statistics.median(dist(x[3], "ticks", "stop_window_us").get("median", 0) for x in xs)
+        win99 = statistics.median(dist(x[3], "ticks", "stop_window_us").get("p99", 0) for x in xs)
+        missed = sum(x[3].get("ticks", {}).get("missed", 0) for x in xs)
+        late = sum(x[3].get("ticks", {}).get("late", 0) for x in xs)
+        taken = sum(x[3].get("ticks", {}).get("taken", 0) for x in xs)
+        skl = sum(x[3].get("skipped", {}).get("late", 0) for x in xs)
+        ts = sum(x[3].get("thread_samples", 0) for x in xs)
+        warned = sum(1 for x in xs if x[4])
+        goal = "" if mode != "ptrace" else ("met" if med >= GOAL_THROUGHPUT else "NOT met")
+        rows.append([name, len(xs), f"{statistics.median(x[1] for x in xs):.0f}",
+                     f"{statistics.median(x[2] for x in xs):.0f}",
+                     f"{med:.2f} [{min(ratios):.2f}-{max(ratios):.2f}]",
+                     f"{win50:.0f} / {win99:.0f}" if mode == "ptrace" else "-",
+                     f"{missed}+{late} of {taken + missed}", f"{skl} of {ts}", f"{warned}/{len(xs)}",
+                     goal])
+    table(f"1. thread-per-request server, {secs:g} s windows, 100 Hz: traced / untraced throughput "
+          f"(goal >= {GOAL_THROUGHPUT})",
+          ["build", "rounds", "untraced rps", "traced rps", "ratio median [range]",
+           "stop window p50/p99 us", "missed+late ticks", "skipped late", "warned", "goal"], rows)
+    for p in problems:
+        print(f"   PROBLEM: {p}")
+    if not problems:
+        print("   every request answered; no server thread left stopped after any recording")
+
+
+def busy_run(prs, kind, n, secs, pinned, outdir):
+    pre_prs = ["taskset", "-c", "0"] if pinned else []
+    pre_tgt = ["taskset", "-c", "1"] if pinned else []
+    cmd = pre_prs + [str(prs), "run", "-o", str(outdir), "--no-classify", "--"] + pre_tgt + \
+        [str(BUSY), kind, str(n), str(secs)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=secs * 10 + 60)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr[-400:]}")
+    st = json.loads((outdir / "stats.json").read_text())
+    warned = any("ticks were missed" in ln or "did not stop within" in ln
+                 for ln in p.stderr.splitlines())
+    return st, warned
+
+
+def busy_part(prs, secs, tmp):
+    ncpu = len(os.sched_getaffinity(0))
+    rows = []
+    for kind in ["threads", "procs"]:
+        for pinned in ([True, False] if ncpu >= 2 else [False]):
+            st, warned = busy_run(prs, kind, 16, secs, pinned, tmp / f"busy-{kind}-{pinned}")
+            t = st.get("ticks", {})
+            due = t.get("taken", 0) + t.get("missed", 0)
+            ts = st.get("thread_samples", 0)
+            missed = t.get("missed", 0) / due if due else float("nan")
+            late = t.get("late", 0) / due if due else float("nan")
+            w = t.get("stop_window_us", {})
+            goal = ("met" if missed <= GOAL_MISSED else "NOT met") if pinned else \
+                ("said so" if warned or missed + late <= GOAL_MISSED else "NOT said")
+            rows.append([f"16 busy {kind}", "free core (CPU 0)" if pinned else "no free core",
+                         due, f"{missed * 100:.1f} %", f"{late * 100:.1f} %",
+                         f"{t.get('delay_us', {}).get('p99', 0) / 1000:.1f}",
+                         f"{w.get('median', 0):.0f} / {w.get('p99', 0):.0f}",
+                         f"{st.get('skipped', {}).get('late', 0)} of {ts}",
+                         "yes" if warned else "no", goal])
+    load = os.getloadavg()[0]
+    table(f"2. ticks under CPU pressure, {secs:g} s at 100 Hz (1-min load before: {load:.1f}; goal: "
+          f"<= {GOAL_MISSED * 100:.0f} % missed with a free core, else the summary says so)",
+          ["target", "pyrsprof", "ticks due", "missed", "late", "delay p99 ms",
+           "stop window p50/p99 us", "skipped late", "summary warns", "goal"], rows)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="shorter runs (a smoke test)")
+    ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--secs", type=float, default=None)
+    ap.add_argument("--builds", nargs="+", default=None, help="NAME=PATH of pyrsprof binaries")
+    ap.add_argument("--only", choices=["server", "busy"], action="append")
+    a = ap.parse_args()
+    prs = Path(os.environ.get("PYRSPROF", REPO / "bin" / "pyrsprof")).resolve()
+    builds = [tuple(b.split("=", 1)) for b in a.builds] if a.builds else [("pyrsprof", str(prs))]
+    rounds = a.rounds or (2 if a.quick else 6)
+    secs = a.secs or (2.0 if a.quick else 5.0)
+    if not BUSY.exists():
+        print("bench_ticks: build/targets/busy missing: run `make targets`", file=sys.stderr)
+        return 1
+    load = os.getloadavg()
+    print(f"bench_ticks: {os.cpu_count()} CPUs, load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+    tmp = Path(tempfile.mkdtemp(prefix="pyrsprof-ticks-"))
+    try:
+        parts = a.only or ["server", "busy"]
+        if "server" in parts:
+            server_part(builds, rounds, secs, tmp)
+        if "busy" in parts:
+            busy_part(Path(builds[-1][1]), max(2.0, secs), tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
