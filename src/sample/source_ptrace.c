@@ -280,11 +280,15 @@ static void read_python(struct prs_sampler *s, struct prs_target *tg, struct prs
 {
 	uint64_t p0;
 
-	for (size_t i = 0; i < tg->thr.n; i++)
+	size_t nlate = 0;
+
+	for (size_t i = 0; i < tg->thr.n; i++) {
 		k->nheld += tg->thr.v[i].life == PRS_THR_HELD;
+		nlate += tg->thr.v[i].life == PRS_THR_INTERRUPTED; /* (recorded with them) */
+	}
 	if (!tg->py)
 		return;
-	if (!k->nheld && !k->nnative) {
+	if (!k->nheld && !k->nnative && !nlate) {
 		tg->npyt = 0; /* every thread sleeps where its kept sample shows it */
 		return;
 	}
