@@ -19,7 +19,8 @@
    target is pinned to CPU 1 and pyrsprof to CPU 0, so pyrsprof has a CPU of its own (goal: <= 1 %
    missed ticks); "no free core": nothing pinned, 16 busy threads over every CPU (the ticks may be
    late; the recording must say so). With other work on the machine, CPU 0 is not really free:
-   the 1-min load is printed; judge the numbers against it.
+   the 1-min load and the kernel's CPU pressure (/proc/pressure/cpu) are printed; judge the
+   numbers against them.
 
 --builds NAME=PATH compares several pyrsprof binaries in part 1 (e.g. before=... after=...), the
 windows of every build alternating in each round.
@@ -37,36 +38,16 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "targets" / "py"))
+sys.path.insert(0, str(REPO / "tests" / "bench"))
+from pyrs_testlib import stopped_threads  # noqa: E402
+from run import table  # noqa: E402  (the benchmarks' table format)
 PY = "/usr/bin/python3"
 SERVER = REPO / "tests" / "targets" / "py" / "threadserver.py"
 LOADGEN = REPO / "tests" / "targets" / "py" / "loadgen.py"
 BUSY = REPO / "build" / "targets" / "busy"
 GOAL_THROUGHPUT = 0.95
 GOAL_MISSED = 0.01
-
-
-def table(title, header, rows):
-    print(f"\n{title}")
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    line = "  ".join(str(h).ljust(w) for h, w in zip(header, widths))
-    print(line)
-    print("-" * len(line))
-    for r in rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
-    sys.stdout.flush()
-
-
-def stopped_threads(pid):
-    """Threads of pid in a ptrace or job-control stop ('t' or 'T' in /proc/PID/task/TID/stat)."""
-    out = []
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-        except OSError:
-            continue
-        if stat[stat.rindex(")") + 2] in "tT":
-            out.append(int(tid))
-    return out
 
 
 def wait_attached(p, timeout=10.0):
@@ -200,6 +181,15 @@ def busy_run(prs, kind, n, secs, pinned, outdir):
     return st, warned
 
 
+def cpu_pressure():
+    """The kernel's CPU pressure (PSI 'some avg10', % of time some task waited for a CPU), or None."""
+    try:
+        line = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+        return float(line.split()[1].split("=")[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def busy_part(prs, secs, tmp):
     ncpu = len(os.sched_getaffinity(0))
     rows = []
@@ -220,8 +210,10 @@ def busy_part(prs, secs, tmp):
                          f"{w.get('median', 0):.0f} / {w.get('p99', 0):.0f}",
                          f"{st.get('skipped', {}).get('late', 0)} of {ts}",
                          "yes" if warned else "no", goal])
-    load = os.getloadavg()[0]
-    table(f"2. ticks under CPU pressure, {secs:g} s at 100 Hz (1-min load before: {load:.1f}; goal: "
+    load, psi = os.getloadavg()[0], cpu_pressure()
+    psi = "n/a" if psi is None else f"{psi:.0f} %"
+    table(f"2. ticks under CPU pressure, {secs:g} s at 100 Hz (1-min load: {load:.1f}, CPU pressure "
+          f"some avg10: {psi}: above ~10 % CPU 0 is not free, other work shares it; goal: "
           f"<= {GOAL_MISSED * 100:.0f} % missed with a free core, else the summary says so)",
           ["target", "pyrsprof", "ticks due", "missed", "late", "delay p99 ms",
            "stop window p50/p99 us", "skipped late", "summary warns", "goal"], rows)

@@ -17,24 +17,14 @@ import pytest
 
 from conftest import assert_clean
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets" / "py"))
+from pyrs_testlib import stopped_threads  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 PY = "/usr/bin/python3"
 SERVER = REPO / "tests" / "targets" / "py" / "threadserver.py"
 LOADGEN = REPO / "tests" / "targets" / "py" / "loadgen.py"
 DIST_KEYS = {"median", "p10", "p90", "p99", "max", "n"}
-
-
-def stopped_threads(pid):
-    """Threads of pid in a ptrace stop or a job-control stop ('t', 'T')."""
-    out = []
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-        except OSError:
-            continue  # exited meanwhile
-        if stat.rpartition(")")[2].split()[0] in ("t", "T"):
-            out.append(int(tid))
-    return out
 
 
 def check_dist(d, name):

@@ -191,3 +191,16 @@ def pystacks_sample(pid, hz, secs, env=None):
                 frames.append((m.group("name"), os.path.basename(m.group("file")), int(m.group("line"))))
         out.append((int(tid), gil == "1", frames))
     return r.returncode, out, r.stderr.decode("utf-8", "replace")
+
+
+def stopped_threads(pid):
+    """Threads of pid in a ptrace stop or a job-control stop ('t' or 'T' in their stat)."""
+    out = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except OSError:
+            continue  # exited meanwhile
+        if stat.rpartition(")")[2].split()[0] in ("t", "T"):
+            out.append(int(tid))
+    return out
