@@ -67,6 +67,10 @@ struct prs_sampler_opts {
 	 * traced process, each sampled as its own process; the recording goes on until the last of
 	 * the tree exits. Without it, children run untraced (--subprocesses). */
 	bool subprocesses;
+	/* ptrace: each tick waits for every thread's stop (up to 200 ms), all of them held, instead
+	 * of at most its stop budget: one consistent moment of every thread (dump), paid for by the
+	 * program. */
+	bool wait_every_stop;
 	/* Called about once a second from the loop (e.g. for a status line); may be NULL. */
 	void (*progress)(void *arg, double elapsed_s, uint64_t thread_samples, size_t threads);
 	void *progress_arg;
@@ -85,11 +89,14 @@ struct prs_sampler_stats {
 	/* Ticks begun more than half a period after their time (a tick missed entirely is in
 	 * missed_ticks; these were taken, late). */
 	uint64_t late_ticks;
-	/* ptrace: threads a tick did not wait for. skipped_late: interrupted, but not stopped within
-	 * the tick's stop budget (recorded from /proc); skipped_new: just created, their first stop
-	 * not seen yet (not recorded that tick). other_trap_stops: interrupts answered by another
-	 * stop (a clone event, a signal), sampled there. */
-	uint64_t skipped_late, skipped_new, other_trap_stops;
+	/* ptrace: threads a tick did not hold the program for. late_sampled: interrupted, not
+	 * stopped within the tick's stop budget, their stop taken later in the tick with nothing
+	 * else held (a thread waiting for a CPU runs no code before it stops: still the tick's
+	 * moment); skipped_late: not stopped by the end of the tick either (recorded from /proc);
+	 * skipped_new: just created, their first stop not seen yet (not recorded that tick).
+	 * other_trap_stops: interrupts answered by another stop (a clone event, a signal), sampled
+	 * there. */
+	uint64_t late_sampled, skipped_late, skipped_new, other_trap_stops;
 	/* ptrace: the time threads spent stopped for their samples, in all */
 	uint64_t stopped_ns;
 	/* threads asleep since their last sample, recorded without being read again: all of their

@@ -264,6 +264,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	so.rate_hz = 1000;
 	so.max_ticks = 1;
+	so.wait_every_stop = true; /* every thread's stack, not the budget's */
 	so.stack_bytes = 256 * 1024;
 	so.profile = p;
 	so.quiet = true;

@@ -123,12 +123,15 @@ void prs_record_thread(struct prs_sampler *s, struct prs_target *tg, struct prs_
 }
 
 void prs_record_unstopped(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
-			  uint64_t tick_ns)
+			  uint64_t tick_ns, bool owed)
 {
 	struct prs_task_sys sys;
 
 	s->st.not_stopped++;
 	t->state = prs_thr_letter_state(&tg->thr, t);
+	/* (its CPU time is paid out at its next stop: the CPU balance, balance-internal.h) */
+	if (owed && t->state == PRS_STATE_RUNNING)
+		t->state = PRS_STATE_RUNQUEUE;
 	t->syscall = prs_thr_syscall(&tg->thr, t, &sys) == 0 && !sys.running ? sys.nr : -1;
 	t->wait_addr = t->syscall == PRS_SYS_FUTEX ? sys.args[0] : 0;
 	t->sampled = false;

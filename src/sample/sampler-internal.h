@@ -152,6 +152,9 @@ struct prs_sampler {
 	 * budget and its stop window count from there (source_ptrace.c) */
 	uint64_t window_start;
 	uint64_t tick_due;              /* when the coming tick is due (CLOCK_MONOTONIC ns) */
+	/* ptrace: the record step of a tick (once the next tick's due time is known) takes the late
+	 * stops until then, nothing held meanwhile (source_ptrace.c) */
+	uint64_t record_by;
 	struct prs_waits waits; /* the futex words threads were sampled blocked on */
 	bool gil_meta;          /* meta gil_wait=1 written: GIL waits are told from lock waits */
 	struct prs_kstack *kstack; /* kernel stacks (opts.kernel_stacks), NULL when not asked */
@@ -348,9 +351,10 @@ int prs_record_unwind(struct prs_sampler *s, struct prs_target *tg, const struct
 void prs_record_thread(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
 		       uint64_t tick_ns, uint64_t extra_ns);
 /* A thread not stopped this tick, recorded from /proc (state letter, syscall) and its Python
- * frames alone. */
+ * frames alone. owed: it still owes the stop of this tick's interrupt, so it was not on a CPU
+ * (a running thread stops within microseconds): found runnable, it was waiting for one. */
 void prs_record_unstopped(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
-			  uint64_t tick_ns);
+			  uint64_t tick_ns, bool owed);
 
 /* ---- reuse.c (the sampler's side of reuse-internal.h) ---- */
 

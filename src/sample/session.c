@@ -357,8 +357,9 @@ static void count_delay(struct prs_sampler *s, uint64_t now)
 }
 
 /* One tick of every target that runs its own program, in the source's steps (struct
- * prs_source_ops); a target that joins meanwhile waits for the next tick. */
-static void tick(struct prs_sampler *s, uint64_t now)
+ * prs_source_ops), but the record step (tick_record); a target that joins meanwhile waits for
+ * the next tick. */
+static void tick_take(struct prs_sampler *s, uint64_t now)
 {
 	size_t n = s->ntargets;
 
@@ -376,7 +377,14 @@ static void tick(struct prs_sampler *s, uint64_t now)
 	for (size_t i = 0; i < n; i++)
 		if (s->targets[i]->tick.open)
 			s->src->tick(s, s->targets[i], now);
-	for (size_t i = 0; i < n; i++) {
+}
+
+/* The tick's record step, for every target whose tick was taken. The next tick is due at
+ * record_by: a late stop may be taken until then. */
+static void tick_record(struct prs_sampler *s, uint64_t record_by)
+{
+	s->record_by = record_by;
+	for (size_t i = 0; i < s->ntargets; i++) {
 		if (s->targets[i]->tick.open && s->src->record)
 			s->src->record(s, s->targets[i]);
 		s->targets[i]->tick.open = false;
@@ -430,11 +438,12 @@ int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)
 			s->tick_due = 0;
 			continue;
 		}
-		tick(s, now);
-		prs_session_drop_exited(s);
-		periodic(s, prs_now_ns());
+		tick_take(s, now);
 		next = next_deadline(s, next, period, end);
 		s->tick_due = next + jitter(s, period);
+		tick_record(s, s->tick_due);
+		prs_session_drop_exited(s);
+		periodic(s, prs_now_ns());
 		wait_until(s, s->tick_due);
 	}
 	for (size_t i = 0; s->src->end && i < s->ntargets; i++)

@@ -28,11 +28,14 @@
  * wait is bounded by a budget: a STOP_BUDGET_DIV-th of the period, within [MIN, MAX] (500 us at
  * 100 Hz). With several processes (--subprocesses), the budget is the session tick's: it counts
  * from the first interrupt of any of them, and every target's wait ends at that one deadline. A
- * thread that has not stopped by then is late: recorded from /proc this tick and not waited for
- * (its stop, when it comes, is sampled if its target's tick is still open, else only resumed). A runnable thread stops when it next gets
- * a CPU, which on a loaded machine can take a scheduler period or more; one in D state stops only
- * when its syscall ends: from the end of the spin, every STOP_CHECK_NS, threads in D are given up
- * at once. (Before the budget, a tick waited up to 200 ms, every stopped thread held meanwhile.)
+ * thread that has not stopped by then is late: the others are let go without it, and its stop
+ * is taken when it comes, until the next tick is almost due (collect_late); one that has not
+ * stopped by then is recorded from /proc (its stop, when it comes, is sampled if a tick of its
+ * target is open, else only resumed). A runnable thread stops when it next gets a CPU, which on
+ * a loaded machine can take a scheduler period or more; one in D state stops only when its
+ * syscall ends: from the end of the spin, every STOP_CHECK_NS, threads in D are given up at once.
+ * (Before the budget, a tick waited up to 200 ms, every stopped thread held meanwhile; dump still
+ * does, opts.wait_every_stop.)
  *
  * The spin: a running thread stops within microseconds of the INTERRUPT, but a profiler that
  * sleeps until SIGCHLD pays for its idle CPU's wake-up on top (measured: stop 69 us median
@@ -44,6 +47,8 @@
 #define STOP_BUDGET_DIV 20
 #define STOP_BUDGET_MIN_NS 250000ull
 #define STOP_BUDGET_MAX_NS 1000000ull
+/* opts.wait_every_stop (dump): every stop is waited for, but not for ever */
+#define STOP_WAIT_ALL_NS 200000000ull
 #define STOP_CHECK_NS 250000ull
 #define STOP_SPIN_NS 50000ull
 /* After this long since the last tick, the Python reads are warmed up before the stop (prs_py_warm) */
@@ -97,6 +102,12 @@ static void snapshot(struct prs_sampler *s, struct prs_target *tg, struct prs_th
 	ssize_t n;
 
 	t->sampled = false;
+	if (!tg->tick.hold) {
+		/* After the budget (see collect_late): it waited for a CPU since the interrupt, which
+		 * is not time it spent stopped for us. */
+		t->t_interrupt = prs_now_ns();
+		s->st.late_sampled++;
+	}
 	if (prs_ptrace_getregs(t->tid, &t->regs) != 0)
 		return;
 	state_from_regs(s, tg, t);
@@ -145,9 +156,21 @@ static bool any_owed(const struct prs_target *tg)
 	return false;
 }
 
+/* True when a thread of tg owes its stop and is not known to be in D (PRS_THR_LATE). */
+static bool any_interrupted(const struct prs_target *tg)
+{
+	for (size_t i = 0; i < tg->thr.n; i++)
+		if (tg->thr.v[i].life == PRS_THR_INTERRUPTED)
+			return true;
+	return false;
+}
+
 static uint64_t stop_budget_ns(const struct prs_sampler *s)
 {
 	uint64_t b = (uint64_t)s->period_ns / STOP_BUDGET_DIV;
+
+	if (s->opts.wait_every_stop)
+		return STOP_WAIT_ALL_NS;
 
 	return b < STOP_BUDGET_MIN_NS ? STOP_BUDGET_MIN_NS : b > STOP_BUDGET_MAX_NS ? STOP_BUDGET_MAX_NS : b;
 }
@@ -201,6 +224,52 @@ static void wait_for_stops(struct prs_sampler *s, struct prs_target *tg, uint64_
 				return;
 			next_check = now + STOP_CHECK_NS;
 		}
+		prs_session_wait_signal(s, (next_check < deadline ? next_check : deadline) - now);
+	}
+}
+
+/* True when a thread of a target whose tick is open still owes its stop and is worth waiting
+ * for (not in D), looked for in D every STOP_CHECK_NS (check_late_threads). */
+static bool any_late_waited(struct prs_sampler *s, bool check_d)
+{
+	bool waiting = false;
+
+	for (size_t i = 0; i < s->ntargets; i++) {
+		struct prs_target *tg = s->targets[i];
+
+		if (!tg->tick.open || tg->exited)
+			continue;
+		if (check_d ? check_late_threads(tg) : any_interrupted(tg))
+			waiting = true;
+	}
+	return waiting;
+}
+
+/*
+ * After every target's threads were let go: the stops of the threads late for the budget, taken
+ * as they come until the next tick is almost due (s->record_by), each resumed at once. Such a
+ * thread was waiting for a CPU: it runs no code before it stops (a pending stop is taken on the
+ * way back to user space), so its registers and stack are still of the tick's moment, and so are
+ * the Python frames read for it. Nothing else is held meanwhile: the program loses nothing.
+ * (Without it, 4 busy threads on 2 CPUs had 60 % of their samples from /proc, without stacks.)
+ */
+static void collect_late(struct prs_sampler *s)
+{
+	uint64_t margin = stop_budget_ns(s); /* for the recording after */
+	uint64_t deadline = s->record_by > margin ? s->record_by - margin : 0;
+	uint64_t next_check = prs_now_ns() + STOP_CHECK_NS;
+
+	for (;;) {
+		uint64_t now;
+		bool check;
+
+		prs_events_drain(s, true);
+		now = prs_now_ns();
+		check = now >= next_check;
+		if (check)
+			next_check = now + STOP_CHECK_NS;
+		if (now >= deadline || s->stop_requested || !any_late_waited(s, check))
+			return;
 		prs_session_wait_signal(s, (next_check < deadline ? next_check : deadline) - now);
 	}
 }
@@ -336,12 +405,12 @@ static void record_all(struct prs_sampler *s, struct prs_target *tg, const struc
 			/* the Python read is in the stop of the held threads; else it is theirs */
 			if (!prs_reuse_record_native(s, tg, t, k->tick_ns,
 						     k->nheld ? 0 : k->py_ns / k->nnative))
-				prs_record_unstopped(s, tg, t, k->tick_ns);
+				prs_record_unstopped(s, tg, t, k->tick_ns, false);
 		} else if (prs_thr_interrupt_owed(t)) {
-			/* Did not stop within the budget (waiting for a CPU, or in uninterruptible
+			/* Did not stop by the end of the tick (waiting for a CPU, or in uninterruptible
 			 * sleep): ask /proc. */
 			s->st.skipped_late++;
-			prs_record_unstopped(s, tg, t, k->tick_ns);
+			prs_record_unstopped(s, tg, t, k->tick_ns, true);
 		} else if (t->life == PRS_THR_NEW) {
 			s->st.skipped_new++; /* has run no code yet: its first stop is not waited for */
 		} else if (t->life == PRS_THR_GROUP_STOPPED) {
@@ -406,6 +475,7 @@ static void ptrace_tick_record(struct prs_sampler *s, struct prs_target *tg)
 	if (s->window_start) {
 		prs_durations_add(&s->d_window, prs_now_ns() - s->window_start);
 		s->window_start = 0;
+		collect_late(s);
 	}
 	if (tg->py && tg->npyt)
 		prs_target_py_names(s, tg);
