@@ -22,6 +22,12 @@
    the 1-min load and the kernel's CPU pressure (/proc/pressure/cpu) are printed; judge the
    numbers against them.
 
+3. Slowdown of a process pool: tests/targets/py/poolwork.py (a multiprocessing Pool of 4 workers,
+   fork, 4 tasks of fixed pure-Python work; it times itself from the pool's creation to its
+   join) untraced against `pyrsprof run --subprocesses` at 100 Hz, in alternating pairs (ABBA);
+   median and range of the per-pair slowdown. Goal: <= 3 %. The 4 workers share 2 CPUs with
+   pyrsprof, so its own CPU is part of the slowdown, as it is for a user.
+
 --builds NAME=PATH compares several pyrsprof binaries in part 1 (e.g. before=... after=...), the
 windows of every build alternating in each round.
 """
@@ -46,8 +52,10 @@ PY = "/usr/bin/python3"
 SERVER = REPO / "tests" / "targets" / "py" / "threadserver.py"
 LOADGEN = REPO / "tests" / "targets" / "py" / "loadgen.py"
 BUSY = REPO / "build" / "targets" / "busy"
+POOLWORK = REPO / "tests" / "targets" / "py" / "poolwork.py"
 GOAL_THROUGHPUT = 0.95
 GOAL_MISSED = 0.01
+GOAL_POOL_SLOWDOWN = 0.03
 
 
 def wait_attached(p, timeout=10.0):
@@ -219,13 +227,57 @@ def busy_part(prs, secs, tmp):
            "stop window p50/p99 us", "skipped late", "summary warns", "goal"], rows)
 
 
+def pool_run(prs, iters, outdir):
+    """One run of poolwork.py, traced when prs is given: (its wall time, stats or None)."""
+    cmd = [PY, str(POOLWORK), str(iters)]
+    if prs:
+        cmd = [str(prs), "run", "--subprocesses", "-r", "100", "-o", str(outdir), "--no-classify",
+               "--"] + cmd
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr[-400:]}")
+    wall = float(next(ln for ln in p.stdout.splitlines() if ln.startswith("wall="))[5:])
+    st = json.loads((outdir / "stats.json").read_text()) if prs else None
+    return wall, st
+
+
+def pool_part(prs, pairs, iters, tmp):
+    pool_run(None, iters // 4, tmp)  # warm
+    slow, base, traced, stats = [], [], [], []
+    for r in range(pairs):
+        order = [False, True] if r % 2 == 0 else [True, False]
+        got = {}
+        for traced_arm in order:
+            out = tmp / f"pool-{r}"
+            got[traced_arm] = pool_run(prs if traced_arm else None, iters, out)
+        base.append(got[False][0])
+        traced.append(got[True][0])
+        stats.append(got[True][1])
+        slow.append(got[True][0] / got[False][0] - 1)
+    med = statistics.median(slow)
+    procs = statistics.median(st.get("processes", 0) for st in stats)
+    share = statistics.median(st.get("ticks", {}).get("stopped_share", 0) for st in stats)
+    missed = sum(st.get("ticks", {}).get("missed", 0) for st in stats)
+    taken = sum(st.get("ticks", {}).get("taken", 0) for st in stats)
+    load = os.getloadavg()[0]
+    table(f"3. 4-process pool (poolwork.py, fork), {pairs} ABBA pairs, 100 Hz --subprocesses: "
+          f"slowdown of its wall time (goal <= {GOAL_POOL_SLOWDOWN * 100:.0f} %; 1-min load "
+          f"{load:.1f})",
+          ["untraced s (median)", "traced s (median)", "slowdown median [range]",
+           "processes", "stopped share", "missed ticks", "goal"],
+          [[f"{statistics.median(base):.2f}", f"{statistics.median(traced):.2f}",
+            f"{med * 100:+.1f} % [{min(slow) * 100:+.1f} .. {max(slow) * 100:+.1f}]",
+            f"{procs:.0f}", f"{share * 100:.2f} %", f"{missed} of {taken + missed}",
+            "met" if med <= GOAL_POOL_SLOWDOWN else "NOT met"]])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="shorter runs (a smoke test)")
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--secs", type=float, default=None)
     ap.add_argument("--builds", nargs="+", default=None, help="NAME=PATH of pyrsprof binaries")
-    ap.add_argument("--only", choices=["server", "busy"], action="append")
+    ap.add_argument("--only", choices=["server", "busy", "pool"], action="append")
     a = ap.parse_args()
     prs = Path(os.environ.get("PYRSPROF", REPO / "bin" / "pyrsprof")).resolve()
     builds = [tuple(b.split("=", 1)) for b in a.builds] if a.builds else [("pyrsprof", str(prs))]
@@ -238,11 +290,14 @@ def main():
     print(f"bench_ticks: {os.cpu_count()} CPUs, load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     tmp = Path(tempfile.mkdtemp(prefix="pyrsprof-ticks-"))
     try:
-        parts = a.only or ["server", "busy"]
+        parts = a.only or ["server", "busy", "pool"]
         if "server" in parts:
             server_part(builds, rounds, secs, tmp)
         if "busy" in parts:
             busy_part(Path(builds[-1][1]), max(2.0, secs), tmp)
+        if "pool" in parts:
+            pool_part(Path(builds[-1][1]), 3 if a.quick else 6, 5_000_000 if a.quick else 15_000_000,
+                      tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
