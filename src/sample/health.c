@@ -89,8 +89,8 @@ static void check_skipped(const struct prs_sampler_stats *st, struct lines *l)
 		return;
 	add_line(l,
 		 "%llu of %llu thread-samples are of threads that did not stop within the tick's budget "
-		 "(waiting for a CPU, or in disk IO): recorded from /proc, without native frames; "
-		 "a free core helps, or --mode vm",
+		 "nor by its end (waiting for a CPU, or in disk IO): recorded from /proc, without "
+		 "native frames; a free core helps, or --mode vm",
 		 (unsigned long long)st->skipped_late, (unsigned long long)st->thread_samples);
 }
 

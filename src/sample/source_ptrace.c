@@ -475,7 +475,10 @@ static void ptrace_tick_record(struct prs_sampler *s, struct prs_target *tg)
 	if (s->window_start) {
 		prs_durations_add(&s->d_window, prs_now_ns() - s->window_start);
 		s->window_start = 0;
-		collect_late(s);
+	}
+	if (s->record_by) {
+		collect_late(s); /* (once per session tick: for every target) */
+		s->record_by = 0;
 	}
 	if (tg->py && tg->npyt)
 		prs_target_py_names(s, tg);

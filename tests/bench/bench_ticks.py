@@ -13,8 +13,8 @@
    traced window is compared with the untraced window of its round. Goal: >= 0.95 of the untraced
    throughput in the default mode. Also: every request answered, no thread of the server left
    stopped, and the recording's stop window (p50/p99), missed/late ticks and skipped threads.
-2. Ticks under CPU pressure: build/targets/busy (16 spinning threads, or 16 processes) recorded at
-   100 Hz: the share of ticks missed or late (begun more than half a period after their time),
+2. Ticks under CPU pressure: build/targets/busy (16 spinning threads, or 16 processes recorded
+   with --subprocesses) at 100 Hz: the share of ticks missed or late (begun more than half a period after their time),
    the tick delay p99, the stop window, and the thread-samples skipped as late. "free core": the
    target is pinned to CPU 1 and pyrsprof to CPU 0, so pyrsprof has a CPU of its own (goal: <= 1 %
    missed ticks); "no free core": nothing pinned, 16 busy threads over every CPU (the ticks may be
@@ -178,8 +178,9 @@ def server_part(builds, rounds, secs, tmp):
 def busy_run(prs, kind, n, secs, pinned, outdir):
     pre_prs = ["taskset", "-c", "0"] if pinned else []
     pre_tgt = ["taskset", "-c", "1"] if pinned else []
-    cmd = pre_prs + [str(prs), "run", "-o", str(outdir), "--no-classify", "--"] + pre_tgt + \
-        [str(BUSY), kind, str(n), str(secs)]
+    tree = ["--subprocesses"] if kind == "procs" else []  # (every process of the tree sampled)
+    cmd = pre_prs + [str(prs), "run", "-o", str(outdir), "--no-classify"] + tree + ["--"] + \
+        pre_tgt + [str(BUSY), kind, str(n), str(secs)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=secs * 10 + 60)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr[-400:]}")
@@ -255,6 +256,10 @@ def pool_part(prs, pairs, iters, tmp):
         stats.append(got[True][1])
         slow.append(got[True][0] / got[False][0] - 1)
     med = statistics.median(slow)
+    # Other work on the machine confounds it: each resume after a stop is a wake-up, which the
+    # scheduler favours, so a traced pool can take CPU from the rest and finish first.
+    busy = os.getloadavg()[0] >= 1.0
+    verdict = ("met" if med <= GOAL_POOL_SLOWDOWN else "NOT met") + (" (busy machine)" if busy else "")
     procs = statistics.median(st.get("processes", 0) for st in stats)
     share = statistics.median(st.get("ticks", {}).get("stopped_share", 0) for st in stats)
     missed = sum(st.get("ticks", {}).get("missed", 0) for st in stats)
@@ -268,7 +273,10 @@ def pool_part(prs, pairs, iters, tmp):
           [[f"{statistics.median(base):.2f}", f"{statistics.median(traced):.2f}",
             f"{med * 100:+.1f} % [{min(slow) * 100:+.1f} .. {max(slow) * 100:+.1f}]",
             f"{procs:.0f}", f"{share * 100:.2f} %", f"{missed} of {taken + missed}",
-            "met" if med <= GOAL_POOL_SLOWDOWN else "NOT met"]])
+            verdict]])
+    if busy:
+        print("   the machine was busy (1-min load >= 1): the traced pool competes with other work "
+              "on other terms than the untraced one; judge the goal on an idle machine")
 
 
 def main():
