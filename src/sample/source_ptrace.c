@@ -102,12 +102,12 @@ static void snapshot(struct prs_sampler *s, struct prs_target *tg, struct prs_th
 	ssize_t n;
 
 	t->sampled = false;
-	if (!tg->tick.hold) {
-		/* After the budget (see collect_late): it waited for a CPU since the interrupt, which
-		 * is not time it spent stopped for us. */
+	/* Late, after the budget (see collect_late), or since an earlier tick: it waited for a CPU
+	 * since the interrupt, which is not time it spent stopped for us. */
+	if (!tg->tick.hold || t->t_interrupt < tg->tick.tick_ns)
 		t->t_interrupt = prs_now_ns();
+	if (!tg->tick.hold)
 		s->st.late_sampled++;
-	}
 	if (prs_ptrace_getregs(t->tid, &t->regs) != 0)
 		return;
 	state_from_regs(s, tg, t);
