@@ -171,7 +171,6 @@ static uint64_t stop_budget_ns(const struct prs_sampler *s)
 
 	if (s->opts.wait_every_stop)
 		return STOP_WAIT_ALL_NS;
-
 	return b < STOP_BUDGET_MIN_NS ? STOP_BUDGET_MIN_NS : b > STOP_BUDGET_MAX_NS ? STOP_BUDGET_MAX_NS : b;
 }
 
