@@ -62,6 +62,8 @@ static void on_interrupt(struct prs_sampler *s, struct prs_target *tg, struct pr
 		prs_events_resume(t, 0);
 	} else if (prs_thr_interrupt_owed(t) && in_tick && tg->tick.open) {
 		prs_ptrace_take_sample(s, tg, t);
+	} else if (prs_thr_interrupt_owed(t) && t->ndeferred) {
+		prs_ptrace_deferred_stop(s, tg, t); /* (resumes it) */
 	} else {
 		t->life = PRS_THR_RUNNING;
 		prs_events_resume(t, 0);
@@ -97,6 +99,7 @@ static void on_exec(struct prs_sampler *s, struct prs_target *tg)
 		if (t->life != PRS_THR_GROUP_STOPPED)
 			t->life = PRS_THR_RUNNING; /* an interrupt owed is of the old image */
 		t->kept.valid = t->kept.native = false; /* of the old image */
+		t->ndeferred = 0;
 		t->name_sid = t->py_name_sid = 0;
 		prs_events_resume(t, 0);
 	}

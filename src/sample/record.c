@@ -100,6 +100,30 @@ static int unwind_snapshot(struct prs_sampler *s, struct prs_target *tg, struct 
 	return n;
 }
 
+/*
+ * The samples of the ticks t waited for a CPU through (t->ndeferred), from this stop's n frames
+ * in s->pcs and s->frame_ids: waiting for a CPU then, where it stopped now. One sample of that
+ * weight at tick_ns, this sample's tick: the samples stay in time order (the classifier counts
+ * the ticks as the changes of time from one sample to the next, classify/facts.c).
+ */
+static void record_deferred(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t, int n,
+			    uint64_t tick_ns)
+{
+	struct prs_sample smp;
+
+	if (!t->ndeferred)
+		return;
+	memset(&smp, 0, sizeof(smp));
+	smp.state = PRS_STATE_RUNQUEUE;
+	smp.syscall = -1;
+	smp.weight = t->ndeferred;
+	prs_record_stack(s, tg, t, tick_ns, s->pcs, s->frame_ids, n, prs_target_py_thread(tg, t->tid),
+			 &smp);
+	s->st.late_sampled += t->ndeferred;
+	s->st.thread_samples += t->ndeferred - 1u; /* (prs_record_stack counted one) */
+	t->ndeferred = 0;
+}
+
 void prs_record_thread(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
 		       uint64_t tick_ns, uint64_t extra_ns)
 {
@@ -111,6 +135,8 @@ void prs_record_thread(struct prs_sampler *s, struct prs_target *tg, struct prs_
 	memset(&info, 0, sizeof(info));
 	if (t->sampled && tg->uw)
 		n = unwind_snapshot(s, tg, t, extra_ns, &info);
+	if (t->sampled)
+		record_deferred(s, tg, t, n, tick_ns);
 	smp.state = (uint8_t)t->state;
 	smp.syscall = (int16_t)t->syscall;
 	prs_record_stack(s, tg, t, tick_ns, s->pcs, s->frame_ids, n, prs_target_py_thread(tg, t->tid),

@@ -261,6 +261,10 @@ void prs_events_resume(struct prs_thr *t, int sig);
 /* t's interrupt stop arrived during the tick: take its sample (registers, state, snapshot), and
  * resume it or hold it for the Python read. */
 void prs_ptrace_take_sample(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t);
+/* t's owed stop arrived between ticks, the samples of ticks it waited through deferred to it
+ * (struct prs_thr deferred_ns): takes them (they are of its moment: it has run no code since),
+ * resumes it, and records them. */
+void prs_ptrace_deferred_stop(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t);
 /*
  * t owed the stop of our PTRACE_INTERRUPT and stopped for another trap instead (a clone or fork
  * event, a signal). That trap was the interrupt's: the kernel clears a pending interrupt at any

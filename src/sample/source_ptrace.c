@@ -134,14 +134,34 @@ void prs_ptrace_take_sample(struct prs_sampler *s, struct prs_target *tg, struct
 	t->t_cont = prs_now_ns();
 }
 
+void prs_ptrace_deferred_stop(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t)
+{
+	uint64_t tick_ns = t->deferred_ns; /* (the last tick's: see record_deferred) */
+
+	t->ndeferred--;
+
+	snapshot(s, tg, t);
+	t->life = PRS_THR_RUNNING;
+	prs_events_resume(t, 0);
+	t->t_cont = prs_now_ns();
+	if (!t->sampled) {
+		t->ndeferred = 0;
+		return;
+	}
+	/* (its state judged by the CPU balance, which paid it out if running) */
+	prs_record_thread(s, tg, t, tick_ns, 0);
+}
+
 void prs_ptrace_other_trap(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
 			   bool in_tick)
 {
 	/* Not held for the Python read: the handler resumes it now (a signal must go through). */
 	t->life = PRS_THR_RUNNING;
 	s->st.other_trap_stops++;
-	if (!in_tick || !tg->tick.open)
+	if (!in_tick || !tg->tick.open) {
+		t->ndeferred = 0; /* (lost: not sampled in a trap between ticks) */
 		return;
+	}
 	snapshot(s, tg, t);
 	t->t_cont = prs_now_ns();
 }
@@ -385,6 +405,18 @@ static void release_held(struct prs_target *tg)
 	}
 }
 
+/* t owes the stop of an interrupt at the end of the tick at tick_ns: when it waits for a CPU,
+ * that tick's sample is deferred to its stop (struct prs_thr deferred_ns). Returns true if so. */
+static bool defer(struct prs_target *tg, struct prs_thr *t, uint64_t tick_ns)
+{
+	if (t->life != PRS_THR_INTERRUPTED || t->ndeferred >= PRS_THR_DEFERRED_MAX ||
+	    prs_thr_letter_state(&tg->thr, t) != PRS_STATE_RUNNING)
+		return false;
+	t->deferred_ns = tick_ns;
+	t->ndeferred++;
+	return true;
+}
+
 static void record_all(struct prs_sampler *s, struct prs_target *tg, const struct prs_tick *k)
 {
 	size_t nsampled = 0;
@@ -406,8 +438,11 @@ static void record_all(struct prs_sampler *s, struct prs_target *tg, const struc
 						     k->nheld ? 0 : k->py_ns / k->nnative))
 				prs_record_unstopped(s, tg, t, k->tick_ns, false);
 		} else if (prs_thr_interrupt_owed(t)) {
-			/* Did not stop by the end of the tick (waiting for a CPU, or in uninterruptible
-			 * sleep): ask /proc. */
+			/* Did not stop by the end of the tick: waiting for a CPU, its sample is taken
+			 * from its stop; else (in uninterruptible sleep, or late for many ticks) ask
+			 * /proc. */
+			if (defer(tg, t, k->tick_ns))
+				continue;
 			s->st.skipped_late++;
 			prs_record_unstopped(s, tg, t, k->tick_ns, true);
 		} else if (t->life == PRS_THR_NEW) {

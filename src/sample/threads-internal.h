@@ -18,6 +18,7 @@
 #include "sample/reuse-internal.h"
 
 #define PRS_THR_MAX 4096 /* threads per target */
+#define PRS_THR_DEFERRED_MAX 4 /* ticks whose sample a thread owes, at most */
 
 /*
  * A thread's life as ptrace sees it, between waitpid() events. (While an event is handled the
@@ -47,6 +48,11 @@ struct prs_thr {
 	uint32_t name_sid;      /* last recorded name (string id), 0 = none */
 	uint32_t py_name_sid;   /* the threading name, preferred to the kernel's comm; 0 = none */
 	uint64_t t_interrupt, t_cont;
+	/* Ticks it was waiting for a CPU through (the last at deferred_ns), their sample taken from
+	 * the stop it owes: it runs no code before that stop, so the stop is of their moment too
+	 * (source_ptrace.c) */
+	uint64_t deferred_ns;
+	uint8_t ndeferred;
 	enum prs_state state;   /* of this tick's sample, and its syscall */
 	int syscall;
 	int blocked_in;         /* the syscall of the last blocked sample, -1 after a running one */
