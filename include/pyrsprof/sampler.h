@@ -92,7 +92,9 @@ struct prs_sampler_stats {
 	/* ptrace: threads a tick did not hold the program for. late_sampled: interrupted, not
 	 * stopped within the tick's stop budget, their stop taken later in the tick with nothing
 	 * else held (a thread waiting for a CPU runs no code before it stops: still the tick's
-	 * moment); skipped_late: not stopped by the end of the tick either (recorded from /proc);
+	 * moment), or at a later tick's stop (a thread waiting for a CPU through ticks);
+	 * skipped_late: not stopped by the end of the tick either, in D or deferred too long
+	 * (recorded from /proc);
 	 * skipped_new: just created, their first stop not seen yet (not recorded that tick).
 	 * other_trap_stops: interrupts answered by another stop (a clone event, a signal), sampled
 	 * there. */

@@ -29,9 +29,9 @@
  * 100 Hz). With several processes (--subprocesses), the budget is the session tick's: it counts
  * from the first interrupt of any of them, and every target's wait ends at that one deadline. A
  * thread that has not stopped by then is late: the others are let go without it, and its stop
- * is taken when it comes, until the next tick is almost due (collect_late); one that has not
- * stopped by then is recorded from /proc (its stop, when it comes, is sampled if a tick of its
- * target is open, else only resumed). A runnable thread stops when it next gets a CPU, which on
+ * is taken when it comes, until the next tick is almost due (collect_late); one still waiting
+ * for a CPU then has the tick's sample deferred to its stop (defer), one in D is recorded from
+ * /proc. A runnable thread stops when it next gets a CPU, which on
  * a loaded machine can take a scheduler period or more; one in D state stops only when its
  * syscall ends: from the end of the spin, every STOP_CHECK_NS, threads in D are given up at once.
  * (Before the budget, a tick waited up to 200 ms, every stopped thread held meanwhile; dump still
