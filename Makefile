@@ -13,6 +13,9 @@ PREFIX ?= /usr/local
 PYTHON ?= /usr/bin/python3
 
 CC ?= cc
+# rustc without make's MAKEFLAGS: it would look for a jobserver whose descriptors make passes only
+# to recipes marked '+' (under -j, a warning per target: "failed to connect to jobserver").
+RUSTC := env -u MAKEFLAGS -u MFLAGS rustc
 # BUILD may be overridden so that several people can build one tree at once (make BUILD=build/me).
 BUILD ?= build/$(VARIANT)
 GEN := $(BUILD)/gen
@@ -117,7 +120,7 @@ $(TARGET_DIR)/%: tests/targets/%.c
 
 $(TARGET_DIR)/%: tests/targets/%.rs
 	@mkdir -p $(dir $@)
-	$(call say,RUSTC,$<)rustc -O -g --edition 2021 $(RUSTFLAGS_$*) -o $@ $<
+	$(call say,RUSTC,$<)$(RUSTC) -O -g --edition 2021 $(RUSTFLAGS_$*) -o $@ $<
 
 unit: $(UNIT)
 	$(Q)$(UNIT) --jobs 2

@@ -18,7 +18,7 @@ $(BUILD)/tools/floor: tools/floor.c
 
 build/targets/py/libpyrs_ffi.so: tests/targets/py/pyrs_ffi.rs
 	@mkdir -p $(dir $@)
-	$(call say,RUSTC,$@)rustc -C opt-level=1 -g --edition 2021 --crate-type cdylib --crate-name pyrs_ffi -o $@ $<
+	$(call say,RUSTC,$@)$(RUSTC) -C opt-level=1 -g --edition 2021 --crate-type cdylib --crate-name pyrs_ffi -o $@ $<
 
 .PHONY: python-tools python-layouts
 python-tools: $(PY_TOOLS) $(PY_TARGETS)

@@ -26,11 +26,11 @@ $(SYM_FIX)/symtest_cpp: tests/fixtures/symbol/symtest.cpp
 
 $(SYM_FIX)/symtest_rs: tests/fixtures/symbol/symtest.rs
 	@mkdir -p $(dir $@)
-	$(call say,RUSTC,$@)rustc -O -g --edition 2021 --crate-name symtest -o $@ $<
+	$(call say,RUSTC,$@)$(RUSTC) -O -g --edition 2021 --crate-name symtest -o $@ $<
 
 $(SYM_FIX)/symtest_rs_v0: tests/fixtures/symbol/symtest.rs
 	@mkdir -p $(dir $@)
-	$(call say,RUSTC,$@)rustc -O -g --edition 2021 --crate-name symtest -C symbol-mangling-version=v0 -o $@ $<
+	$(call say,RUSTC,$@)$(RUSTC) -O -g --edition 2021 --crate-name symtest -C symbol-mangling-version=v0 -o $@ $<
 
 $(SYM_FIX)/bench-symbol: tests/fixtures/symbol/bench_symbol.c $(BUILD)/libpyrsprof.a
 	@mkdir -p $(dir $@)

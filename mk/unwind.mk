@@ -10,7 +10,7 @@ $(UNWIND_TDIR)/chain: tests/fixtures/unwind/chain.c
 
 $(UNWIND_TDIR)/rec: tests/fixtures/unwind/rec.rs
 	@mkdir -p $(dir $@)
-	$(call say,RUSTC,$<)rustc -O -g --edition 2021 -o $@ $<
+	$(call say,RUSTC,$<)$(RUSTC) -O -g --edition 2021 -o $@ $<
 
 $(BUILD)/unit-tests: $(UNWIND_TARGETS)
 unwind-targets: $(UNWIND_TARGETS)
