@@ -28,6 +28,7 @@ struct lines {
 	int n;
 };
 
+static void add_line(struct lines *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void add_line(struct lines *l, const char *fmt, ...)
 {
 	va_list ap;
