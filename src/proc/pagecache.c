@@ -249,13 +249,16 @@ void prs_pagecache_prefetch(struct prs_pagecache *pc, const uint64_t *addrs, siz
 	if (!pc->data || !pc->mr.readv)
 		return;
 	for (i = 0; i < n && nv < 64; i++) {
-		uint64_t page, last;
+		uint64_t page, first, last, np;
 
 		if (!addrs[i] || addrs[i] + len < addrs[i])
 			continue;
+		first = addrs[i] & ~(uint64_t)(PRS_PAGECACHE_PAGE - 1);
 		last = (addrs[i] + len - 1) & ~(uint64_t)(PRS_PAGECACHE_PAGE - 1);
-		for (page = addrs[i] & ~(uint64_t)(PRS_PAGECACHE_PAGE - 1); page <= last && nv < 64;
-		     page += PRS_PAGECACHE_PAGE) {
+		/* counted, not "page <= last": the top page's successor wraps to 0 (a hostile address
+		 * near 2^64 made this loop run through the whole address space: found by fuzz_python) */
+		for (np = 0, page = first; np <= (last - first) / PRS_PAGECACHE_PAGE && nv < 64;
+		     np++, page += PRS_PAGECACHE_PAGE) {
 			uint64_t a = addrs[i] > page ? addrs[i] - page : 0;
 			uint64_t b = addrs[i] + len - page < PRS_PAGECACHE_PAGE ? addrs[i] + len - page : PRS_PAGECACHE_PAGE;
 			int s = find_slot(pc, page);
