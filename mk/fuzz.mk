@@ -10,7 +10,7 @@
 FUZZ_TARGETS := pyrs folded symbol python maps stat schedstat syscall status
 FUZZ_CC ?= clang-14
 FUZZ_SECONDS ?= 300
-FUZZ_SMOKE_SECONDS ?= 2
+FUZZ_SMOKE_SECONDS ?= 1
 
 # (CFLAGS_fuzz and LDFLAGS_fuzz are set in the Makefile, before CFLAGS is.)
 FUZZ_BINS := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))

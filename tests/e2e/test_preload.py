@@ -28,9 +28,9 @@ from conftest import (assert_bad_input, assert_clean, body_range, enough_cpu_sam
 from test_python_cli import PARAMS, record_py  # noqa: E402
 
 PRELOAD = ["--mode", "preload"]
-# CPU-time timers fire at the scheduler tick at best (250 Hz on the dev VM): 250 Hz and 6 s give a
-# split enough samples on a loaded machine (about 700 at half a CPU: 1.7 points of noise).
-RATE, SECONDS = 250, 6
+# CPU-time timers fire at the scheduler tick at best (250 Hz on the dev VM): 250 Hz and 4 s give a
+# split enough samples on a loaded machine (about 500 at half a CPU: 2 points of noise).
+RATE, SECONDS = 250, 4
 
 
 def weight_in(recs, name):

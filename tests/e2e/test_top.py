@@ -185,11 +185,11 @@ def test_top_sigterm_restores_the_terminal(prs):
 
 @pytest.mark.parametrize("mode", ["ptrace", "vm", "preload"])
 def test_top_plain_tables(run_prs, mode):
-    res = run_prs(["top", "-r", 200, "--mode", mode, "--", PY, SPLIT, 6], timeout=60)
+    res = run_prs(["top", "-r", 200, "--mode", mode, "--", PY, SPLIT, 4], timeout=60)
     assert_clean(res)
     assert res.rc == 0, res.describe()
     tables = re.findall(r"^pyrsprof top: .*$", res.out, re.M)
-    assert 5 <= len(tables) <= 10, res.out  # one a second, and the whole run's
+    assert 3 <= len(tables) <= 8, res.out  # one a second, and the whole run's
     assert "\033" not in res.out  # no terminal codes in a pipe
     assert "the whole run:" in res.out
     rows = rows_of(res.out)  # the whole run's table
