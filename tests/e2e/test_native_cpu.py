@@ -208,8 +208,7 @@ def test_cpu_view_counts_cpu_time_not_runqueue(run_prs, targets, tmp_path):
         return run_prs(["run", "-r", RATE, "-o", d, "--", "sh", "-c", script], timeout=60), d
     res, d = steady_run(once)
     assert res.rc == 0, res.describe()
-    m = re.search(r"^cpu_s hot_a=([0-9.]+) hot_b=([0-9.]+)$", res.out, re.M)
-    cpu_s = float(m.group(1)) + float(m.group(2))
+    cpu_s = read_truth_cpu_s(res.out)
     assert cpu_s < 2.4, f"no contention happened (target got {cpu_s:.2f} CPU s of 3 s)"
     recs = run_prs(["export", d / "profile.pyrs", "--format", "folded", "--view", "cpu"])
     assert recs.rc == 0, recs.describe()

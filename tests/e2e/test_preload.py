@@ -23,7 +23,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets" / "py"))
 import pyrs_testlib as T  # noqa: E402
 from pyrs_testlib import python_or_skip  # noqa: E402
-from conftest import (assert_bad_input, assert_clean, body_range, enough_cpu_samples, read_truth_split,  # noqa: E402
+from conftest import (assert_bad_input, assert_clean, body_range, enough_cpu_samples,  # noqa: E402
+                      read_truth_cpu_s, read_truth_split,
                       steady_run, thread_root, thread_tids, total)
 from test_python_cli import PARAMS, record_py  # noqa: E402
 
@@ -62,8 +63,7 @@ def test_c_split_frames_and_lines(record, export_folded):
         inside = sum(c for f, c in leaves if f.base == "cpu_split.c" and f.line in body)
         assert inside / sum(c for _, c in leaves) >= 0.95, leaves[:5]
     # the weight is the program's CPU time at RATE (its "cpu_s" line), within 15 %
-    cpu_s = sum(float(kv.split("=")[1]) for kv in
-                [l for l in rec.res.out.splitlines() if l.startswith("cpu_s ")][0].split()[1:])
+    cpu_s = read_truth_cpu_s(rec.res.out)
     assert abs(n / RATE - cpu_s) <= 0.15 * cpu_s, (n, cpu_s)
 
 
@@ -242,8 +242,7 @@ def test_posix_timers_weigh_cpu_time(run_prs, targets, outdir, export_folded):
     assert_clean(res)
     assert res.rc == 0, res.describe()
     recs = export_folded(d / "profile.pyrs", view="cpu", lines=False)
-    cpu_s = sum(float(kv.split("=")[1]) for kv in
-                [l for l in res.out.splitlines() if l.startswith("cpu_s ")][0].split()[1:])
+    cpu_s = read_truth_cpu_s(res.out)
     n = total(recs)
     assert abs(n / 1000 - cpu_s) <= 0.15 * cpu_s, (n, cpu_s)
     whole = sum(c for fr, c in recs if fr[0].name == "_start" and any(f.name == "main" for f in fr))
