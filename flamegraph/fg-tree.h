@@ -17,7 +17,7 @@ struct fg_slot {
 };
 
 struct fg_str {
-	uint32_t off, len, hash; /* bytes at arena + off, NUL-terminated */
+	uint32_t off, len; /* bytes at arena + off, NUL-terminated */
 };
 
 struct fg_node {
@@ -25,7 +25,9 @@ struct fg_node {
 	uint32_t name, file;                         /* string ids */
 	uint32_t first_line;                         /* line id + 1, 0 = none */
 	uint8_t kind;                                /* enum prs_kind */
-	uint64_t total[2];                           /* [0] after (the main count), [1] before */
+	uint32_t hash; /* of the node's whole path from the root (node_hash): a path's nodes can
+			* all be looked up before any is found (prs_fg_path) */
+	uint64_t total; /* samples in the node's subtree ("after" in a differential graph) */
 };
 
 struct fg_line {
@@ -68,6 +70,12 @@ struct prs_fg {
 	uint32_t *line_slots; /* line id + 1, 0 = empty */
 	size_t line_nslots;
 
+	/* the "before" count of each node, for differential graphs only (NULL until one is added:
+	 * 8 bytes a node that other graphs do not pay); nodes from before_len on have 0 */
+	uint64_t *before;
+	size_t before_len;
+	uint64_t self_sum; /* prs_fg_add_self's samples not yet summed up the tree */
+	uint32_t *hbuf; /* prs_fg_path's and prs_fg_intern_many's hashes, PRS_MAX_STACK_FRAMES */
 	uint32_t *path; /* the nodes of the last stack added (PRS_MAX_STACK_FRAMES + 1 ids) */
 	size_t npath;
 
@@ -77,6 +85,13 @@ struct prs_fg {
 	uint32_t *scratch;
 	size_t scratch_cap;
 };
+
+/* Node id's counts: c[0] after (the main count), c[1] before (differential graphs). */
+static inline void fg_counts(const struct prs_fg *fg, uint32_t id, uint64_t c[2])
+{
+	c[0] = fg->nodes[id].total;
+	c[1] = id < fg->before_len ? fg->before[id] : 0;
+}
 
 /*
  * Building blocks for adapters that walk their own trees (from_profile.c): intern a string (id,
@@ -97,6 +112,27 @@ int prs_fg_count(struct prs_fg *fg, uint32_t node, uint64_t before, uint64_t aft
  * differential graphs. Returns 0 or -EOVERFLOW past 2^63 (nothing added then).
  */
 int prs_fg_reserve(struct prs_fg *fg, size_t more);
+
+/*
+ * For adapters that add stacks of which they know the whole path at once (from_folded.c): the
+ * lookups of one path overlap their cache misses instead of waiting for each other, which is
+ * most of the time on big unsorted inputs. prs_fg_intern_many interns s[k][0..len[k]) into
+ * ids[k] for k < n; prs_fg_path finds or creates the children (names[k], no file, kinds[k]),
+ * each under the one before, starting below `parent`, into nodes[k]. n <= PRS_MAX_STACK_FRAMES.
+ * 0 or -ENOMEM (the nodes made so far stay, with no count).
+ */
+/*
+ * Counts for such adapters without a scratch array: on a tree that has no counts yet, add each
+ * stack's samples to the node it ends in with prs_fg_add_self (0, or -EOVERFLOW past 2^63 in
+ * all), then prs_fg_sum_self once makes every node's count that of its subtree.
+ */
+int prs_fg_add_self(struct prs_fg *fg, uint32_t node, uint64_t count);
+void prs_fg_sum_self(struct prs_fg *fg);
+
+int prs_fg_intern_many(struct prs_fg *fg, const char *const *s, const uint32_t *len, size_t n,
+		       uint32_t *ids);
+int prs_fg_path(struct prs_fg *fg, uint32_t parent, const uint32_t *names, const uint8_t *kinds,
+		size_t n, uint32_t *nodes);
 int prs_fg_count_all(struct prs_fg *fg, uint64_t *self, uint32_t n, bool before);
 
 /* FNV-1a of s[0..len): the stable per-name hash behind the colors. */

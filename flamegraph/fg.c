@@ -109,15 +109,12 @@ static int rehash(struct fg_slot **slots, size_t *nslots, size_t ncap)
 	return 0;
 }
 
-/* Returns the id of the string s[0..len), interning it; UINT32_MAX when out of memory. */
-static uint32_t intern(struct prs_fg *fg, const char *s, size_t len)
+/* Returns the id of the string s[0..len) (len <= PRS_MAX_NAME) of hash_fast h, interning it;
+ * UINT32_MAX when out of memory. */
+static uint32_t intern_hashed(struct prs_fg *fg, const char *s, size_t len, uint32_t h)
 {
-	uint32_t h;
 	size_t i;
 
-	if (len > PRS_MAX_NAME)
-		len = PRS_MAX_NAME;
-	h = hash_fast(s, len);
 	if ((size_t)(fg->nstrs + 1) * 4 > fg->str_nslots * 3 &&
 	    rehash(&fg->str_slots, &fg->str_nslots, fg->str_nslots ? fg->str_nslots * 2 : 1024) < 0)
 		return UINT32_MAX;
@@ -137,18 +134,29 @@ static uint32_t intern(struct prs_fg *fg, const char *s, size_t len)
 		return UINT32_MAX;
 	memcpy(fg->arena + fg->arena_len, s, len);
 	fg->arena[fg->arena_len + len] = '\0';
-	fg->strs[fg->nstrs] = (struct fg_str){ .off = (uint32_t)fg->arena_len, .len = (uint32_t)len,
-					       .hash = h };
+	fg->strs[fg->nstrs] = (struct fg_str){ .off = (uint32_t)fg->arena_len, .len = (uint32_t)len };
 	fg->arena_len += len + 1;
 	fg->str_slots[i] = (struct fg_slot){ fg->nstrs + 1, h };
 	return fg->nstrs++;
 }
 
+/* Returns the id of the string s[0..len) (cut at PRS_MAX_NAME), interning it; UINT32_MAX when
+ * out of memory. */
+static uint32_t intern(struct prs_fg *fg, const char *s, size_t len)
+{
+	if (len > PRS_MAX_NAME)
+		len = PRS_MAX_NAME;
+	return intern_hashed(fg, s, len, hash_fast(s, len));
+}
+
 /* ---- nodes ---- */
 
-static uint32_t node_hash(uint32_t parent, uint32_t name, uint32_t file, uint8_t kind)
+/* A node's hash, from its parent's: the hash of its path from the root (the root's is ROOT_HASH). */
+#define ROOT_HASH 0x2545f491u
+
+static uint32_t node_hash(uint32_t parent_hash, uint32_t name, uint32_t file, uint8_t kind)
 {
-	return mix32(parent * 0x9e3779b1u ^ mix32(name * 0x85ebca77u ^ file * 0xc2b2ae3du ^ kind));
+	return mix32(parent_hash * 0x9e3779b1u ^ mix32(name * 0x85ebca77u ^ file * 0xc2b2ae3du ^ kind));
 }
 
 /*
@@ -192,7 +200,7 @@ static void bloom_add(struct prs_fg *fg, uint32_t h)
 
 static uint32_t node_hash_of(const struct fg_node *n)
 {
-	return node_hash(n->parent, n->name, n->file, n->kind);
+	return n->hash;
 }
 
 /* Sizes the filter for `nodes` nodes and puts every node in. Without memory the filter is off
@@ -214,14 +222,14 @@ static void bloom_resize(struct prs_fg *fg, size_t nodes)
 		bloom_add(fg, node_hash_of(&fg->nodes[k]));
 }
 
-/* Puts nodes [nindexed, nnodes) into node_slots. 0 or -ENOMEM. The string and node tables are
+/* Puts nodes [nindexed, nnodes) into node_slots, sized for `room` more. 0 or -ENOMEM. The string and node tables are
  * filled to 3/4 (8-byte slots, a probe rarely leaves its cache line): the node table of 1.4M
  * nodes is then 16 MB, not 32 MB (peak RSS is a goal, issue 13). */
-static int index_pending(struct prs_fg *fg)
+static int index_pending(struct prs_fg *fg, size_t room)
 {
 	size_t ncap = fg->node_nslots ? fg->node_nslots : 4096;
 
-	while ((size_t)(fg->nnodes + 1) * 4 > ncap * 3)
+	while ((fg->nnodes + room + 1) * 4 > ncap * 3)
 		ncap *= 2;
 	if (ncap > fg->node_nslots && rehash(&fg->node_slots, &fg->node_nslots, ncap) < 0)
 		return -ENOMEM;
@@ -256,7 +264,7 @@ static uint32_t find_child(struct prs_fg *fg, uint32_t parent, uint32_t name, ui
 	}
 	if (!c)
 		return 0; /* every child seen */
-	if (fg->nindexed < fg->nnodes && index_pending(fg) < 0)
+	if (fg->nindexed < fg->nnodes && index_pending(fg, 0) < 0)
 		return UINT32_MAX;
 	for (i = h & (fg->node_nslots - 1); fg->node_slots[i].id; i = (i + 1) & (fg->node_nslots - 1)) {
 		const struct fg_node *e;
@@ -270,11 +278,25 @@ static uint32_t find_child(struct prs_fg *fg, uint32_t parent, uint32_t name, ui
 	return 0;
 }
 
+/* Appends the new child (name, file, kind) of parent, of hash h, to the nodes (not to the
+ * filter or the table). Returns its id, 0 when out of memory. */
+static uint32_t new_node(struct prs_fg *fg, uint32_t parent, uint32_t name, uint32_t file,
+			 uint8_t kind, uint32_t h)
+{
+	if (fg->nnodes >= UINT32_MAX - 1 ||
+	    grow((void **)&fg->nodes, &fg->nodes_cap, fg->nnodes + 1, sizeof(*fg->nodes)) < 0)
+		return 0;
+	fg->nodes[fg->nnodes] = (struct fg_node){ .parent = parent, .name = name, .file = file,
+						  .kind = kind, .hash = h,
+						  .next_sibling = fg->nodes[parent].first_child };
+	fg->nodes[parent].first_child = fg->nnodes;
+	return fg->nnodes++;
+}
+
 /* Finds or creates the child (name, file, kind) of parent. Returns its id, 0 when out of memory. */
 static uint32_t child(struct prs_fg *fg, uint32_t parent, uint32_t name, uint32_t file, uint8_t kind)
 {
-	uint32_t h = node_hash(parent, name, file, kind), id;
-	struct fg_node *n;
+	uint32_t h = node_hash(fg->nodes[parent].hash, name, file, kind), id;
 
 	if (fg->bloom_nbits && (size_t)fg->nnodes * BLOOM_BITS_PER_NODE > fg->bloom_nbits)
 		bloom_resize(fg, (size_t)fg->nnodes * 2);
@@ -283,16 +305,31 @@ static uint32_t child(struct prs_fg *fg, uint32_t parent, uint32_t name, uint32_
 		return 0;
 	if (id)
 		return id;
-	if (fg->nnodes >= UINT32_MAX - 1 ||
-	    grow((void **)&fg->nodes, &fg->nodes_cap, fg->nnodes + 1, sizeof(*fg->nodes)) < 0)
-		return 0;
-	n = &fg->nodes[fg->nnodes];
-	*n = (struct fg_node){ .parent = parent, .name = name, .file = file, .kind = kind,
-			       .next_sibling = fg->nodes[parent].first_child };
-	fg->nodes[parent].first_child = fg->nnodes;
-	if (fg->bloom)
+	id = new_node(fg, parent, name, file, kind, h);
+	if (id && fg->bloom)
 		bloom_add(fg, h);
-	return fg->nnodes++; /* indexed later, when a lookup needs the table */
+	return id; /* indexed later, when a lookup needs the table */
+}
+
+/* ---- before counts ---- */
+
+/* Makes room for a before count for every node. 0 or -ENOMEM. */
+static int before_reserve(struct prs_fg *fg)
+{
+	size_t cap = fg->before_len, old = fg->before_len;
+
+	if (fg->nnodes <= fg->before_len)
+		return 0;
+	if (grow((void **)&fg->before, &cap, fg->nnodes, sizeof(*fg->before)) < 0)
+		return -ENOMEM;
+	memset(fg->before + old, 0, (cap - old) * sizeof(*fg->before));
+	fg->before_len = cap;
+	return 0;
+}
+
+static uint64_t before_of(const struct prs_fg *fg, uint32_t id)
+{
+	return id < fg->before_len ? fg->before[id] : 0;
 }
 
 /* ---- per-node line counts ---- */
@@ -353,12 +390,13 @@ struct prs_fg *prs_fg_new(void)
 	if (!fg)
 		return NULL;
 	fg->path = malloc((PRS_MAX_STACK_FRAMES + 1) * sizeof(*fg->path));
-	if (!fg->path || intern(fg, "", 0) != 0 ||
+	fg->hbuf = malloc(PRS_MAX_STACK_FRAMES * sizeof(*fg->hbuf));
+	if (!fg->path || !fg->hbuf || intern(fg, "", 0) != 0 ||
 	    grow((void **)&fg->nodes, &fg->nodes_cap, 1, sizeof(*fg->nodes)) < 0) {
 		prs_fg_free(fg);
 		return NULL;
 	}
-	fg->nodes[0] = (struct fg_node){ .kind = PRS_KIND_PROCESS };
+	fg->nodes[0] = (struct fg_node){ .kind = PRS_KIND_PROCESS, .hash = ROOT_HASH };
 	fg->nnodes = 1;
 	fg->nindexed = 1; /* the root is nobody's child: never in the table */
 	bloom_resize(fg, 4096);
@@ -373,11 +411,13 @@ void prs_fg_free(struct prs_fg *fg)
 	free(fg->strs);
 	free(fg->str_slots);
 	free(fg->nodes);
+	free(fg->before);
 	free(fg->node_slots);
 	free(fg->bloom);
 	free(fg->lines);
 	free(fg->line_slots);
 	free(fg->path);
+	free(fg->hbuf);
 	free(fg->draw);
 	free(fg->scratch);
 	free(fg);
@@ -386,13 +426,12 @@ void prs_fg_free(struct prs_fg *fg)
 int prs_fg_add2(struct prs_fg *fg, const struct prs_fg_frame *frames, size_t n, uint64_t before,
 		uint64_t after)
 {
-	struct fg_node *root = &fg->nodes[0];
 	uint32_t cur = 0;
 	bool same = true;
 
 	if (n == 0 || (before == 0 && after == 0))
 		return 0;
-	if (after > MAX_TOTAL - root->total[0] || before > MAX_TOTAL - root->total[1])
+	if (after > MAX_TOTAL - fg->nodes[0].total || before > MAX_TOTAL - before_of(fg, 0))
 		return -EOVERFLOW;
 	if (n > PRS_MAX_STACK_FRAMES)
 		n = PRS_MAX_STACK_FRAMES;
@@ -431,17 +470,20 @@ int prs_fg_add2(struct prs_fg *fg, const struct prs_fg_frame *frames, size_t n, 
 		fg->path[i] = cur;
 	}
 	fg->npath = n;
+	if (before && before_reserve(fg) < 0)
+		goto nomem;
 	/* Line counts may fail alone (ENOMEM): they are details, the counts stay right. */
 	for (size_t i = 0; i < n; i++) {
 		if (frames[i].line && line_add(fg, fg->path[i], frames[i].line, after ? after : before) < 0)
 			break;
 	}
-	root = &fg->nodes[0];
-	root->total[0] += after;
-	root->total[1] += before;
-	for (size_t i = 0; i < n; i++) {
-		fg->nodes[fg->path[i]].total[0] += after;
-		fg->nodes[fg->path[i]].total[1] += before;
+	fg->nodes[0].total += after;
+	for (size_t i = 0; i < n; i++)
+		fg->nodes[fg->path[i]].total += after;
+	if (before) {
+		fg->before[0] += before;
+		for (size_t i = 0; i < n; i++)
+			fg->before[fg->path[i]] += before;
 	}
 	return 0;
 nomem:
@@ -459,6 +501,90 @@ uint32_t prs_fg_intern(struct prs_fg *fg, const char *s, size_t len)
 	return intern(fg, s, len);
 }
 
+int prs_fg_intern_many(struct prs_fg *fg, const char *const *s, const uint32_t *len, size_t n,
+		       uint32_t *ids)
+{
+	uint32_t *h = fg->hbuf;
+	size_t k;
+
+	if (n > PRS_MAX_STACK_FRAMES)
+		return -EINVAL;
+	/* the slots first, then the entries and bytes they point to, for every string; then the
+	 * probes, which find them in cache */
+	for (k = 0; k < n; k++) {
+		h[k] = hash_fast(s[k], len[k] < PRS_MAX_NAME ? len[k] : PRS_MAX_NAME);
+		if (fg->str_nslots)
+			__builtin_prefetch(&fg->str_slots[h[k] & (fg->str_nslots - 1)]);
+	}
+	for (k = 0; k < n && fg->str_nslots; k++) {
+		const struct fg_slot *sl = &fg->str_slots[h[k] & (fg->str_nslots - 1)];
+
+		if (sl->id && sl->hash == h[k]) {
+			__builtin_prefetch(&fg->strs[sl->id - 1]);
+			__builtin_prefetch(fg->arena + fg->strs[sl->id - 1].off);
+		}
+	}
+	for (k = 0; k < n; k++) {
+		ids[k] = intern_hashed(fg, s[k], len[k] < PRS_MAX_NAME ? len[k] : PRS_MAX_NAME, h[k]);
+		if (ids[k] == UINT32_MAX)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int prs_fg_path(struct prs_fg *fg, uint32_t parent, const uint32_t *names, const uint8_t *kinds,
+		size_t n, uint32_t *nodes)
+{
+	uint32_t *h = fg->hbuf, ph = fg->nodes[parent].hash;
+	size_t mask, k;
+
+	if (n > PRS_MAX_STACK_FRAMES)
+		return -EINVAL;
+	/* every node is in the table from here on (new ones as they are made), so the filter that
+	 * kept lookups out of it has nothing left to do */
+	free(fg->bloom);
+	fg->bloom = NULL;
+	fg->bloom_nbits = 0;
+	fg->npath = 0;
+	/* room for the nodes this path may add: no rehash midway */
+	if (index_pending(fg, n) < 0)
+		return -ENOMEM;
+	mask = fg->node_nslots - 1;
+	for (k = 0; k < n; k++) {
+		ph = h[k] = node_hash(ph, names[k], 0, kinds[k]);
+		__builtin_prefetch(&fg->node_slots[h[k] & mask]);
+	}
+	for (k = 0; k < n; k++) {
+		const struct fg_slot *sl = &fg->node_slots[h[k] & mask];
+
+		if (sl->id && sl->hash == h[k])
+			__builtin_prefetch(&fg->nodes[sl->id]);
+	}
+	for (k = 0; k < n; k++) {
+		uint32_t id = 0;
+		size_t i;
+
+		for (i = h[k] & mask; fg->node_slots[i].id; i = (i + 1) & mask) {
+			const struct fg_node *e = &fg->nodes[fg->node_slots[i].id];
+
+			if (fg->node_slots[i].hash == h[k] && e->parent == parent && e->name == names[k] &&
+			    e->file == 0 && e->kind == kinds[k]) {
+				id = fg->node_slots[i].id;
+				break;
+			}
+		}
+		if (!id) {
+			id = new_node(fg, parent, names[k], 0, kinds[k], h[k]);
+			if (!id)
+				return -ENOMEM;
+			fg->node_slots[i] = (struct fg_slot){ id, h[k] };
+			fg->nindexed = fg->nnodes;
+		}
+		nodes[k] = parent = id;
+	}
+	return 0;
+}
+
 uint32_t prs_fg_child(struct prs_fg *fg, uint32_t parent, uint32_t name, uint32_t file, uint8_t kind)
 {
 	fg->npath = 0; /* the prefix cache of prs_fg_add2 no longer describes the last stack */
@@ -472,16 +598,18 @@ int prs_fg_line(struct prs_fg *fg, uint32_t node, uint32_t line, uint64_t count)
 
 int prs_fg_count(struct prs_fg *fg, uint32_t node, uint64_t before, uint64_t after)
 {
-	const struct fg_node *root = &fg->nodes[0];
-
-	if (after > MAX_TOTAL - root->total[0] || before > MAX_TOTAL - root->total[1])
+	if (after > MAX_TOTAL - fg->nodes[0].total || before > MAX_TOTAL - before_of(fg, 0))
 		return -EOVERFLOW;
+	if (before && before_reserve(fg) < 0)
+		return -ENOMEM;
 	for (uint32_t n = node; n; n = fg->nodes[n].parent) {
-		fg->nodes[n].total[0] += after;
-		fg->nodes[n].total[1] += before;
+		fg->nodes[n].total += after;
+		if (before)
+			fg->before[n] += before;
 	}
-	fg->nodes[0].total[0] += after;
-	fg->nodes[0].total[1] += before;
+	fg->nodes[0].total += after;
+	if (before)
+		fg->before[0] += before;
 	return 0;
 }
 
@@ -498,7 +626,6 @@ int prs_fg_reserve(struct prs_fg *fg, size_t more)
 
 int prs_fg_count_all(struct prs_fg *fg, uint64_t *self, uint32_t n, bool before)
 {
-	unsigned slot = before ? 1 : 0;
 	uint64_t sum = 0;
 
 	if (n > fg->nnodes)
@@ -508,8 +635,10 @@ int prs_fg_count_all(struct prs_fg *fg, uint64_t *self, uint32_t n, bool before)
 			return -EOVERFLOW;
 		sum += self[k];
 	}
-	if (sum > MAX_TOTAL - fg->nodes[0].total[slot])
+	if (sum > MAX_TOTAL - (before ? before_of(fg, 0) : fg->nodes[0].total))
 		return -EOVERFLOW;
+	if (before && before_reserve(fg) < 0)
+		return -ENOMEM;
 	/* children before parents: ids decrease towards the root (child() gives a new node the
 	 * next id, its parent already exists); self[k] becomes the sum of k's subtree */
 	for (uint32_t k = n; k-- > 0;) {
@@ -517,19 +646,39 @@ int prs_fg_count_all(struct prs_fg *fg, uint64_t *self, uint32_t n, bool before)
 
 		if (k && parent < k)
 			self[parent] += self[k];
-		fg->nodes[k].total[slot] += self[k];
+		if (before)
+			fg->before[k] += self[k];
+		else
+			fg->nodes[k].total += self[k];
 	}
 	return 0;
 }
 
+int prs_fg_add_self(struct prs_fg *fg, uint32_t node, uint64_t count)
+{
+	if (count > MAX_TOTAL - fg->self_sum)
+		return -EOVERFLOW;
+	fg->self_sum += count;
+	fg->nodes[node].total += count;
+	return 0;
+}
+
+void prs_fg_sum_self(struct prs_fg *fg)
+{
+	/* children before parents: a node's parent has a smaller id */
+	for (uint32_t k = fg->nnodes; k-- > 1;)
+		fg->nodes[fg->nodes[k].parent].total += fg->nodes[k].total;
+	fg->self_sum = 0;
+}
+
 uint64_t prs_fg_total(const struct prs_fg *fg)
 {
-	return fg->nodes[0].total[0];
+	return fg->nodes[0].total;
 }
 
 uint64_t prs_fg_total_before(const struct prs_fg *fg)
 {
-	return fg->nodes[0].total[1];
+	return before_of(fg, 0);
 }
 
 size_t prs_fg_drawn(const struct prs_fg *fg)

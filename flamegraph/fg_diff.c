@@ -22,7 +22,7 @@ void fg_diff_init(struct fg_diff *D, const struct prs_fg *fg, const struct prs_f
 		return;
 	D->on = true;
 	for (int k = 0; k < 2; k++)
-		D->n[k] = (double)fg->nodes[0].total[k];
+		D->n[k] = (double)(k ? prs_fg_total_before(fg) : prs_fg_total(fg));
 	D->timed = o->diff_period_s[0] > 0 && o->diff_period_s[1] > 0 && isfinite(o->diff_period_s[0]) &&
 		   isfinite(o->diff_period_s[1]);
 	for (int k = 0; k < 2; k++) {

@@ -370,22 +370,24 @@ static void lay(struct layout *L, uint32_t node, uint32_t depth, uint64_t x)
 {
 	struct prs_fg *fg = L->fg;
 	const struct fg_node *n = &fg->nodes[node];
-	struct fg_draw d = { .node = node, .depth = depth, .x = x, .w = fg_diff_width(L->D, n->total),
-			     .count = { n->total[0], n->total[1] } };
-	uint64_t sum[2] = { 0, 0 }, narrow[2] = { 0, 0 };
+	struct fg_draw d = { .node = node, .depth = depth, .x = x };
+	uint64_t sum[2] = { 0, 0 }, narrow[2] = { 0, 0 }, cc[2];
 	uint32_t nnarrow = 0;
 	size_t base = L->nscratch, self_idx = fg->ndraw;
 
+	fg_counts(fg, node, d.count);
+	d.w = fg_diff_width(L->D, d.count);
 	if (L->err || (L->err = push_draw(fg, &d)) < 0)
 		return;
 	if (depth > L->maxdepth)
 		L->maxdepth = depth;
 	for (uint32_t c = n->first_child; c; c = fg->nodes[c].next_sibling) {
-		const struct fg_node *cn = &fg->nodes[c];
-		uint64_t cw = fg_diff_width(L->D, cn->total);
+		uint64_t cw;
 
-		sum[0] += cn->total[0];
-		sum[1] += cn->total[1];
+		fg_counts(fg, c, cc);
+		cw = fg_diff_width(L->D, cc);
+		sum[0] += cc[0];
+		sum[1] += cc[1];
 		if (wide(L, cw)) {
 			if (L->nscratch == fg->scratch_cap) {
 				size_t ncap = fg->scratch_cap ? fg->scratch_cap * 2 : 1024;
@@ -400,19 +402,20 @@ static void lay(struct layout *L, uint32_t node, uint32_t depth, uint64_t x)
 			}
 			fg->scratch[L->nscratch++] = c;
 		} else if (cw > 0) {
-			narrow[0] += cn->total[0];
-			narrow[1] += cn->total[1];
+			narrow[0] += cc[0];
+			narrow[1] += cc[1];
 			nnarrow++;
 		}
 	}
 	for (int k = 0; k < 2; k++)
-		fg->draw[self_idx].self[k] = n->total[k] > sum[k] ? n->total[k] - sum[k] : 0;
+		fg->draw[self_idx].self[k] = d.count[k] > sum[k] ? d.count[k] - sum[k] : 0;
 	qsort_r(fg->scratch + base, L->nscratch - base, sizeof(uint32_t), cmp_nodes, fg);
 	for (size_t k = base; k < L->nscratch && !L->err; k++) {
 		uint32_t c = fg->scratch[k];
 
 		lay(L, c, depth + 1, x);
-		x += fg_diff_width(L->D, fg->nodes[c].total);
+		fg_counts(fg, c, cc);
+		x += fg_diff_width(L->D, cc);
 	}
 	L->nscratch = base;
 	if (!L->err && nnarrow && wide(L, fg_diff_width(L->D, narrow))) {
@@ -489,7 +492,7 @@ static void write_title(struct wbuf *w, const struct prs_fg *fg, const struct fg
 			double min_width)
 {
 	const struct fg_node *n = &fg->nodes[d->node];
-	uint64_t total = fg->nodes[0].total[0];
+	uint64_t total = fg->nodes[0].total;
 	const struct fg_line *top[TOP_LINES];
 	size_t len, nall = 0, ntop = 0;
 	const char *s;
@@ -780,7 +783,7 @@ int prs_fg_write_svg(struct prs_fg *fg, FILE *out, const struct prs_fg_opts *opt
 	struct geom g = { 0 };
 	struct wbuf *w;
 	struct fg_diff D;
-	uint64_t total;
+	uint64_t total, root_counts[2];
 	const char *unit, *title;
 	double height, ydetails, ylegend, min_width;
 	uint32_t kinds = 0;
@@ -801,7 +804,8 @@ int prs_fg_write_svg(struct prs_fg *fg, FILE *out, const struct prs_fg_opts *opt
 		g.width = 100000;
 	min_width = isnan(o.min_width) || o.min_width == 0 ? 0.1 : o.min_width;
 	fg_diff_init(&D, fg, &o);
-	total = fg_diff_width(&D, fg->nodes[0].total);
+	fg_counts(fg, 0, root_counts);
+	total = fg_diff_width(&D, root_counts);
 	g.plotw = g.width - 2 * XPAD;
 	g.scale = total ? g.plotw / (double)total : 0;
 	g.icicle = o.icicle;
@@ -854,7 +858,7 @@ int prs_fg_write_svg(struct prs_fg *fg, FILE *out, const struct prs_fg_opts *opt
 	wb_printf(w, "<g id=\"frames\" data-total=\"%llu\" data-before=\"%llu\" data-plotw=\"%.2f\" "
 		     "data-xpad=\"%.1f\" data-frameh=\"%.1f\" data-ytop=\"%.1f\" data-maxdepth=\"%u\" "
 		     "data-icicle=\"%d\" data-diff=\"%d\" data-unit=\"",
-		  (unsigned long long)total, (unsigned long long)fg->nodes[0].total[1], g.plotw, XPAD,
+		  (unsigned long long)total, (unsigned long long)root_counts[1], g.plotw, XPAD,
 		  FRAME_H, g.ytop, g.maxdepth, o.icicle ? 1 : 0, o.diff ? 1 : 0);
 	xml_escape_str(w, unit);
 	wb_puts(w, "\">\n");

@@ -72,6 +72,15 @@ int prs_fg_from_profile(struct prs_fg *fg, const struct prs_profile *p,
 			const struct prs_view_opts *o, struct prs_err *err);
 
 /*
+ * Adds the folded stacks read from f (include/pyrsprof/folded.h; name is used in errors) straight
+ * into fg, without a profile: the same tree as prs_fg_from_profile of prs_folded_read's profile
+ * in the CPU or wall view without thread roots. *samples is set to their total. Returns 0, or a
+ * negative errno with err set ("name:LINE: ..." for a malformed line; "no stacks" for none).
+ */
+int prs_fg_from_folded(struct prs_fg *fg, FILE *f, const char *name, uint64_t *samples,
+		       struct prs_err *err);
+
+/*
  * Differential: adds `before`'s samples as the before counts (its view ob) and `after`'s as the
  * after counts (oa), into one tree: a frame of either side is a node, keyed as its view describes
  * it (`pyrsprof diff` sets the views' file_of so that matched functions share a key). The writer

@@ -3,6 +3,7 @@
 #include "cli/render.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,14 +11,37 @@
 #include "cli/cli.h"
 #include "util/banned.h"
 
-int cli_render_svg(const struct prs_profile *p, const char *path, const struct cli_graph_opts *o)
+/* Writes fg's SVG to path (atomically), with o's title and the subtitle given. 0 or -1 (said). */
+static int write_svg(struct prs_fg *fg, const char *path, const struct cli_graph_opts *o,
+		     const char *subtitle)
 {
 	struct prs_err err = { 0 };
 	struct prs_fg_opts fo = o->fg;
 	struct cli_atomic a;
+	FILE *f;
+	int rc;
+
+	if (!fo.title)
+		fo.title = o->view.view == PRS_VIEW_CPU ? "On-CPU flame graph" : "Wall-clock flame graph";
+	if (!fo.subtitle)
+		fo.subtitle = subtitle;
+	f = cli_atomic_open(&a, path);
+	if (!f)
+		return -1;
+	rc = prs_fg_write_svg(fg, f, &fo, &err);
+	if (rc) {
+		cli_output_err(&err, path);
+		cli_atomic_close(&a, false);
+		return -1;
+	}
+	return cli_atomic_close(&a, true) == 0 ? 0 : -1;
+}
+
+int cli_render_svg(const struct prs_profile *p, const char *path, const struct cli_graph_opts *o)
+{
+	struct prs_err err = { 0 };
 	struct prs_fg *fg;
 	char subtitle[1024];
-	FILE *f;
 	int rc;
 
 	fg = prs_fg_new();
@@ -31,23 +55,53 @@ int cli_render_svg(const struct prs_profile *p, const char *path, const struct c
 		prs_fg_free(fg);
 		return -1;
 	}
-	if (!fo.title)
-		fo.title = o->view.view == PRS_VIEW_CPU ? "On-CPU flame graph" : "Wall-clock flame graph";
-	if (!fo.subtitle)
-		fo.subtitle = prs_fg_describe_profile(p, o->view.view, subtitle, sizeof(subtitle));
-	f = cli_atomic_open(&a, path);
+	rc = write_svg(fg, path, o,
+		       prs_fg_describe_profile(p, o->view.view, subtitle, sizeof(subtitle)));
+	prs_fg_free(fg);
+	return rc;
+}
+
+bool cli_folded_direct(const char *in, const struct cli_graph_opts *o)
+{
+	struct stat st;
+
+	/* the thread roots and the Python view are the view's work: those go through the model */
+	return !o->view.per_thread && !o->view.python_stacks && stat(in, &st) == 0 &&
+	       S_ISREG(st.st_mode) && !prs_pyrs_sniff(in);
+}
+
+int cli_render_folded(const char *in, const char *path, const struct cli_graph_opts *o)
+{
+	struct prs_err err = { 0 };
+	struct prs_fg *fg;
+	char subtitle[64];
+	uint64_t samples;
+	FILE *f;
+	int rc;
+
+	f = fopen(in, "re");
 	if (!f) {
+		cli_msg("cannot read '%s': %s", in, strerror(errno));
+		return -1;
+	}
+	fg = prs_fg_new();
+	if (!fg) {
+		fclose(f);
+		cli_msg("out of memory");
+		return -1;
+	}
+	rc = prs_fg_from_folded(fg, f, in, &samples, &err);
+	fclose(f);
+	if (rc) {
+		cli_msg("%s (expected a .pyrs profile or folded stacks like 'main;work 12')", err.msg);
 		prs_fg_free(fg);
 		return -1;
 	}
-	rc = prs_fg_write_svg(fg, f, &fo, &err);
+	/* what prs_fg_describe_profile says of a folded profile: no command, time or rate */
+	snprintf(subtitle, sizeof(subtitle), "%" PRIu64 " samples", samples);
+	rc = write_svg(fg, path, o, subtitle);
 	prs_fg_free(fg);
-	if (rc) {
-		cli_output_err(&err, path);
-		cli_atomic_close(&a, false);
-		return -1;
-	}
-	return cli_atomic_close(&a, true) == 0 ? 0 : -1;
+	return rc;
 }
 
 int cli_render_recording(const struct prs_profile *p, const char *dir, struct cli_graph_choice g)

@@ -15,6 +15,12 @@ struct cli_graph_opts {
 
 /* Writes one SVG to path (atomically). Returns 0, or -1 after printing why. */
 int cli_render_svg(const struct prs_profile *p, const char *path, const struct cli_graph_opts *o);
+/* Whether `in` is folded stacks that cli_render_folded draws as the model would (a file that is
+ * not a .pyrs profile, drawn without thread roots or the Python view). */
+bool cli_folded_direct(const char *in, const struct cli_graph_opts *o);
+/* The graph of folded stacks `in` straight from the file (prs_fg_from_folded), written to path.
+ * 0, or -1 with the error said. */
+int cli_render_folded(const char *in, const char *path, const struct cli_graph_opts *o);
 
 /* How a recording's graphs are drawn (run, attach, report and the snapshots). */
 struct cli_graph_choice {

@@ -228,6 +228,8 @@ int cmd_flamegraph(int argc, char **argv)
 		cli_msg("flamegraph: no output file (-o OUT.svg)");
 		return EXIT_USAGE;
 	}
+	if (cli_folded_direct(argv[optind], &o))
+		return cli_render_folded(argv[optind], out, &o) ? EXIT_FAIL : EXIT_OK;
 	p = cli_load_profile(argv[optind]);
 	if (!p)
 		return EXIT_FAIL;
