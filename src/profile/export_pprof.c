@@ -562,7 +562,12 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 	for (i = 0; i < c->nfuncs; i++) {
 		perftools__profiles__function__init(&m->funcs[i]);
 		m->funcs[i].id = i + 1;
-		m->funcs[i].name = m->funcs[i].system_name = c->funcs[i].name;
+		m->funcs[i].name = c->funcs[i].name;
+		/* pprof "demangles" a function whose system name equals its name: one that looks like
+		 * C++ loses its <...> parts, which leaves nothing of Python's "<module>" or
+		 * "<lambda>" (shown as <unknown>) and "::method" of Rust's "<T as Trait>::method". A
+		 * name that starts with '<' gets no system name, which pprof keeps as it is. */
+		m->funcs[i].system_name = c->strs[c->funcs[i].name][0] == '<' ? 0 : c->funcs[i].name;
 		m->funcs[i].filename = c->funcs[i].file;
 		m->funcp[i] = &m->funcs[i];
 	}

@@ -138,3 +138,27 @@ def test_pprof_from_folded_counts_only(pprof, export_pprof, tmp_path):
         assert labels == {}
     assert got == {("main", "work", "hot"): 60, ("main", "work"): 30,
                    ("main", "bad\ufffdname"): 10}
+
+
+def test_pprof_keeps_names_in_angle_brackets(pprof, export_pprof, tmp_path):
+    # pprof strips <...> from names that look like demangled C++: Python's "<module>" became
+    # "<unknown>" and Rust's "<T as Trait>::fmt" became "::fmt"; an ordinary C++ name keeps
+    # pprof's usual shortening
+    src = tmp_path / "in.folded"
+    src.write_bytes(b"main;<module>;work 40\nmain;<module>;<lambda> 20\n"
+                    b"main;<alloc::string::String as core::fmt::Display>::fmt 30\n"
+                    b"main;std::vector<int>::push_back 10\n")
+    out = export_pprof(src, tmp_path / "a.pb.gz")
+    top = pprof("-top", out)
+    flat = {}
+    for line in top.splitlines():
+        m = re.match(r"\s*(\d+)\s+[\d.]+%\s+[\d.]+%\s+\d+\s+[\d.]+%\s+(.+)$", line)
+        if m:
+            flat[m.group(2).strip()] = int(m.group(1))
+    assert flat.get("<lambda>") == 20, top
+    assert flat.get("work") == 40, top
+    assert flat.get("<alloc::string::String as core::fmt::Display>::fmt") == 30, top
+    assert "<unknown>" not in flat and "::fmt" not in flat, top
+    _, samples, _ = parse_raw(pprof("-raw", out))
+    stacks = {stack for _, stack, _ in samples}
+    assert ("main", "<module>", "work") in stacks, stacks
