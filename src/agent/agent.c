@@ -41,6 +41,7 @@
 
 #include "agent/chain.h"
 #include "agent/ring.h"
+#include "agent/safecopy.h"
 #include "agent/selfreader.h"
 #include "pyrsprof/memreader.h"
 #include "python/walk.h"
@@ -255,11 +256,23 @@ static void copy_stack(struct prs_ring_slot *sl)
 	sl->stack_len = (uint32_t)safe_copy(sl->stack, sp, cap);
 }
 
+/*
+ * Whether the walk may read with plain loads (safecopy.h): the agent's fault handler is the
+ * installed action of SIGSEGV and SIGBUS, and the interrupted thread blocks neither (the handler
+ * runs with the interrupted mask plus the sampling signal: a blocked fault would kill).
+ */
+static bool direct_ok(const ucontext_t *uc)
+{
+	return prs_chain_faults_held() && !sigismember(&uc->uc_sigmask, SIGSEGV) &&
+	       !sigismember(&uc->uc_sigmask, SIGBUS);
+}
+
 /* The calling thread's raw Python frames, found among the interpreter's thread states by its
- * pthread_t. */
+ * pthread_t: read with plain loads that cannot fault when direct_ok, else through
+ * process_vm_readv on itself (a page cache in the slot's scratch). */
 _Static_assert(sizeof(struct prs_selfreader) <= PRS_RING_SCRATCH, "a slot's scratch holds the reader");
 
-static void copy_python(struct prs_ring_slot *sl)
+static void copy_python(struct prs_ring_slot *sl, const ucontext_t *uc)
 {
 	struct prs_selfreader *sr = (struct prs_selfreader *)sl->scratch;
 	struct prs_memreader mr;
@@ -268,7 +281,10 @@ static void copy_python(struct prs_ring_slot *sl)
 
 	if (!py_ready)
 		return;
-	prs_selfreader_init(sr, self_pid, &mr);
+	if (direct_ok(uc))
+		prs_safecopy_reader(&mr);
+	else
+		prs_selfreader_init(sr, self_pid, &mr);
 	if (prs_pywalk_begin(&walker, &mr, &it) != 0) {
 		__atomic_fetch_add(&ring->py_errors, 1, __ATOMIC_RELAXED);
 		return;
@@ -314,7 +330,7 @@ static void take_sample(const ucontext_t *uc, int overrun)
 	copy_regs(sl, uc);
 	copy_stack(sl);
 	check_python();
-	copy_python(sl);
+	copy_python(sl, uc);
 	sl->handler_ns = now_ns() - t0;
 	prs_ring_publish(ring, sl);
 }
@@ -343,6 +359,17 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
 	} else {
 		prs_chain_forward(sig, si, ucv); /* the program's own use of this signal */
 	}
+	errno = saved;
+}
+
+/* SIGSEGV and SIGBUS: a fault of prs_safecopy's ends that copy with an error; any other is the
+ * program's (chain.c passes it to the program's action, as if the agent were not there). */
+static void on_fault(int sig, siginfo_t *si, void *ucv)
+{
+	int saved = errno;
+
+	if (!prs_safecopy_recover(ucv))
+		prs_chain_forward(sig, si, ucv);
 	errno = saved;
 }
 
@@ -540,6 +567,30 @@ static struct prs_ring_hdr *map_ring(void)
 	return h;
 }
 
+/*
+ * The agent's handler for a fault signal, held with the action the program had (SIG_DFL, or an
+ * inherited SIG_IGN). SA_ONSTACK: a program's stack-overflow handler (Rust's, Python's
+ * faulthandler) relies on the alternate stack it sets, and runs on it as without the agent; a
+ * thread without one is not affected. SA_NODEFER is not set: a fault in the handler is the
+ * program's own to die of. On failure the fault is simply not held, and the walk keeps reading
+ * through syscalls.
+ */
+static void install_fault(int sig)
+{
+	struct sigaction sa, old;
+
+	if (prs_chain_real_sigaction(sig, NULL, &old) != 0)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_fault;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	/* held before installed: a fault in between finds the program's action */
+	prs_chain_hold_fault(sig, &old);
+	if (prs_chain_real_sigaction(sig, &sa, NULL) != 0)
+		prs_chain_release_fault(sig);
+}
+
 /* The agent's signal, kept installed for the whole run; the action the program had (SIG_DFL,
  * or SIG_IGN left by an exec from a sampled image: exec_begin) becomes the program's action
  * that chain.c keeps and forwards to. */
@@ -557,6 +608,8 @@ static int install_handler(void)
 	if (prs_chain_real_sigaction(signo, &sa, NULL) != 0)
 		return -errno;
 	prs_chain_start(signo, &old, ring);
+	install_fault(SIGSEGV);
+	install_fault(SIGBUS);
 	return 0;
 }
 

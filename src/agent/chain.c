@@ -18,10 +18,28 @@
 
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static sighandler_t (*real_signal)(int, sighandler_t);
-static struct sigaction acts[2]; /* the program's action: acts[cur] */
-static int cur;
-static int agent_sig;            /* 0: none (the agent is not running) */
+
+/* A signal the agent holds: its handler installed, the program's action kept here. */
+struct chained {
+	int sig;                  /* 0: unused */
+	bool fault;               /* SIGSEGV, SIGBUS: the agent's fault-tolerant loads (safecopy.h) */
+	bool released;            /* a fault sent to SIG_DFL: the default action reinstalled */
+	struct sigaction acts[2]; /* the program's action: acts[cur] */
+	int cur;
+};
+
+#define PRS_CHAIN_MAX 3 /* the sampling signal, SIGSEGV, SIGBUS */
+static struct chained chained[PRS_CHAIN_MAX];
 static struct prs_ring_hdr *hdr;
+
+/* The entry of a signal the agent holds; NULL for any other. Async-signal-safe. */
+static struct chained *held(int sig)
+{
+	for (int k = 0; k < PRS_CHAIN_MAX; k++)
+		if (sig > 0 && __atomic_load_n(&chained[k].sig, __ATOMIC_ACQUIRE) == sig)
+			return &chained[k];
+	return NULL;
+}
 
 bool prs_chain_resolve(void)
 {
@@ -35,12 +53,42 @@ int prs_chain_real_sigaction(int sig, const struct sigaction *act, struct sigact
 	return real_sigaction(sig, act, old);
 }
 
+/* Takes sig over with the program's action initial, in entry k. */
+static void hold(int k, int sig, const struct sigaction *initial, bool fault)
+{
+	chained[k].acts[0] = *initial;
+	chained[k].cur = 0;
+	chained[k].fault = fault;
+	chained[k].released = false;
+	__atomic_store_n(&chained[k].sig, sig, __ATOMIC_RELEASE);
+}
+
 void prs_chain_start(int sig, const struct sigaction *initial, struct prs_ring_hdr *h)
 {
-	acts[0] = *initial;
-	cur = 0;
 	hdr = h;
-	__atomic_store_n(&agent_sig, sig, __ATOMIC_RELEASE);
+	hold(0, sig, initial, false);
+}
+
+void prs_chain_hold_fault(int sig, const struct sigaction *initial)
+{
+	hold(sig == SIGSEGV ? 1 : 2, sig, initial, true);
+}
+
+void prs_chain_release_fault(int sig)
+{
+	struct chained *c = held(sig);
+
+	if (c)
+		__atomic_store_n(&c->released, true, __ATOMIC_RELEASE);
+}
+
+bool prs_chain_faults_held(void)
+{
+	for (int k = 1; k < PRS_CHAIN_MAX; k++)
+		if (!__atomic_load_n(&chained[k].sig, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&chained[k].released, __ATOMIC_ACQUIRE))
+			return false;
+	return true;
 }
 
 void prs_chain_forget_ring(void)
@@ -55,17 +103,17 @@ static bool is_handler(const struct sigaction *a)
 }
 
 /* The program sets (act) or asks for (old) its action for the agent's signal. */
-static void program_action(const struct sigaction *act, struct sigaction *old)
+static void program_action(struct chained *c, const struct sigaction *act, struct sigaction *old)
 {
-	int i = __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
+	int i = __atomic_load_n(&c->cur, __ATOMIC_ACQUIRE);
 
 	if (old)
-		*old = acts[i];
+		*old = c->acts[i];
 	if (!act)
 		return;
-	acts[1 - i] = *act;
-	__atomic_store_n(&cur, 1 - i, __ATOMIC_RELEASE);
-	if (hdr && is_handler(act))
+	c->acts[1 - i] = *act;
+	__atomic_store_n(&c->cur, 1 - i, __ATOMIC_RELEASE);
+	if (hdr && !c->fault && is_handler(act))
 		__atomic_store_n(&hdr->program_handler, 1, __ATOMIC_RELAXED);
 }
 
@@ -78,15 +126,18 @@ static void note_sigprof(int sig, bool handler)
 
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+	struct chained *c;
+
 	if (!real_sigaction && !prs_chain_resolve()) {
 		errno = ENOSYS;
 		return -1;
 	}
-	if (sig == 0 || sig != __atomic_load_n(&agent_sig, __ATOMIC_ACQUIRE)) {
+	c = held(sig);
+	if (!c || c->released) {
 		note_sigprof(sig, act && is_handler(act));
 		return real_sigaction(sig, act, old);
 	}
-	program_action(act, old);
+	program_action(c, act, old);
 	return 0;
 }
 
@@ -94,10 +145,12 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
 	struct sigaction sa, old;
+	struct chained *c;
 
 	if (!real_signal && !prs_chain_resolve())
 		return SIG_ERR;
-	if (sig == 0 || sig != __atomic_load_n(&agent_sig, __ATOMIC_ACQUIRE)) {
+	c = held(sig);
+	if (!c || c->released) {
 		note_sigprof(sig, handler != SIG_DFL && handler != SIG_IGN && handler != SIG_ERR);
 		return real_signal(sig, handler);
 	}
@@ -110,7 +163,7 @@ EXPORT sighandler_t signal(int sig, sighandler_t handler)
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	sigaddset(&sa.sa_mask, sig);
-	program_action(&sa, &old);
+	program_action(c, &sa, &old);
 	return old.sa_handler;
 }
 
@@ -130,14 +183,45 @@ static void default_action(int sig)
 	sigprocmask(SIG_UNBLOCK, &s, NULL);
 }
 
+/*
+ * A fault (SIGSEGV, SIGBUS) the program does not handle: the default action reinstalled for good.
+ * One the kernel raised (si_code > 0) recurs when the faulting instruction runs again on return,
+ * and kills with its own siginfo and core as without the agent (an ignored fault kills too: the
+ * kernel forces the default); one sent by a process is raised again, unless ignored.
+ */
+static void fault_default(struct chained *c, int sig, const siginfo_t *si, bool ignored)
+{
+	struct sigaction dfl;
+
+	if (si->si_code <= 0 && ignored)
+		return;
+	__atomic_store_n(&c->released, true, __ATOMIC_RELEASE);
+	if (si->si_code <= 0) {
+		default_action(sig);
+		return;
+	}
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	real_sigaction(sig, &dfl, NULL);
+}
+
 void prs_chain_forward(int sig, siginfo_t *si, void *uc)
 {
-	int i = __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
-	struct sigaction a = acts[i];
+	struct chained *c = held(sig);
+	struct sigaction a;
 	sigset_t old;
+	int i;
 
-	if (hdr)
+	if (!c)
+		return; /* not held: the agent's handler is not installed for it either */
+	i = __atomic_load_n(&c->cur, __ATOMIC_ACQUIRE);
+	a = c->acts[i];
+	if (hdr && !c->fault)
 		__atomic_fetch_add(&hdr->foreign, 1, __ATOMIC_RELAXED);
+	if (c->fault && !is_handler(&a)) {
+		fault_default(c, sig, si, a.sa_handler == SIG_IGN);
+		return;
+	}
 	if (a.sa_handler == SIG_IGN)
 		return;
 	if (a.sa_handler == SIG_DFL) {
@@ -145,9 +229,9 @@ void prs_chain_forward(int sig, siginfo_t *si, void *uc)
 		return;
 	}
 	if (a.sa_flags & SA_RESETHAND) {
-		memset(&acts[1 - i], 0, sizeof(acts[1 - i]));
-		acts[1 - i].sa_handler = SIG_DFL;
-		__atomic_store_n(&cur, 1 - i, __ATOMIC_RELEASE);
+		memset(&c->acts[1 - i], 0, sizeof(c->acts[1 - i]));
+		c->acts[1 - i].sa_handler = SIG_DFL;
+		__atomic_store_n(&c->cur, 1 - i, __ATOMIC_RELEASE);
 	}
 	sigprocmask(SIG_BLOCK, &a.sa_mask, &old);
 	if (a.sa_flags & SA_SIGINFO)

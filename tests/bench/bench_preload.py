@@ -69,12 +69,40 @@ def pct(xs):
     return f"{statistics.median(xs):+.1f} % [{min(xs):+.1f}, {max(xs):+.1f}]"
 
 
+def handler_cost(prs, script, versions, runs, secs, tmp):
+    """The handler's cost alone: preload at 1000 Hz on the 20-frame loop, per CPython version,
+    median / p90 / p99 per sample of each run (the agent's clock around its work)."""
+    print(f"\n## preload handler cost per sample, 20 Python frames, 1000 Hz ({runs} run(s) of "
+          f"{secs:g} s; load {os.getloadavg()[0]:.1f})\n")
+    print("| python | run | samples | median us | p90 us | p99 us |")
+    print("|---|---|---|---|---|---|")
+    for v in versions:
+        py = T.pyenv_python(v)
+        if not py:
+            print(f"| {v} | - | not installed | | | |")
+            continue
+        for k in range(runs):
+            out = tmp / f"h{v}-{k}"
+            _, _, st = run_target([py, str(script), str(secs)], prs, "preload", 1000, out)
+            s = st["stop_us"]
+            print(f"| {v} | {k} | {s['n']} | {s['median']:.1f} | {s['p90']:.1f} | {s.get('p99', float('nan')):.1f} |")
+    print(f"\n(load after: {os.getloadavg()[0]:.1f})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--secs", type=float, default=2.0)
+    ap.add_argument("--handler", metavar="VERSIONS",
+                    help="only the handler's cost, on these CPythons (e.g. 3.9,3.12,3.13)")
+    ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()
     prs = os.environ.get("PYRSPROF") or str(REPO / "build" / "release" / "pyrsprof")
+    if a.handler:
+        tmp = Path(tempfile.mkdtemp(prefix="bench-preload-"))
+        (tmp / "loop20.py").write_text(PY_LOOP)
+        handler_cost(prs, tmp / "loop20.py", a.handler.split(","), a.runs, a.secs, tmp)
+        return
     pairs = 1 if a.quick else 3
     py = T.pyenv_python("3.12") or "/usr/bin/python3"
     tmp = Path(tempfile.mkdtemp(prefix="bench-preload-"))
