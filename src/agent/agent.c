@@ -15,8 +15,9 @@
  * its own action (chain.c).
  *
  * The handler is async-signal-safe: raw syscalls, no allocation, no locks, no stdio, no loader
- * calls; memory it cannot trust is read with process_vm_readv on itself, which fails on a bad
- * address instead of faulting. A forked child stops sampling (its timers are not inherited;
+ * calls; memory it cannot trust is read with loads whose faults it recovers from (safecopy.h:
+ * the agent holds SIGSEGV and SIGBUS for that), or with process_vm_readv on itself when those
+ * signals are not its own or are blocked: a bad address is an error, never a crash. A forked child stops sampling (its timers are not inherited;
  * threads it creates are not armed): it runs unprofiled and unharmed.
  */
 #include <dirent.h>

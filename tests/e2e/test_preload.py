@@ -388,6 +388,40 @@ def test_program_signal_default_action(run_prs, outdir):
     assert res.rc == 128 + sig, res.describe()
 
 
+FAULT_PY = r"""
+import ctypes, faulthandler, sys, time
+if sys.argv[1] == "faulthandler":
+    faulthandler.enable()
+def spin_then_fault():
+    end = time.process_time() + 0.2
+    while time.process_time() < end:
+        pass
+    print("faulting", flush=True)
+    ctypes.string_at(8)
+spin_then_fault()
+"""
+
+
+@pytest.mark.parametrize("how", ["faulthandler", "default"])
+def test_program_segfault_is_its_own(how, run_prs, outdir):
+    """The agent holds SIGSEGV and SIGBUS for its fault-tolerant loads (src/agent/safecopy.c),
+    after the program has been sampled (walks with plain loads): a real segfault of the program
+    still reaches the program's action. With faulthandler its handler prints the Python
+    traceback of the faulting function; without, the default action kills it. Either way the
+    exit status is that of SIGSEGV (128 + 11), as without the agent."""
+    prog = ["/usr/bin/python3", "-c", FAULT_PY, how]
+    bare = subprocess.run(prog, capture_output=True, text=True, timeout=60)
+    assert bare.returncode == -signal.SIGSEGV, bare
+    res = run_prs(["run", *PRELOAD, "-r", "1000", "-o", outdir / "p", "--", *prog], timeout=60)
+    assert res.rc == 128 + signal.SIGSEGV, res.describe()
+    assert "faulting" in res.out, res.describe()
+    if how == "faulthandler":
+        assert "Fatal Python error: Segmentation fault" in res.err, res.describe()
+        assert 'in spin_then_fault' in res.err, res.describe()
+    else:
+        assert "Fatal Python error" not in res.err, res.describe()
+
+
 # ---- code objects freed before pyrsprof names them --------------------------------------------
 
 CHURN_PY = [p for p in PARAMS if p.id in ("pyenv-3.10", "pyenv-3.12")]  # name hash; co_version
