@@ -44,6 +44,7 @@
 #include "agent/ring.h"
 #include "agent/safecopy.h"
 #include "agent/selfreader.h"
+#include "agent/sigmask.h"
 #include "pyrsprof/memreader.h"
 #include "python/walk.h"
 #include "util/banned.h"
@@ -357,7 +358,7 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
 	} else if (own_clock(si)) {
 		if (ring && me.armed)
 			take_sample(ucv, si->si_code == SI_TIMER ? si->si_overrun : 0);
-	} else {
+	} else if (!prs_mask_hold(si)) {
 		prs_chain_forward(sig, si, ucv); /* the program's own use of this signal */
 	}
 	errno = saved;
@@ -379,6 +380,7 @@ static void on_fault(int sig, siginfo_t *si, void *ucv)
 struct start {
 	void *(*fn)(void *);
 	void *arg;
+	bool blocked; /* the creator's view of the agent's signal: the mask is inherited */
 };
 
 static void *thread_start(void *p)
@@ -386,6 +388,7 @@ static void *thread_start(void *p)
 	struct start st = *(struct start *)p;
 
 	free(p);
+	prs_mask_set_view(st.blocked);
 	if (ring) {
 		learn_stack();
 		pthread_setspecific(exit_key, (void *)1);
@@ -403,10 +406,12 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 		real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
 	if (!real_pthread_create)
 		return EAGAIN;
-	if (!ring || !(st = malloc(sizeof(*st))))
+	/* wrapped while the agent's handler is installed (a forked child too: the mask view) */
+	if (!signo || !(st = malloc(sizeof(*st))))
 		return real_pthread_create(th, attr, fn, arg);
 	st->fn = fn;
 	st->arg = arg;
+	st->blocked = prs_mask_view();
 	rc = real_pthread_create(th, attr, thread_start, st);
 	if (rc != 0)
 		free(st);
@@ -427,9 +432,22 @@ static bool resolve_real(void);
 static void exec_begin(struct sigaction *saved)
 {
 	struct sigaction ign;
+	sigset_t s;
 
+	if (!signo)
+		return;
+	/* the program's block of the agent's signal is inherited by the new image, for real */
+	if (prs_mask_view()) {
+		sigemptyset(&s);
+		sigaddset(&s, signo);
+		prs_mask_real(SIG_BLOCK, &s, NULL);
+	}
 	if (!ring)
 		return;
+	/* what the new image's agent is to take for the program's action (exec keeps SIG_IGN; a
+	 * handler becomes SIG_DFL) */
+	ring->exec_ignored = prs_chain_program_ignores();
+	__atomic_store_n(&ring->exec_pid, self_pid, __ATOMIC_RELEASE);
 	memset(&ign, 0, sizeof(ign));
 	ign.sa_handler = SIG_IGN;
 	prs_chain_real_sigaction(signo, &ign, saved);
@@ -438,9 +456,17 @@ static void exec_begin(struct sigaction *saved)
 static void exec_failed(const struct sigaction *saved)
 {
 	int e = errno;
+	sigset_t s;
 
-	if (ring)
+	if (signo && prs_mask_view()) {
+		sigemptyset(&s);
+		sigaddset(&s, signo);
+		prs_mask_real(SIG_UNBLOCK, &s, NULL);
+	}
+	if (ring) {
+		__atomic_store_n(&ring->exec_pid, 0, __ATOMIC_RELEASE);
 		prs_chain_real_sigaction(signo, saved, NULL);
+	}
 	errno = e;
 }
 
@@ -598,17 +624,26 @@ static void install_fault(int sig)
 static int install_handler(void)
 {
 	struct sigaction sa, old;
+	int sig = SIGRTMIN + PRS_RING_SIGNAL_OFFSET;
 
-	signo = SIGRTMIN + PRS_RING_SIGNAL_OFFSET;
-	if (prs_chain_real_sigaction(signo, NULL, &old) != 0)
+	if (prs_chain_real_sigaction(sig, NULL, &old) != 0)
 		return -errno;
+	/* SIG_IGN that the previous image's agent set for the exec: the program's own was
+	 * SIG_DFL unless it ignored the signal itself */
+	if (old.sa_handler == SIG_IGN && __atomic_load_n(&ring->exec_pid, __ATOMIC_ACQUIRE) == self_pid) {
+		if (!ring->exec_ignored)
+			old.sa_handler = SIG_DFL;
+		__atomic_store_n(&ring->exec_pid, 0, __ATOMIC_RELEASE);
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	if (prs_chain_real_sigaction(signo, &sa, NULL) != 0)
+	if (prs_chain_real_sigaction(sig, &sa, NULL) != 0)
 		return -errno;
-	prs_chain_start(signo, &old, ring);
+	prs_chain_start(sig, &old, ring);
+	prs_mask_start(sig);
+	signo = sig;
 	install_fault(SIGSEGV);
 	install_fault(SIGBUS);
 	return 0;
@@ -623,7 +658,7 @@ static bool resolve_real(void)
 	real_execv = dlsym(RTLD_NEXT, "execv");
 	real_execvp = dlsym(RTLD_NEXT, "execvp");
 	real_execvpe = dlsym(RTLD_NEXT, "execvpe");
-	return prs_chain_resolve() && real_pthread_create && real_execve && real_execv &&
+	return prs_chain_resolve() && prs_mask_resolve() && real_pthread_create && real_execve && real_execv &&
 	       real_execvp && real_execvpe;
 }
 

@@ -12,6 +12,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "agent/sigmask.h"
+
 #include "util/banned.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -89,6 +91,13 @@ bool prs_chain_faults_held(void)
 		    __atomic_load_n(&chained[k].released, __ATOMIC_ACQUIRE))
 			return false;
 	return true;
+}
+
+bool prs_chain_program_ignores(void)
+{
+	int i = __atomic_load_n(&chained[0].cur, __ATOMIC_ACQUIRE);
+
+	return chained[0].sig && chained[0].acts[i].sa_handler == SIG_IGN;
 }
 
 void prs_chain_forget_ring(void)
@@ -180,7 +189,7 @@ static void default_action(int sig)
 	syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig);
 	sigemptyset(&s);
 	sigaddset(&s, sig);
-	sigprocmask(SIG_UNBLOCK, &s, NULL);
+	prs_mask_real(SIG_UNBLOCK, &s, NULL);
 }
 
 /*
@@ -210,6 +219,7 @@ void prs_chain_forward(int sig, siginfo_t *si, void *uc)
 	struct chained *c = held(sig);
 	struct sigaction a;
 	sigset_t old;
+	bool view;
 	int i;
 
 	if (!c)
@@ -233,10 +243,14 @@ void prs_chain_forward(int sig, siginfo_t *si, void *uc)
 		c->acts[1 - i].sa_handler = SIG_DFL;
 		__atomic_store_n(&c->cur, 1 - i, __ATOMIC_RELEASE);
 	}
-	sigprocmask(SIG_BLOCK, &a.sa_mask, &old);
+	/* its mask for real but the agent's signal, which is blocked in the program's view only */
+	view = prs_mask_enter_handler(sig, &a);
+	sigdelset(&a.sa_mask, chained[0].sig);
+	prs_mask_real(SIG_BLOCK, &a.sa_mask, &old);
 	if (a.sa_flags & SA_SIGINFO)
 		a.sa_sigaction(sig, si, uc);
 	else
 		a.sa_handler(sig);
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	prs_mask_real(SIG_SETMASK, &old, NULL);
+	prs_mask_leave_handler(view);
 }

@@ -36,6 +36,9 @@ void prs_chain_release_fault(int sig);
 /* Both SIGSEGV and SIGBUS are held, and neither was handed back to the default action (a dying
  * process): prs_safecopy's faults reach the agent. Async-signal-safe. */
 bool prs_chain_faults_held(void);
+/* The program's action for the agent's signal is SIG_IGN (what an exec keeps of it; a handler
+ * becomes SIG_DFL). */
+bool prs_chain_program_ignores(void);
 /* A forked child: counted nowhere any more (the ring is the parent's); the actions stay. */
 void prs_chain_forget_ring(void);
 /* A signal of the agent's number that the agent did not send, or a fault that is not

@@ -28,7 +28,7 @@
 
 #define PRS_AGENT_FD_ENV "PYRSPROF_AGENT_FD"
 #define PRS_RING_MAGIC 0x31676e6972737270ull /* "prsring1" */
-#define PRS_RING_VERSION 3
+#define PRS_RING_VERSION 4
 #define PRS_RING_SIGNAL_OFFSET 8  /* the agent's signal: SIGRTMIN + 8 */
 #define PRS_RING_COOKIE 0x70727331 /* sigev_value of the agent's timers */
 #define PRS_RING_ARM_COOKIE 0x70727332 /* sigqueue value: "arm yourself", to threads running at start */
@@ -84,6 +84,10 @@ struct prs_ring_hdr {
 	uint64_t written, dropped, timers, perf_clocks, timer_errors, py_walks, py_errors, foreign;
 	uint32_t program_handler; /* 1: the program set a handler for the agent's signal (chained) */
 	uint32_t program_sigprof; /* 1: the program set a SIGPROF handler (its own, untouched) */
+	/* set by the agent just before an exec of the sampled process, for the new image's agent,
+	 * which finds SIG_IGN (the agent's, across the exec) whatever the program's action was */
+	int32_t exec_pid;        /* the process that exec'ed (0: none) */
+	uint32_t exec_ignored;   /* 1: the program's own action was SIG_IGN */
 	/* pyrsprof -> agent */
 	uint32_t stop;           /* 1: sample no more */
 	uint32_t clock;          /* enum prs_agent_clock */

@@ -388,6 +388,35 @@ def test_program_signal_default_action(run_prs, outdir):
     assert res.rc == 128 + sig, res.describe()
 
 
+@pytest.mark.parametrize("py", [p for p in PARAMS if p.id == "debian-python3"])
+def test_program_signal_mask_kept(py, run_prs, export_folded, outdir):
+    """sigmask.py: a worker thread that blocks every signal is still sampled (its 0.5 s of CPU
+    in blocked_spin: it took no sample before pthread_sigmask was wrapped), and the program's
+    view is as it set it: each thread sees SIGRTMIN+8 in its mask, and a SIGRTMIN+8 it sends
+    itself while blocking it reaches its handler only once it unblocks it (0 calls, then 1)."""
+    exe = python_or_skip(py)
+    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "sigmask.py"], extra=PRELOAD)
+    assert "truth before=0 after=1 main_view=True worker_view=True" in res.out, res.describe()
+    recs = export_folded(pyrs, view="cpu", lines=False)
+    wb, wm = weight_in(recs, "blocked_spin"), weight_in(recs, "main_spin")
+    assert wm >= 40, (wb, wm)  # 0.5 s of CPU at 200 Hz: ~100 each
+    assert wb >= 0.5 * wm, (wb, wm)
+
+
+@pytest.mark.parametrize("py", [p for p in PARAMS if p.id == "debian-python3"])
+def test_exec_keeps_program_signal_action(py, run_prs, export_folded, outdir):
+    """execsig.py execs twice while sampled: after the first exec SIGRTMIN+8's action is SIG_DFL
+    (it was SIG_IGN: the agent's, set across the exec, leaked), after the program ignored and
+    blocked it and exec'ed again, SIG_IGN and still blocked, as without the agent; the last
+    image, which blocks the signal, is sampled (stage2_spin) and ignores the SIGRTMIN+8 it
+    sends itself."""
+    exe = python_or_skip(py)
+    res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "execsig.py"], extra=PRELOAD)
+    assert [l for l in res.out.splitlines() if l.startswith("stage")] == ["stage1 0", "stage2 1 True"], \
+        res.describe()
+    assert weight_in(export_folded(pyrs, view="cpu", lines=False), "stage2_spin") >= 20
+
+
 FAULT_PY = r"""
 import ctypes, faulthandler, sys, time
 if sys.argv[1] == "faulthandler":
