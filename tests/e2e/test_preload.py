@@ -451,6 +451,15 @@ def test_program_segfault_is_its_own(how, run_prs, outdir):
         assert "Fatal Python error" not in res.err, res.describe()
 
 
+def test_rust_stack_overflow_is_its_own(run_prs, targets, outdir):
+    """overflow_rs, sampled, then overflows its stack: Rust's own SIGSEGV handler (on its
+    alternate stack) still catches it behind the agent's, says so and aborts (128 + SIGABRT)."""
+    res = run_prs(["run", *PRELOAD, "-r", "1000", "-o", outdir / "p", "--", targets / "overflow_rs", "0.3"],
+                  timeout=60)
+    assert res.rc == 128 + signal.SIGABRT, res.describe()
+    assert "recursing" in res.out and "has overflowed its stack" in res.err, res.describe()
+
+
 # ---- code objects freed before pyrsprof names them --------------------------------------------
 
 CHURN_PY = [p for p in PARAMS if p.id in ("pyenv-3.10", "pyenv-3.12")]  # name hash; co_version
