@@ -159,3 +159,11 @@ uint64_t img_mkstr(const char *s)
 		memcpy(img_at(a + (uint64_t)L->str_ascii_size), s, n);
 	return a;
 }
+
+uint64_t img_rand(uint64_t *state)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return *state;
+}

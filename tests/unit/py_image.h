@@ -73,4 +73,7 @@ uint64_t img_mkstr_cp(const uint32_t *cps, size_t n, unsigned kind, bool ascii);
 /* An ASCII str holding s, allocated. */
 uint64_t img_mkstr(const char *s);
 
+/* The next number of a xorshift64 sequence kept in *state (never 0): random images. */
+uint64_t img_rand(uint64_t *state);
+
 #endif

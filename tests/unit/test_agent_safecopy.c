@@ -318,10 +318,7 @@ static uint64_t rng = 88172645463325252ull;
 
 static uint64_t next_rand(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return img_rand(&rng);
 }
 
 /* Real memory of random words, most of them pointers into it or into the unmapped pages after it,

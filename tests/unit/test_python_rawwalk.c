@@ -328,10 +328,7 @@ static uint64_t rng;
 
 static uint64_t next_rand(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return img_rand(&rng);
 }
 
 /*
