@@ -247,6 +247,13 @@ void prs_chain_forward(int sig, siginfo_t *si, void *uc)
 	view = prs_mask_enter_handler(sig, &a);
 	sigdelset(&a.sa_mask, chained[0].sig);
 	prs_mask_real(SIG_BLOCK, &a.sa_mask, &old);
+	if (a.sa_flags & SA_NODEFER) { /* the kernel blocked sig for the agent's handler */
+		sigset_t one;
+
+		sigemptyset(&one);
+		sigaddset(&one, sig);
+		prs_mask_real(SIG_UNBLOCK, &one, NULL);
+	}
 	if (a.sa_flags & SA_SIGINFO)
 		a.sa_sigaction(sig, si, uc);
 	else
