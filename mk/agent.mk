@@ -4,7 +4,8 @@
 # built without sanitizers in every variant (an ASan runtime cannot be preloaded into a program
 # that was not linked with it), position-independent, exporting only the functions it wraps. It carries
 # its own copies of the CPython walker and the memory reader (the same sources).
-AGENT_SRCS := src/agent/agent.c src/agent/chain.c src/agent/safecopy.c src/agent/selfreader.c src/agent/sigmask.c src/python/walk.c
+AGENT_SRCS := src/agent/agent.c src/agent/chain.c src/agent/safecopy.c src/agent/selfreader.c \
+	src/agent/sigmask.c src/python/walk.c
 AGENT_OBJS := $(patsubst %.c,$(BUILD)/agent-pic/%.o,$(AGENT_SRCS))
 AGENT := $(BUILD)/libpyrsprof-agent.so
 AGENT_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -fno-sanitize=all $(WARN) -D_GNU_SOURCE \
@@ -27,5 +28,6 @@ build/targets/static_hello: tests/targets/static_hello.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)$(CC) -O2 -static -o $@ $<
 
-# The agent's reader of its own process is unit-tested in the test binary (test_agent_selfreader.c).
+# The agent's readers of its own process are unit-tested in the test binary
+# (test_agent_selfreader.c, test_agent_safecopy.c).
 UNIT_SRCS += src/agent/selfreader.c src/agent/safecopy.c

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The program's own action for the agent's signal (chain.h says what and why). The action is
- * kept in two copies and an index flipped after the new copy is written, so that the handler,
- * which may run in any thread at any time, reads a whole one without a lock.
+ * The program's own actions for the signals the agent holds: its sampling signal, SIGSEGV and
+ * SIGBUS (chain.h says what and why). Each action is kept in two copies and an index flipped
+ * after the new copy is written, so that the handler, which may run in any thread at any time,
+ * reads a whole one without a lock.
  */
 #include "agent/chain.h"
 
@@ -111,7 +112,7 @@ static bool is_handler(const struct sigaction *a)
 	return a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
 }
 
-/* The program sets (act) or asks for (old) its action for the agent's signal. */
+/* The program sets (act) or asks for (old) its action for a signal the agent holds. */
 static void program_action(struct chained *c, const struct sigaction *act, struct sigaction *old)
 {
 	int i = __atomic_load_n(&c->cur, __ATOMIC_ACQUIRE);
