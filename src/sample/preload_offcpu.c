@@ -101,6 +101,64 @@ static bool asleep(struct prs_target *tg, struct prs_thr *t, struct prs_task_sys
 	return true;
 }
 
+/*
+ * Periods t waited for a CPU since the last look: runnable, not running, so neither the agent
+ * (its clock is CPU time) nor the sleeper view above sees it. The kernel adds each wait to the
+ * thread's schedstat wait_ns (run_delay) when the thread gets a CPU, so the waits read are
+ * whole and exact, recorded a tick or so after they end; what is less than a period is owed to
+ * the next look. Read for every thread at every tick (one pread of a kept descriptor).
+ */
+static uint32_t runqueue_periods(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t)
+{
+	struct prs_schedstat ss;
+	uint64_t n;
+
+	if (s->period_ns <= 0)
+		return 0;
+	if (t->tick_ss_ok)
+		ss = t->tick_ss;
+	else if (prs_thr_schedstat(&tg->thr, t, &ss) != 0)
+		return 0;
+	if (ss.wait_ns < t->rq_wait_ns) { /* a tid reused by a new thread */
+		t->rq_wait_ns = 0;
+		t->rq_owed_ns = 0;
+	}
+	/* from 0 at the first look: a thread found late (listed every 100 ms, or at its first CPU
+	 * sample) waited since it started, within the session */
+	t->rq_owed_ns += ss.wait_ns - t->rq_wait_ns;
+	t->rq_wait_ns = ss.wait_ns;
+	n = t->rq_owed_ns / (uint64_t)s->period_ns;
+	if (n > 10000)
+		n = 10000;
+	t->rq_owed_ns -= n * (uint64_t)s->period_ns;
+	if (t->rq_owed_ns > 10000 * (uint64_t)s->period_ns)
+		t->rq_owed_ns = 0;
+	return (uint32_t)n;
+}
+
+/* Records n periods of t waiting for a CPU, at its last CPU sample's stack (it waited there or
+ * close by: the wait ended when it got the CPU it then spent), as ptrace mode records a stop it
+ * waited for. Only in the wall view ([waiting for a cpu]). */
+static void record_runqueue(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			    uint64_t tick_ns, uint32_t n, struct prs_offcpu *off)
+{
+	struct prs_sample smp;
+
+	if (!n || !t->cpu_stack_ok)
+		return;
+	memset(&smp, 0, sizeof(smp));
+	smp.time_ns = tick_ns > s->t0 ? tick_ns - s->t0 : 0;
+	smp.tid = t->tid;
+	smp.pid = tg->pid;
+	smp.state = PRS_STATE_RUNQUEUE;
+	smp.syscall = -1;
+	smp.stack = t->cpu_stack;
+	smp.weight = n;
+	prs_profile_sample(s->prof, &smp);
+	s->st.thread_samples++;
+	off->runqueue += n;
+}
+
 /* Takes t's stack from the SP it sleeps with: t->regs and t->stack hold the snapshot. */
 static void snapshot(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
 		     const struct prs_task_sys *sys)
@@ -189,6 +247,7 @@ void prs_preload_offcpu(struct prs_sampler *s, struct prs_target *tg, uint64_t n
 	for (size_t i = 0; i < tg->thr.n; i++) {
 		struct prs_thr *t = &tg->thr.v[i];
 
+		record_runqueue(s, tg, t, tick_ns, runqueue_periods(s, tg, t), off);
 		if (t->reuse == PRS_REUSE_ALL) {
 			prs_reuse_record_all(s, tg, t, tick_ns, t->check_ns, w);
 			off->samples++;

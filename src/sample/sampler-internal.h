@@ -283,6 +283,7 @@ struct prs_offcpu {
 	uint64_t last_list;     /* when the program's threads were last listed */
 	uint64_t samples;       /* off-CPU thread-samples recorded (read, or kept and recorded again) */
 	uint64_t missed_seen;   /* the session's missed ticks at the last look */
+	uint64_t runqueue;      /* periods recorded waiting for a CPU */
 	bool looked;            /* the threads were looked at once at least */
 	bool refreshed;         /* the unwinder's maps were re-read this tick (once at most) */
 };

@@ -223,6 +223,8 @@ static void record_slot(struct prs_sampler *s, struct prs_target *tg, struct prs
 	t->wait_addr = 0;
 	prs_record_stack(s, tg, t, sl->time_ns > s->t0 ? sl->time_ns : s->t0, s->pcs, s->frame_ids,
 			 n, pt, &smp);
+	t->cpu_stack = smp.stack; /* where its waits for a CPU are shown (preload_offcpu.c) */
+	t->cpu_stack_ok = true;
 	if (pt)
 		note_py_thread(tg, pt);
 	/* the target's share: its handler; ours: the unwind and the naming */

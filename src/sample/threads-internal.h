@@ -70,6 +70,11 @@ struct prs_thr {
 	bool tick_ss_ok;
 	uint64_t check_ns;      /* this tick's time spent deciding reuse (part of its cost) */
 	struct prs_cpu_balance bal;
+	/* preload mode: its waits for a CPU (preload_offcpu.c) */
+	uint32_t cpu_stack;     /* stack id of its last CPU sample (the agent's) */
+	bool cpu_stack_ok;
+	uint64_t rq_wait_ns;    /* its schedstat wait_ns when last read (0 before) */
+	uint64_t rq_owed_ns;    /* waits read and not yet recorded (less than a period) */
 	struct prs_regs regs;
 	uint8_t *stack;         /* the stack snapshot, stack_bytes */
 	size_t stack_len;

@@ -262,8 +262,9 @@ def offcpu_truth(out):
 
 def assert_offcpu_shares(recs, truth, where):
     """Each of spin/nap/wait_pipe's share of the wall samples of the three within 5 points of the
-    truth: spin is sampled by CPU time (its thread's CPU time), the other two by wall time."""
-    want = {"spin": truth["spin_cpu"], "nap": truth["nap"], "wait_pipe": truth["pipe"]}
+    truth, their wall times: spin's is its CPU time (the agent's samples) and its waits for a
+    CPU (from its schedstat), the other two's their sleeps (seen from outside)."""
+    want = {"spin": truth["spin_wall"], "nap": truth["nap"], "wait_pipe": truth["pipe"]}
     got = {fn: weight_in(recs, fn) for fn in OFFCPU_FNS}
     n, tot = sum(got.values()), sum(want.values())
     assert n >= 200, (got, where)
@@ -354,6 +355,28 @@ def test_offcpu_python_frames_and_shares(py, run_prs, export_folded, outdir):
             in_call = sum(c for fr, c in mine if fr[-1].name in leaves)
             assert in_call >= 0.9 * n, (fn, in_call, n, mine[:3])
     assert_offcpu_shares(recs, offcpu_truth(res.out), res.out)
+
+
+def test_runqueue_waits_in_wall_view(run_prs, targets, outdir, export_folded):
+    """runq: two threads that never block, pinned to one CPU, each waiting for it most of its
+    life (wall - cpu, which each measures and prints). Neither the agent (CPU-time clocks) nor
+    the sleeper view sees a runnable thread that waits: its waits come from its schedstat and
+    are in the wall view only, as [waiting for a cpu] at its stack, each within 20 % of its truth
+    (a wait still going on as the thread exits is not counted); none in the cpu view."""
+    rate = 200
+    res = run_prs(["run", *PRELOAD, "-r", rate, "-o", outdir / "p", "--", targets / "runq", "1"], timeout=60)
+    assert res.rc == 0, res.describe()
+    truth = {m.group(1): float(m.group(2)) - float(m.group(3)) for m in
+             re.finditer(r"runq (spin_\w+) wall_s=([\d.]+) cpu_s=([\d.]+)", res.out)}
+    assert set(truth) == {"spin_one", "spin_two"}, res.out
+    pyrs = outdir / "p" / "profile.pyrs"
+    wall = export_folded(pyrs, view="wall", lines=False)
+    for fn, wait_s in truth.items():
+        got = sum(c for fr, c in wall if any(f.name == fn for f in fr)
+                  and fr[-1].name == "[waiting for a cpu]") / rate
+        assert 0.8 * wait_s <= got <= 1.1 * wait_s + 0.02, (fn, got, wait_s)
+    cpu = export_folded(pyrs, view="cpu", lines=False)
+    assert not [fr for fr, _ in cpu if any(f.name == "[waiting for a cpu]" for f in fr)]
 
 
 # ---- the program's own signals ------------------------------------------------------------------

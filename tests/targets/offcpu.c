@@ -9,8 +9,9 @@
  * at the end). nanosleep is never restarted after a signal handler ran, even with SA_RESTART: a
  * signal delivered to the napper shows as an EINTR, which it counts (and the piper counts its
  * read's). At the end main prints
- *   truth spin_cpu=S nap=S pipe=S eintr=N
- * spin_cpu: main's CPU time in spin() (a CPU-time sampler sees that much of it); nap, pipe: the
+ *   truth spin_cpu=S spin_wall=S nap=S pipe=S eintr=N
+ * spin_cpu: main's CPU time in spin() (a CPU-time sampler sees that much of it); spin_wall: the
+ * wall time main spent in spin(), on a CPU or waiting for one (the wall view's); nap, pipe: the
  * wall time each thread spent in its function; eintr: both threads' EINTRs. Each thread prints
  * "thread NAME tid=N" first.
  */
@@ -108,7 +109,7 @@ __attribute__((noinline)) static uint64_t spin(double until)
 int main(int argc, char **argv)
 {
 	pthread_t n, p;
-	double c0;
+	double c0, w0;
 	uint64_t x;
 
 	if (argc > 1)
@@ -120,14 +121,17 @@ int main(int argc, char **argv)
 	if (pthread_create(&n, NULL, napper, NULL) != 0 || pthread_create(&p, NULL, piper, NULL) != 0)
 		return 1;
 	c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
-	x = spin(clock_s(CLOCK_MONOTONIC) + seconds);
+	w0 = clock_s(CLOCK_MONOTONIC);
+	x = spin(w0 + seconds);
 	c0 = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+	w0 = clock_s(CLOCK_MONOTONIC) - w0;
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	if (write(pipefd[1], "x", 1) != 1)
 		return 1;
 	pthread_join(n, NULL);
 	pthread_join(p, NULL);
-	printf("truth spin_cpu=%.4f nap=%.4f pipe=%.4f eintr=%d x=%llu\n", c0, nap_s, pipe_s, eintr,
+	printf("truth spin_cpu=%.4f spin_wall=%.4f nap=%.4f pipe=%.4f eintr=%d x=%llu\n", c0, w0, nap_s,
+	       pipe_s, eintr,
 	       (unsigned long long)(x & 1));
 	return 0;
 }

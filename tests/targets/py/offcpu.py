@@ -3,8 +3,8 @@
 # twin of tests/targets/offcpu.c). Usage: python offcpu.py [SECONDS]. main spins in spin();
 # thread "napper" sleeps in nap() (time.sleep(0.02) in a loop); thread "piper" blocks in
 # wait_pipe() (os.read on a pipe main writes one byte to at the end). Prints
-# "thread NAME tid=N" for each, then "truth spin_cpu=S nap=S pipe=S" (main's CPU time in spin(),
-# the wall time of the other two in their functions).
+# "thread NAME tid=N" for each, then "truth spin_cpu=S spin_wall=S nap=S pipe=S" (main's CPU
+# time and wall time in spin(), the wall time of the other two in their functions).
 import os
 import sys
 import threading
@@ -60,13 +60,16 @@ def main():
     for t in threads:
         t.start()
     c0 = time.clock_gettime(time.CLOCK_THREAD_CPUTIME_ID)
-    spin(time.monotonic() + SECS)
+    w0 = time.monotonic()
+    spin(w0 + SECS)
     cpu = time.clock_gettime(time.CLOCK_THREAD_CPUTIME_ID) - c0
+    wall = time.monotonic() - w0
     stop = True
     os.write(w, b"x")
     for t in threads:
         t.join()
-    sys.stdout.write("truth spin_cpu=%.4f nap=%.4f pipe=%.4f\n" % (cpu, took["nap"], took["pipe"]))
+    sys.stdout.write("truth spin_cpu=%.4f spin_wall=%.4f nap=%.4f pipe=%.4f\n"
+                     % (cpu, wall, took["nap"], took["pipe"]))
     sys.stdout.flush()
 
 
