@@ -3,6 +3,8 @@
 handler cost per sample (run by tests/bench/run.py, or alone):
 
     PYRSPROF=$PWD/build/release/pyrsprof /usr/bin/python3 tests/bench/bench_preload.py [--quick]
+    ... bench_preload.py --handler 3.9,3.12,3.13 [--runs N]   (the handler's cost alone, per CPython:
+                                                              median, p90, p99 per sample of each run)
 
 Targets: a Python loop 20 frames deep (a fixed-time spin counting its iterations, printed with
 its thread CPU time) on pyenv's 3.12, and build/targets/cpu_split_rs (Rust, "iterations N" in
