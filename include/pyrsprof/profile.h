@@ -138,8 +138,13 @@ struct prs_profile {
 	uint32_t nframes;
 	struct prs_stack *stacks;
 	uint32_t nstacks;
+	/* the samples in the order added; aggregated (prs_recorder_aggregate): one record per
+	 * distinct sample but for its time, weight the sum of theirs, time_ns the latest of theirs */
 	struct prs_sample *samples;
 	size_t nsamples;
+	uint64_t sample_count; /* samples added (nsamples, unless aggregated) */
+	uint64_t sample_times; /* changes of time_ns from one sample added to the next, plus one (0 for
+				* none): the ticks seen, as samples of one tick share a time */
 	struct prs_thread *threads;
 	uint32_t nthreads;
 	struct prs_process *processes; /* in the order they were added */
@@ -178,7 +183,8 @@ uint32_t prs_profile_raw_frame(struct prs_profile *p, uint32_t mapping, uint64_t
 uint32_t prs_profile_named_frame(struct prs_profile *p, enum prs_kind kind, uint32_t name,
 				 uint32_t file, uint32_t line);
 uint32_t prs_profile_stack(struct prs_profile *p, uint32_t parent, uint32_t frame);
-/* Appends (no interning). Returns 0, -EINVAL (stack or string id out of range, pid < 0) or -ENOMEM. */
+/* Appends (no interning; a profile that aggregates adds it to its record). Returns 0, -EINVAL
+ * (stack or string id out of range, pid < 0) or -ENOMEM. */
 int prs_profile_sample(struct prs_profile *p, const struct prs_sample *s);
 /* A thread's name, in process pid (0: unknown); prs_profile_thread is prs_profile_thread_pid with pid 0. */
 int prs_profile_thread(struct prs_profile *p, int32_t tid, uint32_t name);
@@ -256,6 +262,17 @@ struct prs_recorder;
  * *out owns a new profile, reachable with prs_recorder_profile().
  */
 int prs_recorder_open(const char *path, struct prs_recorder **out, struct prs_err *err);
+/*
+ * Keeps the profile's samples aggregated from now on (call it before the first sample): every
+ * sample is still written to the file, but p->samples holds one record per distinct (stack, pid,
+ * tid, state, syscall, flags, and PROCESS entry in effect), with the sum of their weights and the
+ * latest of their times, so memory grows with the distinct samples, not with the recording's
+ * length. Sample order and each sample's time are then in the file only: fit for the views, the
+ * graphs and the classifier's facts, not for a timeline (speedscope, dump). Process entries must
+ * be added in time order, each no earlier than the samples added before it (the sampler does).
+ * Returns 0, -EINVAL (samples were added already) or -ENOMEM.
+ */
+int prs_recorder_aggregate(struct prs_recorder *r);
 /* The profile being built; borrowed, valid until prs_recorder_close(). Add to it with the
  * prs_profile_* functions: the recorder writes whatever was added since the last flush. */
 struct prs_profile *prs_recorder_profile(struct prs_recorder *r);

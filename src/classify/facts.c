@@ -63,19 +63,6 @@ static double meta_num(const struct prs_profile *p, const char *key, double dflt
 	return end != v && *end == '\0' && d == d ? d : dflt;
 }
 
-/* Distinct tick times among the samples (samples of one tick share a time). */
-static uint64_t ticks_seen(const struct prs_profile *p)
-{
-	uint64_t n = 0, last = UINT64_MAX;
-
-	for (size_t i = 0; i < p->nsamples; i++)
-		if (p->samples[i].time_ns != last) {
-			last = p->samples[i].time_ns;
-			n++;
-		}
-	return n;
-}
-
 /* ---- records ---- */
 
 struct recs {
@@ -496,7 +483,7 @@ int prs_facts_build(const struct prs_profile *p, struct prs_facts *f, struct prs
 	f->have_ticks = prs_profile_meta_get(p, "ticks") != NULL;
 	s = prs_profile_meta_get(p, "gil_wait");
 	f->gil_measured = s && strcmp(s, "1") == 0;
-	ticks = ticks_seen(p);
+	ticks = p->sample_times; /* the distinct tick times (samples of one tick share a time) */
 	if (f->duration_s <= 0 && ticks && f->rate_hz > 0)
 		f->duration_s = (double)ticks / f->rate_hz; /* an interrupted recording */
 	tick_s = ticks && f->duration_s > 0 ? f->duration_s / (double)ticks

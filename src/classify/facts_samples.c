@@ -176,9 +176,7 @@ int prs_facts_from_samples(const struct prs_profile *p, struct prs_facts *f, dou
 			goto out;
 		}
 		t->samples += w;
-		t->sampled[r] += w;
-		t->t[r] += w * tick_s;
-		t->wall_s += w * tick_s;
+		t->sampled[r] += w; /* (times below: the same however the samples were summed) */
 		if (s->stack < p->nstacks && py[s->stack])
 			t->python = true;
 		if (s->flags & PRS_SAMPLE_GIL)
@@ -219,6 +217,13 @@ int prs_facts_from_samples(const struct prs_profile *p, struct prs_facts *f, dou
 					leaves[k].w += w;
 			}
 		}
+	}
+	for (size_t i = 0; i < f->nthreads; i++) {
+		struct prs_thread_facts *t = &f->threads[i];
+
+		for (int r = 0; r < PRS_R__COUNT; r++)
+			t->t[r] = t->sampled[r] * tick_s;
+		t->wall_s = t->samples * tick_s;
 	}
 	top_syscalls(f, sc, nsc);
 	f->copy_share = oncpu > 0 ? copy / oncpu : 0;

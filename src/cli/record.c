@@ -392,8 +392,8 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 		/* profile.pyrs stops at the failed write (its reader will say so); the samples are all
 		 * in memory, and the graphs are drawn from them */
 		cli_err(&err, "write profile");
-		cli_msg("%s/profile.pyrs is cut short; the flame graphs hold all %zu samples", dir,
-			done ? done->nsamples : 0);
+		cli_msg("%s/profile.pyrs is cut short; the flame graphs hold all %llu samples", dir,
+			done ? (unsigned long long)done->sample_count : 0);
 		rc = EXIT_FAIL;
 		pyrs_ok = false;
 		if (!done)
@@ -478,6 +478,17 @@ static int choose_dir(const struct rec_opts *o, const char *prog, char *dir, siz
 	return 0;
 }
 
+static void discard_recording(struct prs_recorder *rec, const char *dir, bool created)
+{
+	char path[4096];
+
+	prs_recorder_close(rec, NULL, NULL);
+	snprintf(path, sizeof(path), "%s/profile.pyrs", dir);
+	unlink(path);
+	if (created)
+		rmdir(dir);
+}
+
 /* Opens DIR/profile.pyrs. Returns 0, or an exit code after printing why. */
 static int open_recording(const struct rec_opts *o, const char *prog, char *dir, size_t dsize,
 			  bool *created, struct prs_recorder **rec)
@@ -498,19 +509,16 @@ static int open_recording(const struct rec_opts *o, const char *prog, char *dir,
 			rmdir(dir);
 		return EXIT_FAIL;
 	}
+	/* memory for the distinct samples, not for each: the end of the recording draws the graphs
+	 * and the reports from sums (profile.pyrs keeps every sample) */
+	if (prs_recorder_aggregate(*rec) != 0) {
+		cli_msg("%s: out of memory", path);
+		discard_recording(*rec, dir, *created);
+		return EXIT_FAIL;
+	}
 	return 0;
 }
 
-static void discard_recording(struct prs_recorder *rec, const char *dir, bool created)
-{
-	char path[4096];
-
-	prs_recorder_close(rec, NULL, NULL);
-	snprintf(path, sizeof(path), "%s/profile.pyrs", dir);
-	unlink(path);
-	if (created)
-		rmdir(dir);
-}
 
 static void sampler_opts(const struct rec_opts *o, struct prs_sampler_opts *so)
 {

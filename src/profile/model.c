@@ -78,6 +78,7 @@ void prs_profile_free(struct prs_profile *p)
 		prs_map64_release(&p->index->stacks);
 		prs_map64_release(&p->index->raw_pcs);
 		free(p->index->expand_log);
+		prs_profile_agg_free(p->index->agg);
 		free(p->index);
 	}
 	free(p);
@@ -477,12 +478,24 @@ uint32_t prs_profile_stack(struct prs_profile *p, uint32_t parent, uint32_t fram
 
 int prs_profile_sample(struct prs_profile *p, const struct prs_sample *s)
 {
+	struct prs_profile_index *ix = p->index;
+	int rc;
+
 	if (s->stack >= p->nstacks || s->pid < 0)
 		return -EINVAL;
-	if (p->nsamples >= p->index->cap_samples &&
-	    GROW(p->samples, p->index->cap_samples, p->nsamples + 1))
-		return -ENOMEM;
-	p->samples[p->nsamples++] = *s;
+	if (ix->agg) {
+		if ((rc = prs_profile_agg_sample(p, s)) != 0)
+			return rc;
+	} else {
+		if (p->nsamples >= ix->cap_samples && GROW(p->samples, ix->cap_samples, p->nsamples + 1))
+			return -ENOMEM;
+		p->samples[p->nsamples++] = *s;
+	}
+	/* samples of one tick share a time (the classifier's tick count) */
+	if (p->sample_count == 0 || s->time_ns != ix->last_time_ns)
+		p->sample_times++;
+	ix->last_time_ns = s->time_ns;
+	p->sample_count++;
 	return 0;
 }
 

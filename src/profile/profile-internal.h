@@ -27,7 +27,24 @@ struct prs_profile_index {
 	/* frame ids in the order prs_profile_expand was called: what the writer emits as EXPAND */
 	uint32_t *expand_log;
 	size_t nexpand_log, cap_expand_log;
+	uint64_t last_time_ns; /* of the latest sample added (p->sample_times) */
+	struct prs_profile_agg *agg; /* NULL unless the samples are aggregated (aggregate.c) */
 };
+
+/*
+ * Aggregated samples (aggregate.c; the recorder's prs_recorder_aggregate): from now on p->samples
+ * holds one record per distinct (stack, pid, tid, state, syscall, flags, process epoch), its
+ * weight the sum of its samples' and its time_ns the latest of theirs; the samples themselves
+ * wait in a pending array for the writer. -EINVAL once samples were added, else 0 or -ENOMEM.
+ */
+int prs_profile_agg_enable(struct prs_profile *p);
+void prs_profile_agg_free(struct prs_profile_agg *a);
+/* prs_profile_sample of an aggregating profile (s checked). 0 or -ENOMEM. */
+int prs_profile_agg_sample(struct prs_profile *p, const struct prs_sample *s);
+/* The samples added since prs_profile_pending_taken (all of them, in order; none when p does not
+ * aggregate: then they are p->samples). */
+const struct prs_sample *prs_profile_pending(const struct prs_profile *p, size_t *n);
+void prs_profile_pending_taken(struct prs_profile *p);
 
 /* Deepest stack the model holds (folded input can be deeper than a sampled stack). */
 #define PRS_PROFILE_MAX_DEPTH (64u * 1024)

@@ -38,7 +38,8 @@ struct prs_recorder {
 	int failed; /* sticky negative errno after a write error */
 	/* what has been written so far: index of the first entry not yet written */
 	uint32_t w_strings, w_mappings, w_frames, w_stacks, w_threads, w_processes, w_meta, w_acct;
-	size_t w_samples, w_expand;
+	size_t w_samples, w_expand; /* w_samples: in p->samples, or in the pending samples when aggregated */
+	uint64_t n_samples;         /* SAMPLE records written */
 	uint64_t last_time_ns;
 	struct prs_pyrs_pids pids; /* what a reader infers for a sample without a pid field */
 };
@@ -109,6 +110,8 @@ static int chunk(struct prs_recorder *r, struct prs_err *err)
 static int encode_new(struct prs_recorder *r, struct prs_err *err)
 {
 	struct prs_profile *p = r->p;
+	const struct prs_sample *smp;
+	size_t nsmp;
 	int rc = 0;
 
 	for (; r->w_strings < p->nstrings; r->w_strings++) {
@@ -169,8 +172,14 @@ static int encode_new(struct prs_recorder *r, struct prs_err *err)
 		if ((rc = put(r, m->key)) || (rc = put(r, m->value)) || (rc = end_record(r, PRS_REC_META)))
 			goto out;
 	}
-	for (; r->w_samples < p->nsamples; r->w_samples++) {
-		const struct prs_sample *s = &p->samples[r->w_samples];
+	/* an aggregating profile keeps the samples for us in its pending array until they are written */
+	smp = prs_profile_pending(p, &nsmp);
+	if (!smp) {
+		smp = p->samples;
+		nsmp = p->nsamples;
+	}
+	for (; r->w_samples < nsmp; r->w_samples++) {
+		const struct prs_sample *s = &smp[r->w_samples];
 		/* the pid only where the reader would not infer it from the tid's THREAD record */
 		bool pid = s->pid != prs_pyrs_pids_implied(&r->pids, s->tid);
 
@@ -183,6 +192,11 @@ static int encode_new(struct prs_recorder *r, struct prs_err *err)
 		    (rc = end_record(r, PRS_REC_SAMPLE)) || (rc = chunk(r, err)))
 			goto out;
 		r->last_time_ns = s->time_ns;
+		r->n_samples++;
+	}
+	if (smp != p->samples) {
+		prs_profile_pending_taken(p);
+		r->w_samples = 0;
 	}
 	for (; r->w_acct < p->nacct; r->w_acct++) {
 		const struct prs_acct_record *a = &p->acct[r->w_acct];
@@ -267,13 +281,20 @@ struct prs_profile *prs_recorder_profile(struct prs_recorder *r)
 	return r->p;
 }
 
+int prs_recorder_aggregate(struct prs_recorder *r)
+{
+	return prs_profile_agg_enable(r->p);
+}
+
 int prs_recorder_flush(struct prs_recorder *r, struct prs_err *err)
 {
 	int rc;
 
-	if (r->failed)
+	if (r->failed) {
+		prs_profile_pending_taken(r->p); /* never to be written: not kept either */
 		return prs_err_set(err, r->failed, "%s: an earlier write failed: %s", r->path,
 				   strerror(-r->failed));
+	}
 	rc = encode_new(r, err);
 	if (rc || r->rec.len == 0)
 		return rc; /* nothing new: no empty frame */
@@ -298,7 +319,7 @@ int prs_recorder_close(struct prs_recorder *r, struct prs_profile **profile, str
 		if (!rc) {
 			if ((rc = put(r, p->nstrings)) || (rc = put(r, p->nmappings)) ||
 			    (rc = put(r, p->nframes)) || (rc = put(r, p->nstacks)) ||
-			    (rc = put(r, p->nsamples)) || (rc = put(r, p->nthreads)) ||
+			    (rc = put(r, r->n_samples)) || (rc = put(r, p->nthreads)) ||
 			    (rc = put(r, p->nmeta)) || (rc = put(r, p->index->nexpand_log)) ||
 			    /* appended counts: accounting records (when not 0, or when the
 			     * process count follows), then PROCESS records (when not 0) */
