@@ -6,9 +6,12 @@
  * per simulated second. Each thread stays in a stack for a few samples, then moves to another
  * from a pool whose stacks are made when first sampled (a trunk of interpreter frames, 10-40
  * Python frames down a call tree, 0-4 raw native frames), so distinct stacks keep appearing as a
- * real program's do, fewer as time goes on; a fifth of the stays are off-CPU in a syscall. A tick
- * samples the threads one after another (~15 us each, a few us of jitter), as ptrace mode does:
- * the times are most of what a sample costs in the file.
+ * real program's do, fewer as time goes on; a fifth of the stays are off-CPU in a syscall. The
+ * samples of a tick share its time, as the sampler stamps them (src/sample/record.c: the tick's
+ * start), and a tick starts up to 50 us late (--jitter-us; --thread-times stamps each thread
+ * ~15 us after the previous one instead, as an earlier version of this bench did: no sampler
+ * writes such times, and they cost 3-4 bytes a sample). The samples are aggregated in memory as
+ * the recorder of `run` does (prs_recorder_aggregate).
  *
  * Every simulated minute it prints the samples, the distinct stacks, this process's RSS and
  * the file's size, then times the end of the recording: closing the file, then the CPU and wall
@@ -16,7 +19,8 @@
  * of it (synthetic frames): a real recording's summary or --stats gives that.
  * Goals (issue 13): RSS grows with the distinct stacks, not with the samples; under 2 bytes per
  * sample in profile.pyrs; the end of the recording under 2 s.
- * Usage: long_bench [--threads T] [--minutes M] [--hz H] [--pool D] [--seed X]
+ * Usage: long_bench [--threads T] [--minutes M] [--hz H] [--pool D] [--seed X] [--jitter-us J]
+ *        [--thread-times 1] [--aggregate 0]
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -127,7 +131,7 @@ static int graphs(const struct prs_profile *p)
 int main(int argc, char **argv)
 {
 	static const int16_t syscalls[] = { 0, 7, 202, 230, 232, 35 };
-	unsigned threads = 50, minutes = 10, hz = 100;
+	unsigned threads = 50, minutes = 10, hz = 100, jitter_us = 50, thread_times = 0, aggregate = 1;
 	uint32_t npool = 20000;
 	struct prs_mapping m = { .start = 0x400000, .end = 0x4400000 };
 	char path[64];
@@ -151,6 +155,12 @@ int main(int argc, char **argv)
 			hz = (unsigned)strtoul(argv[i + 1], NULL, 10);
 		else if (strcmp(argv[i], "--pool") == 0)
 			npool = (uint32_t)strtoul(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--jitter-us") == 0)
+			jitter_us = (unsigned)strtoul(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--thread-times") == 0)
+			thread_times = (unsigned)strtoul(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--aggregate") == 0)
+			aggregate = (unsigned)strtoul(argv[i + 1], NULL, 10);
 		else if (strcmp(argv[i], "--seed") == 0)
 			rng = strtoull(argv[i + 1], NULL, 10) * 0x9e3779b97f4a7c15ull | 1;
 	}
@@ -161,6 +171,10 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "/tmp/long_bench.%d.pyrs", (int)getpid());
 	if (prs_recorder_open(path, &r, &err)) {
 		fprintf(stderr, "long_bench: %s\n", err.msg);
+		return 1;
+	}
+	if (aggregate && prs_recorder_aggregate(r)) {
+		fprintf(stderr, "long_bench: out of memory\n");
 		return 1;
 	}
 	p = w.p = prs_recorder_profile(r);
@@ -186,17 +200,19 @@ int main(int argc, char **argv)
 
 	printf("a long recording (long_bench): %u threads, %u Hz, %u simulated minutes, a pool of "
 	       "%" PRIu32 " stacks made when first sampled; the model and the recorder as the sampler "
-	       "drives them (one flush per simulated second)\n", threads, hz, minutes, npool);
+	       "drives them (one flush per simulated second); %s; samples %s in memory\n", threads, hz,
+	       minutes, npool, thread_times ? "each thread-sample stamped 15 us after the previous one"
+	       : "the samples of a tick share its time", aggregate ? "aggregated" : "one record each");
 	printf("goals: RSS grows with the distinct stacks, not with the samples; < 2 bytes/sample in "
 	       "profile.pyrs; end of recording < 2 s\n");
-	printf("%-8s %10s %10s %9s %10s %12s\n", "minute", "samples", "stacks", "RSS MB", "file MB",
-	       "bytes/sample");
+	printf("%-8s %10s %10s %10s %9s %10s %12s\n", "minute", "samples", "stacks", "records", "RSS MB",
+	       "file MB", "bytes/sample");
 	ticks = (uint64_t)minutes * 60 * hz;
 	for (t = 0; t < ticks; t++) {
-		uint64_t now = t * (1000000000ull / hz);
+		uint64_t now = t * (1000000000ull / hz) + (jitter_us ? rnd() % (jitter_us * 1000ull) : 0);
 
 		for (unsigned k = 0; k < threads; k++) {
-			struct prs_sample s = { .time_ns = now + k * 15000 + rnd() % 3000,
+			struct prs_sample s = { .time_ns = thread_times ? now + k * 15000 + rnd() % 3000 : now,
 						.tid = (int32_t)(1000 + k),
 						.state = PRS_STATE_RUNNING, .syscall = -1, .weight = 1 };
 
@@ -226,13 +242,13 @@ int main(int argc, char **argv)
 			double rss = rss_mb();
 
 			stat(path, &st);
-			printf("%-8" PRIu64 " %10zu %10" PRIu32 " %9.1f %10.2f %12.3f\n", (uint64_t)((t + 1) / (60ull * hz)),
-			       p->nsamples, p->nstacks, rss, (double)st.st_size / 1e6,
-			       (double)st.st_size / (double)p->nsamples);
+			printf("%-8" PRIu64 " %10" PRIu64 " %10" PRIu32 " %10zu %9.1f %10.2f %12.3f\n",
+			       (uint64_t)((t + 1) / (60ull * hz)), p->sample_count, p->nstacks, p->nsamples, rss,
+			       (double)st.st_size / 1e6, (double)st.st_size / (double)p->sample_count);
 			fflush(stdout);
 			if ((t + 1) / (60ull * hz) == 1) {
 				rss0 = rss;
-				samples0 = p->nsamples;
+				samples0 = p->sample_count;
 				stacks0 = p->nstacks;
 			}
 			rss_end = rss;
@@ -254,13 +270,13 @@ int main(int argc, char **argv)
 	printf("\n%-58s %10s %10s\n", "measure", "goal", "measured");
 	if (minutes > 1)
 		printf("%-58s %10s %10.1f\n", "RSS growth after minute 1, bytes per sample", "~0",
-		       (rss_end - rss0) * 1e6 / (double)(p->nsamples - samples0));
+		       (rss_end - rss0) * 1e6 / (double)(p->sample_count - samples0));
 	if (minutes > 1)
 		printf("%-58s %10s %10zu\n", "  while the distinct stacks grew by", "", p->nstacks - stacks0);
-	printf("%-58s %10s %10zu\n", "  the model's samples array alone, bytes per sample", "",
-	       sizeof(struct prs_sample));
+	printf("%-58s %10s %10.2f\n", "  the model's sample records, bytes per sample", "",
+	       (double)(p->nsamples * sizeof(struct prs_sample)) / (double)p->sample_count);
 	printf("%-58s %10s %10.3f\n", "profile.pyrs bytes per sample", "< 2",
-	       (double)st.st_size / (double)p->nsamples);
+	       (double)st.st_size / (double)p->sample_count);
 	printf("%-58s %10s %10.2f\n", "end: close the file (s, wall)", "", close_s);
 	printf("%-58s %10s %10.2f\n", "end: CPU + wall flame graphs from memory (s, wall)", "", graphs_s);
 	printf("%-58s %10s %10.2f\n", "end of recording without symbolization (s, wall)", "< 2",
