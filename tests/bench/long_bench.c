@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pyrsprof/flamegraph.h"
@@ -67,6 +68,15 @@ static double rss_mb(void)
 		fclose(f);
 	}
 	return (double)resident * (double)sysconf(_SC_PAGESIZE) / 1e6;
+}
+
+/* This process's CPU time (s): the wall time of a loaded machine includes waiting for a core. */
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 struct world {
@@ -143,7 +153,7 @@ int main(int argc, char **argv)
 	uint32_t *cur, *left;
 	int16_t *sc; /* the syscall a thread is blocked in during its stay, -1 when running */
 	uint64_t ticks, t, t0;
-	double rss0 = 0, rss_end = 0, close_s, graphs_s;
+	double rss0 = 0, rss_end = 0, close_s, graphs_s, graphs_cpu_s;
 	size_t samples0 = 0, stacks0 = 0;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
@@ -261,11 +271,13 @@ int main(int argc, char **argv)
 	}
 	close_s = (double)(prs_now_ns() - t0) / 1e9;
 	t0 = prs_now_ns();
+	graphs_cpu_s = cpu_s();
 	if (graphs(p)) {
 		fprintf(stderr, "long_bench: flame graphs failed\n");
 		return 1;
 	}
 	graphs_s = (double)(prs_now_ns() - t0) / 1e9;
+	graphs_cpu_s = cpu_s() - graphs_cpu_s;
 	stat(path, &st);
 	printf("\n%-58s %10s %10s\n", "measure", "goal", "measured");
 	if (minutes > 1)
@@ -279,6 +291,7 @@ int main(int argc, char **argv)
 	       (double)st.st_size / (double)p->sample_count);
 	printf("%-58s %10s %10.2f\n", "end: close the file (s, wall)", "", close_s);
 	printf("%-58s %10s %10.2f\n", "end: CPU + wall flame graphs from memory (s, wall)", "", graphs_s);
+	printf("%-58s %10s %10.2f\n", "  of which CPU (s; wall minus CPU: waiting for a core)", "", graphs_cpu_s);
 	printf("%-58s %10s %10.2f\n", "end of recording without symbolization (s, wall)", "< 2",
 	       close_s + graphs_s);
 	prs_profile_free(p);
