@@ -53,7 +53,8 @@ int prs_export_folded(const struct prs_profile *p, const struct prs_view_opts *o
  * Equal frames (name, file, line) share one entry of the frame table; "file"/"line" are given
  * when known. The JSON is written by jansson. Cost (measured): about 4 us and 85 bytes per sample
  * of a 20-frame stack, dominated by printing the frame indexes (1M samples: ~4-5 s, 85 MB).
- * Returns 0, -ENOMEM or -EIO (write error) with err set.
+ * Returns 0, -ENOMEM or -EIO (write error) with err set; -EINVAL for a profile whose samples
+ * are aggregated (prs_recorder_aggregate: no timeline in memory; its file has one).
  */
 int prs_export_speedscope(const struct prs_profile *p, enum prs_view view, FILE *out,
 			  struct prs_err *err);

@@ -15,6 +15,7 @@
  * "profiles".
  */
 #include "pyrsprof/export.h"
+#include "profile/profile-internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -399,6 +400,11 @@ int prs_export_speedscope_view(const struct prs_profile *p, const struct prs_vie
 	size_t n = 0, i, j, active = 0, nst = 0, nprof = 0;
 	int rc = 0;
 
+	if (p->index && p->index->agg) { /* a timeline needs each sample's time: its file has them */
+		free(c);
+		return prs_err_set(err, -EINVAL, "speedscope export: this profile holds sums of samples "
+				   "(a recording's, in memory); export its profile.pyrs");
+	}
 	prs_buf_init(&o.b);
 	prs_buf_init(&tail);
 	if (!c)

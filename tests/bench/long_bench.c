@@ -152,7 +152,7 @@ int main(int argc, char **argv)
 	struct stat st;
 	uint32_t *cur, *left;
 	int16_t *sc; /* the syscall a thread is blocked in during its stay, -1 when running */
-	uint64_t ticks, t, t0;
+	uint64_t ticks, t, t0, loop_ns = 0;
 	double rss0 = 0, rss_end = 0, close_s, graphs_s, graphs_cpu_s;
 	size_t samples0 = 0, stacks0 = 0;
 
@@ -220,6 +220,7 @@ int main(int argc, char **argv)
 	ticks = (uint64_t)minutes * 60 * hz;
 	for (t = 0; t < ticks; t++) {
 		uint64_t now = t * (1000000000ull / hz) + (jitter_us ? rnd() % (jitter_us * 1000ull) : 0);
+		uint64_t tick0 = prs_now_ns();
 
 		for (unsigned k = 0; k < threads; k++) {
 			struct prs_sample s = { .time_ns = thread_times ? now + k * 15000 + rnd() % 3000 : now,
@@ -244,6 +245,7 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		}
+		loop_ns += prs_now_ns() - tick0;
 		if ((t + 1) % hz == 0 && prs_recorder_flush(r, &err)) {
 			fprintf(stderr, "long_bench: %s\n", err.msg);
 			return 1;
@@ -287,6 +289,8 @@ int main(int argc, char **argv)
 		printf("%-58s %10s %10zu\n", "  while the distinct stacks grew by", "", p->nstacks - stacks0);
 	printf("%-58s %10s %10.2f\n", "  the model's sample records, bytes per sample", "",
 	       (double)(p->nsamples * sizeof(struct prs_sample)) / (double)p->sample_count);
+	printf("%-58s %10s %10.1f\n", "the samples made and added to the model, ns per sample", "",
+	       (double)loop_ns / (double)p->sample_count);
 	printf("%-58s %10s %10.3f\n", "profile.pyrs bytes per sample", "< 2",
 	       (double)st.st_size / (double)p->sample_count);
 	printf("%-58s %10s %10.2f\n", "end: close the file (s, wall)", "", close_s);

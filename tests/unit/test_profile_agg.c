@@ -207,6 +207,16 @@ Test(aggregate, views_equal_the_file_read_back, .init = unit_tmpdir_make, .fini 
 		free(b);
 	}
 	cr_assert(both_commands, "the exec's two commands both named");
+	/* no timeline from sums: speedscope refuses, and takes the file's */
+	{
+		FILE *null = fopen("/dev/null", "w");
+		struct prs_err err;
+
+		cr_assert_eq(prs_export_speedscope(agg, PRS_VIEW_WALL, null, &err), -EINVAL);
+		cr_assert(strstr(err.msg, "profile.pyrs"), "%s", err.msg);
+		cr_assert_eq(prs_export_speedscope(back, PRS_VIEW_WALL, null, &err), 0);
+		fclose(null);
+	}
 	prs_profile_free(agg);
 	prs_profile_free(back);
 }
