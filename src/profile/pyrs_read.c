@@ -495,6 +495,8 @@ static int feed(struct reader *rd, const uint8_t *data, size_t len)
 
 static int finish(struct reader *rd, struct prs_profile **out, char *warning, size_t wsize)
 {
+	uint64_t kept = 0;
+
 	if (rd->hdr_len == 0)
 		return prs_err_set(rd->err, -EINVAL, "%s: empty file, not a pyrsprof profile", rd->name);
 	if (rd->hdr_len < PRS_PYRS_HEADER_LEN) {
@@ -520,14 +522,18 @@ static int finish(struct reader *rd, struct prs_profile **out, char *warning, si
 				   "%s: corrupt profile (%s in the zstd frame at byte %" PRIu64
 				   ", before any sample)", rd->name, rd->damage, rd->p->damaged_at);
 	rd->p->complete = rd->ended;
+	/* the samples as every output counts them: a record stands for its weight (a thread that
+	 * waited through ticks for its stop carries them) */
+	for (size_t i = 0; i < rd->p->nsamples && (rd->damaged || !rd->ended); i++)
+		kept += rd->p->samples[i].weight;
 	if (rd->damaged && warning && wsize)
 		snprintf(warning, wsize,
-			 "%s: damaged at byte %" PRIu64 " (%s) after %zu samples; showing what precedes",
-			 rd->name, rd->p->damaged_at, rd->damage, rd->p->nsamples);
+			 "%s: damaged at byte %" PRIu64 " (%s) after %" PRIu64 " samples; showing what precedes",
+			 rd->name, rd->p->damaged_at, rd->damage, kept);
 	else if (!rd->ended && warning && wsize)
 		snprintf(warning, wsize,
-			 "%s: truncated after %zu samples (the recording did not finish); showing what was saved",
-			 rd->name, rd->p->nsamples);
+			 "%s: truncated after %" PRIu64 " samples (the recording did not finish); showing what was saved",
+			 rd->name, kept);
 	*out = rd->p;
 	rd->p = NULL;
 	return 0;

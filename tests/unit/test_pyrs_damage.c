@@ -173,7 +173,14 @@ static enum outcome check_damaged(const struct prs_profile *w, const char *data,
 	}
 	snprintf(want, sizeof(want), "damaged at byte %llu (", (unsigned long long)r->damaged_at);
 	cr_assert(strstr(warn, want), "%s: %s", what, warn);
-	snprintf(want, sizeof(want), ") after %zu samples; showing what precedes", r->nsamples);
+	{
+		/* samples as the outputs count them: the records' weights */
+		unsigned long long kept = 0;
+
+		for (size_t i = 0; i < r->nsamples; i++)
+			kept += r->samples[i].weight;
+		snprintf(want, sizeof(want), ") after %llu samples; showing what precedes", kept);
+	}
 	cr_assert(strstr(warn, want), "%s: %s", what, warn);
 	cr_assert(r->damaged_at >= start && r->damaged_at < end, "%s: damaged at %llu, outside frame %u [%zu, %zu)",
 		  what, (unsigned long long)r->damaged_at, k, start, end);
