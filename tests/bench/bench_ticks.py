@@ -28,6 +28,13 @@
    median and range of the per-pair slowdown. Goal: <= 3 %. The 4 workers share 2 CPUs with
    pyrsprof, so its own CPU is part of the slowdown, as it is for a user.
 
+The floor: tools/floor (build/release/tools/floor, `make targets`). `floor stop` prints the
+platform's cost of one INTERRUPT/wait/GETREGS/CONT cycle of one busy thread; `floor tick` is the
+least a sampler that stops every thread can do to a whole program (each thread resumed as soon as
+its registers are read, nothing held, nothing else read, new threads and processes followed by
+the same ptrace events as pyrsprof): parts 1 and 3 run it as one more arm, so each number reads
+"pyrsprof X over a floor of Y" (both against the same untraced runs).
+
 --builds NAME=PATH compares several pyrsprof binaries in part 1 (e.g. before=... after=...), the
 windows of every build alternating in each round.
 """
@@ -53,6 +60,7 @@ SERVER = REPO / "tests" / "targets" / "py" / "threadserver.py"
 LOADGEN = REPO / "tests" / "targets" / "py" / "loadgen.py"
 BUSY = REPO / "build" / "targets" / "busy"
 POOLWORK = REPO / "tests" / "targets" / "py" / "poolwork.py"
+FLOOR = REPO / "build" / "release" / "tools" / "floor"
 GOAL_THROUGHPUT = 0.95
 GOAL_MISSED = 0.01
 GOAL_POOL_SLOWDOWN = 0.03
@@ -105,6 +113,35 @@ def traced_window(srv, prs, mode, secs, outdir):
     return res, stats, stopped, "".join(lines) + rest
 
 
+def floor_window(srv, secs):
+    """tools/floor tick at 100 Hz attached to the server while it is loaded for secs: (loadgen
+    result, floor's tick line, threads left stopped)."""
+    p = subprocess.Popen([str(FLOOR), "tick", "10000", str(secs + 0.6), "-p", str(srv.p.pid)],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.3)
+        res = srv.load(secs)
+    finally:
+        err = p.communicate(timeout=60)[1]
+    return res, err.strip(), stopped_threads(srv.p.pid)
+
+
+def cycle_floor():
+    """tools/floor stop on a busy thread pinned to CPU 1 (the prober on CPU 0), 100 Hz: the
+    median us of one INTERRUPT/wait/GETREGS/CONT cycle, or None."""
+    tgt = subprocess.Popen(["taskset", "-c", "1", str(BUSY), "procs", "1", "5"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.2)
+        out = subprocess.run(["taskset", "-c", "0", str(FLOOR), "stop", str(tgt.pid), "10000", "200"],
+                             capture_output=True, text=True, timeout=30).stdout.split()
+        return float(out[out.index("median_us") + 1])
+    except (ValueError, IndexError, subprocess.TimeoutExpired):
+        return None
+    finally:
+        tgt.kill()
+        tgt.wait()
+
+
 def dist(st, *path):
     d = st
     for k in path:
@@ -116,7 +153,8 @@ def server_part(builds, rounds, secs, tmp):
     srv = Server()
     try:
         srv.load(1.0)  # warm
-        arms = [("untraced", None, None)] + [(n, p, "ptrace") for n, p in builds] + \
+        arms = [("untraced", None, None), ("floor (tools/floor tick)", None, "floor")] + \
+               [(n, p, "ptrace") for n, p in builds] + \
                [(builds[-1][0] + " --mode vm", builds[-1][1], "vm")]
         res = {a[0]: [] for a in arms}
         problems = []
@@ -127,6 +165,12 @@ def server_part(builds, rounds, secs, tmp):
             base = None
             got = {}
             for name, prs, mode in order:
+                if mode == "floor":
+                    lg, line, stopped = floor_window(srv, secs)
+                    if lg["failed"] or stopped:
+                        problems.append(f"round {r} floor: {lg['failed']} failed, stopped {stopped}")
+                    got[name] = (lg, {}, [])
+                    continue
                 if prs is None:
                     base = srv.load(secs)
                     if base["failed"]:
@@ -159,6 +203,11 @@ def server_part(builds, rounds, secs, tmp):
         ts = sum(x[3].get("thread_samples", 0) for x in xs)
         warned = sum(1 for x in xs if x[4])
         goal = "" if mode != "ptrace" else ("met" if med >= GOAL_THROUGHPUT else "NOT met")
+        if mode == "floor":
+            rows.append([name, len(xs), f"{statistics.median(x[1] for x in xs):.0f}",
+                         f"{statistics.median(x[2] for x in xs):.0f}",
+                         f"{med:.2f} [{min(ratios):.2f}-{max(ratios):.2f}]", "-", "-", "-", "-", ""])
+            continue
         rows.append([name, len(xs), f"{statistics.median(x[1] for x in xs):.0f}",
                      f"{statistics.median(x[2] for x in xs):.0f}",
                      f"{med:.2f} [{min(ratios):.2f}-{max(ratios):.2f}]",
@@ -166,7 +215,8 @@ def server_part(builds, rounds, secs, tmp):
                      f"{missed}+{late} of {taken + missed}", f"{skl} of {ts}", f"{warned}/{len(xs)}",
                      goal])
     table(f"1. thread-per-request server, {secs:g} s windows, 100 Hz: traced / untraced throughput "
-          f"(goal >= {GOAL_THROUGHPUT})",
+          f"(goal >= {GOAL_THROUGHPUT}; the floor row: a sampler that only stops every thread; "
+          f"1-min load {os.getloadavg()[0]:.1f})",
           ["build", "rounds", "untraced rps", "traced rps", "ratio median [range]",
            "stop window p50/p99 us", "missed+late ticks", "skipped late", "warned", "goal"], rows)
     for p in problems:
@@ -229,32 +279,39 @@ def busy_part(prs, secs, tmp):
 
 
 def pool_run(prs, iters, outdir):
-    """One run of poolwork.py, traced when prs is given: (its wall time, stats or None)."""
+    """One run of poolwork.py, traced when prs is given ("floor": under tools/floor tick at
+    100 Hz): (its wall time, stats or None)."""
     cmd = [PY, str(POOLWORK), str(iters)]
-    if prs:
+    if prs == "floor":
+        cmd = [str(FLOOR), "tick", "10000", "0", "--"] + cmd
+    elif prs:
         cmd = [str(prs), "run", "--subprocesses", "-r", "100", "-o", str(outdir), "--no-classify",
                "--"] + cmd
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr[-400:]}")
     wall = float(next(ln for ln in p.stdout.splitlines() if ln.startswith("wall="))[5:])
-    st = json.loads((outdir / "stats.json").read_text()) if prs else None
+    st = json.loads((outdir / "stats.json").read_text()) if prs and prs != "floor" else None
     return wall, st
 
 
 def pool_part(prs, pairs, iters, tmp):
     pool_run(None, iters // 4, tmp)  # warm
-    slow, base, traced, stats = [], [], [], []
+    slow, base, traced, stats, fslow = [], [], [], [], []
+    arms = [None, prs, "floor"]
     for r in range(pairs):
-        order = [False, True] if r % 2 == 0 else [True, False]
+        order = arms[r % 3:] + arms[:r % 3]  # each arm first, second and last in turn
+        if r % 2:
+            order.reverse()
         got = {}
-        for traced_arm in order:
+        for arm in order:
             out = tmp / f"pool-{r}"
-            got[traced_arm] = pool_run(prs if traced_arm else None, iters, out)
-        base.append(got[False][0])
-        traced.append(got[True][0])
-        stats.append(got[True][1])
-        slow.append(got[True][0] / got[False][0] - 1)
+            got[arm] = pool_run(arm, iters, out)
+        base.append(got[None][0])
+        traced.append(got[prs][0])
+        stats.append(got[prs][1])
+        slow.append(got[prs][0] / got[None][0] - 1)
+        fslow.append(got["floor"][0] / got[None][0] - 1)
     med = statistics.median(slow)
     # Other work on the machine confounds it: each resume after a stop is a wake-up, which the
     # scheduler favours, so a traced pool can take CPU from the rest and finish first.
@@ -265,13 +322,15 @@ def pool_part(prs, pairs, iters, tmp):
     missed = sum(st.get("ticks", {}).get("missed", 0) for st in stats)
     taken = sum(st.get("ticks", {}).get("taken", 0) for st in stats)
     load = os.getloadavg()[0]
-    table(f"3. 4-process pool (poolwork.py, fork), {pairs} ABBA pairs, 100 Hz --subprocesses: "
-          f"slowdown of its wall time (goal <= {GOAL_POOL_SLOWDOWN * 100:.0f} %; 1-min load "
-          f"{load:.1f})",
+    table(f"3. 4-process pool (poolwork.py, fork), {pairs} rounds of untraced, pyrsprof and the floor "
+          f"(tools/floor tick) in rotating order, 100 Hz --subprocesses: slowdown of its wall time "
+          f"(goal <= {GOAL_POOL_SLOWDOWN * 100:.0f} %; 1-min load {load:.1f})",
           ["untraced s (median)", "traced s (median)", "slowdown median [range]",
-           "processes", "stopped share", "missed ticks", "goal"],
+           "floor slowdown median [range]", "processes", "stopped share", "missed ticks", "goal"],
           [[f"{statistics.median(base):.2f}", f"{statistics.median(traced):.2f}",
             f"{med * 100:+.1f} % [{min(slow) * 100:+.1f} .. {max(slow) * 100:+.1f}]",
+            f"{statistics.median(fslow) * 100:+.1f} % [{min(fslow) * 100:+.1f} .. "
+            f"{max(fslow) * 100:+.1f}]",
             f"{procs:.0f}", f"{share * 100:.2f} %", f"{missed} of {taken + missed}",
             verdict]])
     if busy:
@@ -294,8 +353,14 @@ def main():
     if not BUSY.exists():
         print("bench_ticks: build/targets/busy missing: run `make targets`", file=sys.stderr)
         return 1
+    if not FLOOR.exists():
+        print("bench_ticks: build/release/tools/floor missing: run `make targets`", file=sys.stderr)
+        return 1
     load = os.getloadavg()
     print(f"bench_ticks: {os.cpu_count()} CPUs, load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+    cyc = cycle_floor()
+    print(f"   floor: one INTERRUPT/wait/GETREGS/CONT cycle of one busy thread (tools/floor stop, "
+          f"100 Hz, pinned): {'n/a' if cyc is None else f'{cyc:.0f} us'} median")
     tmp = Path(tempfile.mkdtemp(prefix="pyrsprof-ticks-"))
     try:
         parts = a.only or ["server", "busy", "pool"]
