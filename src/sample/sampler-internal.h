@@ -71,6 +71,7 @@ struct prs_source_ops {
 struct prs_tick {
 	bool open;       /* from begin to record: interrupt stops of tg are taken as samples */
 	bool hold;       /* until the Python read: a Python target's stopped threads are held */
+	bool done;       /* its Python frames read and its held threads let go (source_ptrace.c) */
 	uint64_t tick_ns;
 	size_t nstop;    /* threads to stop */
 	size_t ninterrupted; /* threads sent PTRACE_INTERRUPT */
@@ -151,6 +152,7 @@ struct prs_sampler {
 	/* ptrace: this tick's first PTRACE_INTERRUPT, of any target (0: none yet); the tick's stop
 	 * budget and its stop window count from there (source_ptrace.c) */
 	uint64_t window_start;
+	bool tick_interrupted;  /* ptrace: this session tick's threads were interrupted */
 	uint64_t tick_due;              /* when the coming tick is due (CLOCK_MONOTONIC ns) */
 	/* ptrace: the record step of a tick (once the next tick's due time is known) takes the late
 	 * stops until then, nothing held meanwhile (source_ptrace.c) */

@@ -218,21 +218,20 @@ static bool check_late_threads(struct prs_target *tg)
 
 /*
  * How long the held threads wait for the others before the Python read lets them go: only the
- * spin (from this target's first look). A thread that has not stopped by then was not on a CPU:
- * it was waiting for one, or asleep in the kernel, and the interrupt keeps it from running any of
- * its code until its stop (taken on its way back to user space), so its Python frames read now
- * and its stop taken later by collect_late are both of the tick's moment. Waiting for it held the
- * threads that did stop for nothing: until the budget, every tick of a thread-per-request server
- * on a busy 2-CPU machine (stop window p99 4.6 ms, 0.63 of its untraced throughput). dump
- * (opts.wait_every_stop) still waits for every stop, up to its budget.
+ * spin, from the session tick's first interrupt. A thread that has not stopped by then was not
+ * on a CPU: it was waiting for one, or asleep in the kernel, and the interrupt keeps it from
+ * running any of its code until its stop (taken on its way back to user space), so its Python
+ * frames read now and its stop taken later by collect_late are both of the tick's moment.
+ * Waiting for it held the threads that did stop for nothing: until the budget, every tick of a
+ * thread-per-request server on a busy 2-CPU machine (stop window p99 4.6 ms, 0.63 of its
+ * untraced throughput). dump (opts.wait_every_stop) then still waits for every stop, up to its
+ * budget (collect_session).
  */
 static uint64_t stops_deadline(const struct prs_sampler *s)
 {
-	uint64_t budget_end = s->window_start + stop_budget_ns(s), spin_end;
+	uint64_t budget_end = s->window_start + stop_budget_ns(s);
+	uint64_t spin_end = s->window_start + STOP_SPIN_NS;
 
-	if (s->opts.wait_every_stop)
-		return budget_end;
-	spin_end = prs_now_ns() + STOP_SPIN_NS;
 	return spin_end < budget_end ? spin_end : budget_end;
 }
 
@@ -487,7 +486,6 @@ static void record_all(struct prs_sampler *s, struct prs_target *tg, const struc
 static void ptrace_tick_begin(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
 {
 	struct prs_tick *k = &tg->tick;
-	uint64_t w0;
 
 	/* Launch: the unwinder reads the maps of the exec'ed program, so create it once the child
 	 * runs its own image (the first tick after exec). (It fails when the program is exiting, or
@@ -502,30 +500,103 @@ static void ptrace_tick_begin(struct prs_sampler *s, struct prs_target *tg, uint
 	plan(s, tg, k);
 	warm(tg, k);
 	tg->last_tick_ns = k->tick_ns;
-	w0 = prs_now_ns();
-	k->ninterrupted = interrupt_all(tg);
-	if (k->ninterrupted == 0)
+}
+
+/* tg's stops are in (or given up on): its Python frames are read and its held threads let go. */
+static void finish(struct prs_sampler *s, struct prs_target *tg)
+{
+	if (tg->tick.done)
 		return;
-	prs_diskwait_check(s, tg); /* (right after the interrupts: see diskwait.c) */
-	if (!s->window_start)
+	tg->tick.done = true;
+	read_python(s, tg, &tg->tick);
+	release_held(tg);
+}
+
+/* Interrupts the threads to stop of every target whose tick is open, once every target's plan
+ * and warm-up are done (none of them then waits for another's). Returns how many. */
+static size_t interrupt_targets(struct prs_sampler *s)
+{
+	uint64_t w0 = prs_now_ns();
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->ntargets; i++) {
+		struct prs_target *tg = s->targets[i];
+
+		if (!tg->tick.open)
+			continue;
+		tg->tick.ninterrupted = interrupt_all(tg);
+		n += tg->tick.ninterrupted;
+	}
+	for (size_t i = 0; i < s->ntargets; i++)
+		if (s->targets[i]->tick.open && s->targets[i]->tick.ninterrupted)
+			prs_diskwait_check(s, s->targets[i]); /* (right after the interrupts) */
+	if (n)
 		s->window_start = w0; /* the session tick's first interrupt */
+	return n;
+}
+
+/* Finishes every open target whose interrupted threads all stopped (or that exited). Returns
+ * true when none is left to finish. */
+static bool finish_complete(struct prs_sampler *s)
+{
+	bool all = true;
+
+	for (size_t i = 0; i < s->ntargets; i++) {
+		struct prs_target *tg = s->targets[i];
+
+		if (!tg->tick.open || tg->tick.done)
+			continue;
+		if (tg->exited || !any_owed(tg))
+			finish(s, tg);
+		else
+			all = false;
+	}
+	return all;
+}
+
+/*
+ * The session tick's collect step, at the first target's: interrupts every target's threads,
+ * then takes the stops as they come, each target finished (Python read, held threads let go) as
+ * soon as its last thread stopped, so that a process is held for its own stops and read only;
+ * at the deadline (stops_deadline) the others are finished without their late threads.
+ */
+static void collect_session(struct prs_sampler *s)
+{
+	uint64_t spin_end;
+
+	s->tick_interrupted = true;
+	if (interrupt_targets(s) == 0) {
+		finish_complete(s);
+		return;
+	}
+	spin_end = stops_deadline(s);
+	while (!finish_complete(s) && prs_now_ns() < spin_end)
+		if (prs_events_drain(s, true) == 0)
+			__builtin_ia32_pause();
+	for (size_t i = 0; i < s->ntargets; i++) {
+		struct prs_target *tg = s->targets[i];
+
+		if (!tg->tick.open || tg->tick.done)
+			continue;
+		if (s->opts.wait_every_stop)
+			wait_for_stops(s, tg, s->window_start + stop_budget_ns(s));
+		finish(s, tg);
+	}
 }
 
 static void ptrace_tick_collect(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
 {
-	struct prs_tick *k = &tg->tick;
-
 	(void)now_ns;
-	if (k->ninterrupted > 0)
-		wait_for_stops(s, tg, stops_deadline(s));
-	read_python(s, tg, k);
-	release_held(tg);
+	if (!s->tick_interrupted)
+		collect_session(s);
+	finish(s, tg); /* (done already, but for a target whose tick opened since) */
 }
 
 static void ptrace_tick_record(struct prs_sampler *s, struct prs_target *tg)
 {
 	/* The first record of a session tick comes right after the last release: the stop window
 	 * (of every target's stops) ends there. */
+	s->tick_interrupted = false;
 	if (s->window_start) {
 		prs_durations_add(&s->d_window, prs_now_ns() - s->window_start);
 		s->window_start = 0;
