@@ -24,18 +24,18 @@
 
 /*
  * The stop window of a tick: from its first PTRACE_INTERRUPT to the release of the last thread
- * held for the Python read. The threads that stopped wait in it for those that have not, so the
- * wait is bounded by a budget: a STOP_BUDGET_DIV-th of the period, within [MIN, MAX] (500 us at
- * 100 Hz). With several processes (--subprocesses), the budget is the session tick's: it counts
- * from the first interrupt of any of them, and every target's wait ends at that one deadline. A
- * thread that has not stopped by then is late: the others are let go without it, and its stop
- * is taken when it comes, until the next tick is almost due (collect_late); one still waiting
- * for a CPU then has the tick's sample deferred to its stop (defer), one in D is recorded from
- * /proc. A runnable thread stops when it next gets a CPU, which on
- * a loaded machine can take a scheduler period or more; one in D state stops only when its
- * syscall ends: from the end of the spin, every STOP_CHECK_NS, threads in D are given up at once.
- * (Before the budget, a tick waited up to 200 ms, every stopped thread held meanwhile; dump still
- * does, opts.wait_every_stop.)
+ * held for the Python read. Every target's threads are interrupted at once (after every plan and
+ * warm-up), and each target is read and let go as soon as its own interrupted threads stopped,
+ * or at the end of the spin (stops_deadline), whichever comes first: a thread that has not
+ * stopped by then was not on a CPU, and the interrupt keeps it from running its code until its
+ * stop, so the others are not held for it. Its stop is taken when it comes, until the next tick
+ * is almost due (collect_late), nothing held meanwhile; one still waiting for a CPU then has the
+ * tick's sample deferred to its stop (defer), one in D is recorded from /proc (D threads are
+ * looked for every STOP_CHECK_NS: they stop only when their syscall ends). The budget (a
+ * STOP_BUDGET_DIV-th of the period, within [MIN, MAX]: 500 us at 100 Hz) bounds the spin and
+ * keeps collect_late's margin before the next tick. (Before the spin bound, the held threads
+ * waited for the late ones until the budget; before the budget, up to 200 ms: dump still does,
+ * opts.wait_every_stop.)
  *
  * The spin: a running thread stops within microseconds of the INTERRUPT, but a profiler that
  * sleeps until SIGCHLD pays for its idle CPU's wake-up on top (measured: stop 69 us median
@@ -478,10 +478,11 @@ static void record_all(struct prs_sampler *s, struct prs_target *tg, const struc
 /*
  * A tick of tg in three steps, each taken for every target before the next (session.c), so that
  * the stops of all the processes of a tree overlap as those of one process's threads do:
- * begin interrupts every thread to stop (but those asleep since their last sample); collect takes
- * the stops as they come (those of every target whose tick is open) until the tick's stop budget,
- * reads the Python frames of the threads held, and lets them go; record unwinds and records, with
- * every thread running.
+ * begin plans which threads to stop (not those asleep since their last sample) and warms the
+ * Python reads up; the first collect interrupts every target's threads and takes the stops as
+ * they come, reading each target's Python frames and letting its held threads go as soon as its
+ * stops are in or the spin ends (collect_session); record unwinds and records, with every
+ * thread running.
  */
 static void ptrace_tick_begin(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
 {
