@@ -30,14 +30,22 @@ _ROOT = re.compile(r"^(?P<cmd>.*) \[(?P<pid>\d+)\]$")
 
 
 def by_process(recs):
-    """{pid: (command, [(frames below the process root, count)])} of a folded export."""
-    out = {}
+    """{pid: (command, [(frames below the process root, count)])} of a folded export. A process
+    that exec'ed has a root per command (a forked Python child sampled once before its exec of
+    the Rust program): its command is the one with the most samples."""
+    out, per_cmd = {}, Counter()
     for frames, n in recs:
         m = _ROOT.match(frames[0].name)
         assert m, f"no process root frame: {frames[0].name!r}"
         pid = int(m.group("pid"))
-        out.setdefault(pid, (m.group("cmd"), []))[1].append((frames[1:], n))
-    return out
+        per_cmd[pid, m.group("cmd")] += n
+        out.setdefault(pid, [])
+        out[pid].append((frames[1:], n))
+    cmd = {}
+    for (pid, c), n in per_cmd.items():
+        if pid not in cmd or n > per_cmd[pid, cmd[pid]]:
+            cmd[pid] = c
+    return {pid: (cmd[pid], r) for pid, r in out.items()}
 
 
 def count(recs, name):
