@@ -152,7 +152,8 @@ struct prs_sampler {
 	/* ptrace: this tick's first PTRACE_INTERRUPT, of any target (0: none yet); the tick's stop
 	 * budget and its stop window count from there (source_ptrace.c) */
 	uint64_t window_start;
-	bool tick_interrupted;  /* ptrace: this session tick's threads were interrupted */
+	uint64_t interrupted_tick; /* ptrace: the session tick (st.ticks + 1 while it is taken)
+				    * whose threads were interrupted (source_ptrace.c) */
 	uint64_t tick_due;              /* when the coming tick is due (CLOCK_MONOTONIC ns) */
 	/* ptrace: the record step of a tick (once the next tick's due time is known) takes the late
 	 * stops until then, nothing held meanwhile (source_ptrace.c) */

@@ -565,7 +565,7 @@ static void collect_session(struct prs_sampler *s)
 {
 	uint64_t spin_end;
 
-	s->tick_interrupted = true;
+	s->interrupted_tick = s->st.ticks + 1;
 	if (interrupt_targets(s) == 0) {
 		finish_complete(s);
 		return;
@@ -588,7 +588,7 @@ static void collect_session(struct prs_sampler *s)
 static void ptrace_tick_collect(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
 {
 	(void)now_ns;
-	if (!s->tick_interrupted)
+	if (s->interrupted_tick != s->st.ticks + 1) /* (the first target of this session tick) */
 		collect_session(s);
 	finish(s, tg); /* (done already, but for a target whose tick opened since) */
 }
@@ -597,7 +597,6 @@ static void ptrace_tick_record(struct prs_sampler *s, struct prs_target *tg)
 {
 	/* The first record of a session tick comes right after the last release: the stop window
 	 * (of every target's stops) ends there. */
-	s->tick_interrupted = false;
 	if (s->window_start) {
 		prs_durations_add(&s->d_window, prs_now_ns() - s->window_start);
 		s->window_start = 0;
