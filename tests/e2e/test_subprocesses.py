@@ -249,6 +249,12 @@ class Server:
                                   text=True, start_new_session=True)
         self.port = int(self.p.stdout.readline().split()[1])
         self.workers = [int(self.p.stdout.readline().split()[1]) for _ in range(workers)]
+        # The parent prints a worker's pid as its fork returns; the worker may not have run yet
+        # (a dump then found it in arch_fork, under ASan on a loaded machine). Its first sleep is
+        # in accept.
+        end = time.monotonic() + 20
+        while any(proc_state(w) != "S" for w in self.workers) and time.monotonic() < end:
+            time.sleep(0.01)
 
     def request(self):
         with socket.create_connection(("127.0.0.1", self.port), timeout=20) as s:
