@@ -54,6 +54,14 @@ static double q_us(const uint64_t *sorted, unsigned n, double q)
 	return n ? (double)sorted[(unsigned)((n - 1) * q + 0.5)] / 1000.0 : 0.0;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void load_avg(char *buf, size_t n)
 {
 	FILE *f = fopen("/proc/loadavg", "r");
@@ -127,6 +135,7 @@ struct result {
 	unsigned n, agree, unw_fail;
 	int unw_depth, prs_depth; /* medians */
 	uint64_t *copy, *unw;     /* sorted ns */
+	uint64_t *prs;            /* sorted ns: prs_unwind of the copy, in this process */
 };
 
 /* Unwinds every kept sample with pyrsprof's unwinder (the live, stopped pid's maps) and
@@ -150,12 +159,14 @@ static int compare(pid_t pid, const uint8_t *file, size_t len, struct result *re
 	res->n = h->count;
 	res->copy = calloc(h->count + 1, sizeof(uint64_t));
 	res->unw = calloc(h->count + 1, sizeof(uint64_t));
+	res->prs = calloc(h->count + 1, sizeof(uint64_t));
 	ud = calloc(h->count + 1, sizeof(uint64_t));
 	pd = calloc(h->count + 1, sizeof(uint64_t));
 	for (unsigned i = 0; i < h->count; i++) {
 		const struct uhb_rec *r = &recs[i];
 		struct prs_regs regs;
 		struct prs_snapshot snap;
+		uint64_t t0;
 		int n;
 
 		memset(&regs, 0, sizeof(regs));
@@ -165,7 +176,9 @@ static int compare(pid_t pid, const uint8_t *file, size_t len, struct result *re
 		snap.base = regs.r[PRS_REG_RSP];
 		snap.len = r->stack_len;
 		snap.data = arena + r->stack_off;
+		t0 = now_ns();
 		n = prs_unwind(u, &regs, &snap, pcs, PRS_MAX_NATIVE_FRAMES, NULL);
+		res->prs[i] = now_ns() - t0;
 		res->copy[i] = r->copy_ns;
 		res->unw[i] = r->unw_ns;
 		ud[i] = r->unw_n < 0 ? 0 : (uint64_t)r->unw_n;
@@ -177,6 +190,7 @@ static int compare(pid_t pid, const uint8_t *file, size_t len, struct result *re
 	}
 	qsort(res->copy, h->count, sizeof(uint64_t), cmp_u64);
 	qsort(res->unw, h->count, sizeof(uint64_t), cmp_u64);
+	qsort(res->prs, h->count, sizeof(uint64_t), cmp_u64);
 	qsort(ud, h->count, sizeof(uint64_t), cmp_u64);
 	qsort(pd, h->count, sizeof(uint64_t), cmp_u64);
 	res->unw_depth = h->count ? (int)ud[h->count / 2] : 0;
@@ -224,13 +238,15 @@ static int run_target(const char *label, const char *target, const char *samples
 		printf("| %-28s | failed: %s |\n", label, strerror(-rc));
 		return rc;
 	}
-	printf("| %-28s | %5u | %5.2f / %5.2f / %6.2f | %6.2f / %6.2f / %7.2f | %3d / %3d | %5u (%3.0f %%) | %4u | %s |\n",
+	printf("| %-28s | %5u | %5.2f / %5.2f / %6.2f | %6.2f / %6.2f / %7.2f | %6.2f / %6.2f / %7.2f | %3d / %3d | %5u (%3.0f %%) | %4u | %s |\n",
 	       label, res.n, q_us(res.copy, res.n, 0.5), q_us(res.copy, res.n, 0.9),
 	       q_us(res.copy, res.n, 0.99), q_us(res.unw, res.n, 0.5), q_us(res.unw, res.n, 0.9),
-	       q_us(res.unw, res.n, 0.99), res.unw_depth, res.prs_depth, res.agree,
+	       q_us(res.unw, res.n, 0.99), q_us(res.prs, res.n, 0.5), q_us(res.prs, res.n, 0.9),
+	       q_us(res.prs, res.n, 0.99), res.unw_depth, res.prs_depth, res.agree,
 	       res.n ? 100.0 * res.agree / res.n : 0.0, res.unw_fail, la);
 	free(res.copy);
 	free(res.unw);
+	free(res.prs);
 	return 0;
 }
 
@@ -337,9 +353,10 @@ int main(int argc, char **argv)
 	snprintf(rec, sizeof(rec), "%s/tests/unwind/rec", build_dir);
 	printf("\n## Unwinding in the signal handler: copy (agent) vs libunwind local (per sample, us)\n\n");
 	printf("Main thread's CPU clock at 1000 Hz; each sample does both, in alternating order.\n");
+	printf("prs_unwind: pyrsprof's unwind of the copy, run later outside the handler (in pyrsprof).\n");
 	printf("agree: libunwind's PCs equal pyrsprof's unwind of the copy, frame for frame.\n\n");
-	printf("| target | samples | copy med / p90 / p99 | libunwind med / p90 / p99 | depth unw / prs | agree | unw errors | load |\n");
-	printf("|---|---|---|---|---|---|---|---|\n");
+	printf("| target | samples | copy med / p90 / p99 | libunwind med / p90 / p99 | prs_unwind med / p90 / p99 | depth unw / prs | agree | unw errors | load |\n");
+	printf("|---|---|---|---|---|---|---|---|---|\n");
 	run_target("C chain -O2 -fomit-fp (33)", chain, samples);
 	run_target("Rust rec, rust-lld (38)", rec, samples);
 	printf("\n## libunwind in the handler: signals inside dlopen, dl_iterate_phdr, malloc (%s s each)\n\n", secs);
