@@ -9,7 +9,7 @@ pkgs=(
   libdw-dev libelf-dev elfutils      # CFI unwinding, DWARF lines and inlines; eu-stack as an oracle
   libdebuginfod-dev                  # debuginfod client's header (the library is dlopen'd when used)
   debuginfod xz-utils dwz            # tests: a debuginfod server on loopback; MiniDebugInfo; dwz files
-  libunwind-dev                      # kept for the in-process agent (local unwinding)
+  libunwind-dev                      # benchmarks only: unwind_bench, unwind_handler_bench (comparisons)
   libzstd-dev                        # profile.pyrs stream
   zstd                               # tests: the e2e tests read profile.pyrs's records (pyrs_acct.py)
   libiberty-dev                      # Rust (legacy, v0) and C++ demangling
