@@ -71,7 +71,6 @@ struct prs_source_ops {
 struct prs_tick {
 	bool open;       /* from begin to record: interrupt stops of tg are taken as samples */
 	bool hold;       /* until the Python read: a Python target's stopped threads are held */
-	bool done;       /* its Python frames read and its held threads let go (source_ptrace.c) */
 	uint64_t tick_ns;
 	size_t nstop;    /* threads to stop */
 	size_t ninterrupted; /* threads sent PTRACE_INTERRUPT */
@@ -152,8 +151,6 @@ struct prs_sampler {
 	/* ptrace: this tick's first PTRACE_INTERRUPT, of any target (0: none yet); the tick's stop
 	 * budget and its stop window count from there (source_ptrace.c) */
 	uint64_t window_start;
-	uint64_t interrupted_tick; /* ptrace: the session tick (st.ticks + 1 while it is taken)
-				    * whose threads were interrupted (source_ptrace.c) */
 	uint64_t tick_due;              /* when the coming tick is due (CLOCK_MONOTONIC ns) */
 	/* ptrace: the record step of a tick (once the next tick's due time is known) takes the late
 	 * stops until then, nothing held meanwhile (source_ptrace.c) */

@@ -24,18 +24,18 @@
 
 /*
  * The stop window of a tick: from its first PTRACE_INTERRUPT to the release of the last thread
- * held for the Python read. Every target's threads are interrupted at once (after every plan and
- * warm-up), and each target is read and let go as soon as its own interrupted threads stopped,
- * or at the end of the spin (stops_deadline), whichever comes first: a thread that has not
- * stopped by then was not on a CPU, and the interrupt keeps it from running its code until its
- * stop, so the others are not held for it. Its stop is taken when it comes, until the next tick
- * is almost due (collect_late), nothing held meanwhile; one still waiting for a CPU then has the
- * tick's sample deferred to its stop (defer), one in D is recorded from /proc (D threads are
- * looked for every STOP_CHECK_NS: they stop only when their syscall ends). The budget (a
- * STOP_BUDGET_DIV-th of the period, within [MIN, MAX]: 500 us at 100 Hz) bounds the spin and
- * keeps collect_late's margin before the next tick. (Before the spin bound, the held threads
- * waited for the late ones until the budget; before the budget, up to 200 ms: dump still does,
- * opts.wait_every_stop.)
+ * held for the Python read. The threads that stopped wait in it for those that have not, so the
+ * wait is bounded by a budget: a STOP_BUDGET_DIV-th of the period, within [MIN, MAX] (500 us at
+ * 100 Hz). With several processes (--subprocesses), the budget is the session tick's: it counts
+ * from the first interrupt of any of them, and every target's wait ends at that one deadline. A
+ * thread that has not stopped by then is late: the others are let go without it, and its stop
+ * is taken when it comes, until the next tick is almost due (collect_late); one still waiting
+ * for a CPU then has the tick's sample deferred to its stop (defer), one in D is recorded from
+ * /proc. A runnable thread stops when it next gets a CPU, which on
+ * a loaded machine can take a scheduler period or more; one in D state stops only when its
+ * syscall ends: from the end of the spin, every STOP_CHECK_NS, threads in D are given up at once.
+ * (Before the budget, a tick waited up to 200 ms, every stopped thread held meanwhile; dump still
+ * does, opts.wait_every_stop.)
  *
  * The spin: a running thread stops within microseconds of the INTERRUPT, but a profiler that
  * sleeps until SIGCHLD pays for its idle CPU's wake-up on top (measured: stop 69 us median
@@ -214,25 +214,6 @@ static bool check_late_threads(struct prs_target *tg)
 			waiting = true;
 	}
 	return waiting;
-}
-
-/*
- * How long the held threads wait for the others before the Python read lets them go: only the
- * spin, from the session tick's first interrupt. A thread that has not stopped by then was not
- * on a CPU: it was waiting for one, or asleep in the kernel, and the interrupt keeps it from
- * running any of its code until its stop (taken on its way back to user space), so its Python
- * frames read now and its stop taken later by collect_late are both of the tick's moment.
- * Waiting for it held the threads that did stop for nothing: until the budget, every tick of a
- * thread-per-request server on a busy 2-CPU machine (stop window p99 4.6 ms, 0.63 of its
- * untraced throughput). dump (opts.wait_every_stop) then still waits for every stop, up to its
- * budget (collect_session).
- */
-static uint64_t stops_deadline(const struct prs_sampler *s)
-{
-	uint64_t budget_end = s->window_start + stop_budget_ns(s);
-	uint64_t spin_end = s->window_start + STOP_SPIN_NS;
-
-	return spin_end < budget_end ? spin_end : budget_end;
 }
 
 /*
@@ -478,15 +459,15 @@ static void record_all(struct prs_sampler *s, struct prs_target *tg, const struc
 /*
  * A tick of tg in three steps, each taken for every target before the next (session.c), so that
  * the stops of all the processes of a tree overlap as those of one process's threads do:
- * begin plans which threads to stop (not those asleep since their last sample) and warms the
- * Python reads up; the first collect interrupts every target's threads and takes the stops as
- * they come, reading each target's Python frames and letting its held threads go as soon as its
- * stops are in or the spin ends (collect_session); record unwinds and records, with every
- * thread running.
+ * begin interrupts every thread to stop (but those asleep since their last sample); collect takes
+ * the stops as they come (those of every target whose tick is open) until the tick's stop budget,
+ * reads the Python frames of the threads held, and lets them go; record unwinds and records, with
+ * every thread running.
  */
 static void ptrace_tick_begin(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
 {
 	struct prs_tick *k = &tg->tick;
+	uint64_t w0;
 
 	/* Launch: the unwinder reads the maps of the exec'ed program, so create it once the child
 	 * runs its own image (the first tick after exec). (It fails when the program is exiting, or
@@ -501,96 +482,24 @@ static void ptrace_tick_begin(struct prs_sampler *s, struct prs_target *tg, uint
 	plan(s, tg, k);
 	warm(tg, k);
 	tg->last_tick_ns = k->tick_ns;
-}
-
-/* tg's stops are in (or given up on): its Python frames are read and its held threads let go. */
-static void finish(struct prs_sampler *s, struct prs_target *tg)
-{
-	if (tg->tick.done)
+	w0 = prs_now_ns();
+	k->ninterrupted = interrupt_all(tg);
+	if (k->ninterrupted == 0)
 		return;
-	tg->tick.done = true;
-	read_python(s, tg, &tg->tick);
-	release_held(tg);
-}
-
-/* Interrupts the threads to stop of every target whose tick is open, once every target's plan
- * and warm-up are done (none of them then waits for another's). Returns how many. */
-static size_t interrupt_targets(struct prs_sampler *s)
-{
-	uint64_t w0 = prs_now_ns();
-	size_t n = 0;
-
-	for (size_t i = 0; i < s->ntargets; i++) {
-		struct prs_target *tg = s->targets[i];
-
-		if (!tg->tick.open)
-			continue;
-		tg->tick.ninterrupted = interrupt_all(tg);
-		n += tg->tick.ninterrupted;
-	}
-	for (size_t i = 0; i < s->ntargets; i++)
-		if (s->targets[i]->tick.open && s->targets[i]->tick.ninterrupted)
-			prs_diskwait_check(s, s->targets[i]); /* (right after the interrupts) */
-	if (n)
+	prs_diskwait_check(s, tg); /* (right after the interrupts: see diskwait.c) */
+	if (!s->window_start)
 		s->window_start = w0; /* the session tick's first interrupt */
-	return n;
-}
-
-/* Finishes every open target whose interrupted threads all stopped (or that exited). Returns
- * true when none is left to finish. */
-static bool finish_complete(struct prs_sampler *s)
-{
-	bool all = true;
-
-	for (size_t i = 0; i < s->ntargets; i++) {
-		struct prs_target *tg = s->targets[i];
-
-		if (!tg->tick.open || tg->tick.done)
-			continue;
-		if (tg->exited || !any_owed(tg))
-			finish(s, tg);
-		else
-			all = false;
-	}
-	return all;
-}
-
-/*
- * The session tick's collect step, at the first target's: interrupts every target's threads,
- * then takes the stops as they come, each target finished (Python read, held threads let go) as
- * soon as its last thread stopped, so that a process is held for its own stops and read only;
- * at the deadline (stops_deadline) the others are finished without their late threads.
- */
-static void collect_session(struct prs_sampler *s)
-{
-	uint64_t spin_end;
-
-	s->interrupted_tick = s->st.ticks + 1;
-	if (interrupt_targets(s) == 0) {
-		finish_complete(s);
-		return;
-	}
-	spin_end = stops_deadline(s);
-	while (!finish_complete(s) && prs_now_ns() < spin_end)
-		if (prs_events_drain(s, true) == 0)
-			__builtin_ia32_pause();
-	for (size_t i = 0; i < s->ntargets; i++) {
-		struct prs_target *tg = s->targets[i];
-
-		if (!tg->tick.open || tg->tick.done)
-			continue;
-		if (s->opts.wait_every_stop)
-			wait_for_stops(s, tg, s->window_start + stop_budget_ns(s));
-		finish(s, tg);
-	}
 }
 
 static void ptrace_tick_collect(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
 {
+	struct prs_tick *k = &tg->tick;
+
 	(void)now_ns;
-	if (s->interrupted_tick != s->st.ticks + 1) /* (the first target of this session tick) */
-		collect_session(s);
-	finish(s, tg); /* (done already, but for a target whose tick opened since) */
+	if (k->ninterrupted > 0)
+		wait_for_stops(s, tg, s->window_start + stop_budget_ns(s));
+	read_python(s, tg, k);
+	release_held(tg);
 }
 
 static void ptrace_tick_record(struct prs_sampler *s, struct prs_target *tg)
