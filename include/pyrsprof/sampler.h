@@ -107,6 +107,9 @@ struct prs_sampler_stats {
 	uint64_t reused_samples, reused_native, reuse_lost;
 	uint64_t unwind_errors, unwind_truncated, read_errors;
 	uint64_t signals_forwarded;
+	/* kernel stacks: perf samples read from the threads' rings (each cost its thread a timer
+	 * interrupt: about one per tick of CPU time), and thread-samples given kernel frames */
+	uint64_t kstack_perf_samples, kstack_matched;
 	/* processes sampled (the root and, with subprocesses, every process of its tree) */
 	uint64_t processes;
 	/* Without subprocesses: the CPU time of the root's children that it waited for (so not

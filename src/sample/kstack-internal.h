@@ -7,14 +7,23 @@
  * cpu-clock event sampling at PRS_KSTACK_OVERSAMPLE times the tick rate, with the kernel part of
  * the callchain only (exclude_callchain_user) and CLOCK_MONOTONIC times, into a small mmap'd ring.
  *
+ * The rate is the cost: each perf sample is a timer interrupt in the target, 19 us of its time in
+ * this VM (gap detector, target at real-time priority, the event at 4 kHz against none; exclude_user
+ * does not help: the timer fires anyway), so 4 per tick cost 0.76 % of its time at 100 Hz and 2
+ * cost 0.38 %. 2 per tick match fewer kernel samples than 4 (the last one is older: docs/
+ * classify.md has the numbers), 1 per tick too few (kwork 0.43-0.53 against perf's 0.57). Phasing
+ * one sample per tick to fall just before the tick (PERF_EVENT_IOC_PERIOD in each stop) did not
+ * pay: the ioctl costs 13 us (an IPI to the thread's last CPU, even with the thread stopped) and
+ * the stops' spacing varies too much (p10 4 ms, p90 15 ms at 100 Hz) to predict the next one.
+ *
  * Which kernel frames belong to a tick's user stack: those of the thread's last perf sample before
  * the tick's PTRACE_INTERRUPT (but those of its previous stop), when that sample was taken in the
  * kernel and its user registers (PERF_SAMPLE_REGS_USER: the IP) show the same user PC as the
  * stop: the kernel was then working for the very instruction the tick's user stack ends in (a
  * page fault resumes at the faulting instruction, a syscall after its `syscall`). Named from
  * /proc/kallsyms, kind PRS_KIND_KERNEL. Not the same instant as the stop (the ptrace stop itself
- * replaces the kernel context: the thread stops on its way back to user mode), but within a
- * quarter of a tick of the thread's CPU time. Perf samples taken after the interrupt (the stop's
+ * replaces the kernel context: the thread stops on its way back to user mode), but within half
+ * a tick of the thread's CPU time. Perf samples taken after the interrupt (the stop's
  * own signal-delivery path: ptrace_stop, schedule) are never used.
  *
  * Per tick and thread: one ring read (no syscall) and, per kernel frame, the interning of a raw
@@ -32,7 +41,7 @@
 
 #include "pyrsprof/profile.h"
 
-#define PRS_KSTACK_OVERSAMPLE 4 /* perf samples per tick period of CPU time */
+#define PRS_KSTACK_OVERSAMPLE 2 /* perf samples per tick period of CPU time */
 #define PRS_KSTACK_MAX 64       /* kernel frames kept per sample */
 
 struct prs_kstack;
@@ -66,6 +75,9 @@ struct prs_kstop {
 struct prs_kstack *prs_kstack_new(uint64_t period_ns, struct prs_profile *prof);
 bool prs_kstack_on(const struct prs_kstack *ks);
 const char *prs_kstack_why(const struct prs_kstack *ks);
+/* The perf samples read from the rings so far, and the thread-samples given kernel frames (0 for
+ * NULL). */
+void prs_kstack_counts(const struct prs_kstack *ks, uint64_t *perf_samples, uint64_t *matched);
 /* NULL is fine. */
 void prs_kstack_free(struct prs_kstack *ks);
 

@@ -31,6 +31,7 @@ struct prs_kstack {
 	uint32_t mapping;       /* the profile's kernel mapping: kernel PCs are its raw frames */
 	uint64_t sample_ns;     /* the events' period of CPU time */
 	int nevents;            /* threads with an open event (MAX_EVENTS at most) */
+	uint64_t perf_samples, matched; /* (prs_kstack_counts) */
 	bool on;
 	char why[320];
 };
@@ -130,6 +131,12 @@ bool prs_kstack_on(const struct prs_kstack *ks)
 const char *prs_kstack_why(const struct prs_kstack *ks)
 {
 	return ks ? ks->why : "";
+}
+
+void prs_kstack_counts(const struct prs_kstack *ks, uint64_t *perf_samples, uint64_t *matched)
+{
+	*perf_samples = ks ? ks->perf_samples : 0;
+	*matched = ks ? ks->matched : 0;
 }
 
 void prs_kstack_free(struct prs_kstack *ks)
@@ -236,7 +243,7 @@ static void keep_chain(const struct ring *r, uint64_t off, uint64_t nr, struct p
  * when it was in user mode), but those of the previous stop's own path; kt->user_ip: where its
  * user code was. The last sample is kept from tick to tick: a thread that got little CPU since
  * its last stop may have none since (its user PC tells whether it is still of the same trap). */
-static void drain(struct prs_kthr *kt, uint64_t until_ns)
+static void drain(struct prs_kstack *ks, struct prs_kthr *kt, uint64_t until_ns)
 {
 	struct perf_event_mmap_page *mp = kt->ring;
 	struct ring r = { (const uint8_t *)kt->ring + mp->data_offset, mp->data_size };
@@ -258,6 +265,7 @@ static void drain(struct prs_kthr *kt, uint64_t until_ns)
 		if (h.type == PERF_RECORD_SAMPLE && read_sample(&r, tail, h.size, &k)) {
 			if (k.time > until_ns)
 				break; /* of the next tick: left in the ring */
+			ks->perf_samples++;
 			/* (samples of the previous stop's own path are skipped) */
 			if (k.time <= kt->prev_intr_ns || k.time > kt->prev_stop_ns) {
 				kt->n = 0;
@@ -289,15 +297,16 @@ uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct
 	k = *kt;
 	if (k->ring == MAP_FAILED)
 		return stack;
-	drain(k, on_cpu ? stop->interrupt_ns : UINT64_MAX);
+	drain(ks, k, on_cpu ? stop->interrupt_ns : UINT64_MAX);
 	if (!on_cpu)
 		return stack;
 	k->prev_intr_ns = stop->interrupt_ns;
 	k->prev_stop_ns = stop->cont_ns;
 	/* the kernel was working for the user code that trapped there: the tick's own user PC (a
 	 * fault returns to the faulting instruction, a syscall to the one after it) */
-	if (k->user_ip != stop->user_pc)
+	if (k->user_ip != stop->user_pc || !k->n)
 		return stack;
+	ks->matched++;
 	/* outermost (the kernel entry) first */
 	for (int i = k->n - 1; i >= 0; i--) {
 		/* raw: the symbolizer names it after the recording */

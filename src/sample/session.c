@@ -574,6 +574,7 @@ void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats
 
 	*stats = s->st;
 	stats->threads_seen = s->thr_common.seen;
+	prs_kstack_counts(s->kstack, &stats->kstack_perf_samples, &stats->kstack_matched);
 	for (size_t i = 0; i < s->ntargets; i++)
 		add_py_stats(&ps, s->targets[i]);
 	stats->py_read_errors = ps.read_errors;

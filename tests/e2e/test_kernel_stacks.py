@@ -9,6 +9,7 @@ Targets: kwork (C: touch_pages() faults fresh pages in, the kernel zeroes them; 
 spins in user space) and py/kalloc.py (np.ones of fresh memory: the page zeroing under the
 Python line that allocated)."""
 
+import json
 import os
 import re
 import shutil
@@ -88,6 +89,12 @@ def test_kernel_frames_under_the_faulting_user_frame(kwork):
     assert faults and all(kernel_frames(fr)[0].name == "asm_exc_page_fault_[k]" for fr in faults)
     zeroing = sum(c for fr, c in with_k if any(f.name[:-4] in CLEAR_PAGE for f in fr))
     assert zeroing >= 1, with_k
+    # stats.json counts them, and the perf samples they came from: 2 per tick of CPU time at
+    # most (each is a timer interrupt in the target: the rate is the cost, bench_classify.py)
+    ks = json.loads((r.dir / "stats.json").read_text())["kernel_stacks"]
+    ticks = json.loads((r.dir / "stats.json").read_text())["ticks"]["taken"]
+    assert ks["matched"] == n, (ks, n)
+    assert n <= ks["perf_samples"] <= 2 * ticks + 2, (ks, ticks)
 
 
 def test_kernel_share_is_perfs(kwork, tmp_path, targets):

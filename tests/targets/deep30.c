@@ -13,7 +13,8 @@
  *                             "work units=N wall_s=F cpu_s=F"
  *   deep30 gaps SECONDS US    spin in leaf reading CLOCK_MONOTONIC for SECONDS; every gap between
  *                             two reads longer than US microseconds counts as lost time; print
- *                             "gaps n=N lost_s=F wall_s=F lost_pct=F"
+ *                             "gaps n=N lost_s=F wall_s=F lost_pct=F short_pct=F" (short: the
+ *                             time lost in gaps under 1 ms)
  * The default is "spin 4".
  */
 #include <stdint.h>
@@ -48,6 +49,8 @@ struct job {
 	/* results */
 	long gaps;
 	double lost_s;
+	double short_s; /* lost in gaps under 1 ms: interrupts and the sampler's stops, not the
+			 * time slices other programs took (those are longer) */
 	uint64_t x;
 };
 
@@ -82,6 +85,8 @@ long leaf(struct job *j)
 			if (now - prev > j->gap_s) {
 				j->gaps++;
 				j->lost_s += now - prev;
+				if (now - prev < 1e-3)
+					j->short_s += now - prev;
 			}
 			prev = now;
 		} while (now < end);
@@ -139,7 +144,7 @@ int main(int argc, char **argv)
 		printf("work units=%ld wall_s=%.6f cpu_s=%.6f x=%llx\n", j.units, w1 - w0, c1 - c0,
 		       (unsigned long long)j.x);
 	else
-		printf("gaps n=%ld lost_s=%.6f wall_s=%.6f lost_pct=%.3f\n", j.gaps, j.lost_s,
-		       w1 - w0, 100.0 * j.lost_s / (w1 - w0));
+		printf("gaps n=%ld lost_s=%.6f wall_s=%.6f lost_pct=%.3f short_pct=%.3f\n", j.gaps,
+		       j.lost_s, w1 - w0, 100.0 * j.lost_s / (w1 - w0), 100.0 * j.short_s / (w1 - w0));
 	return 0;
 }
