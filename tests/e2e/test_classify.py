@@ -317,6 +317,24 @@ def test_switch_records_need_no_privilege(rec):
     assert sw is not None and sw["preempted_share"] >= 0.8, (sw, r.p1["notes"])
 
 
+def test_switch_records_refused_still_give_the_verdict(rec):
+    """Where perf_event_open is refused to everyone, even root (a seccomp filter, as Docker's
+    default profile: noptrace --perf), the switch records are missing, phase1 says why in its
+    notes, and the verdict still comes out: 2 x CPUs spinners wait for a CPU (schedstat)."""
+    n = 2 * os.cpu_count()
+    r = rec(*bounds("spinners", 1, n), prefix=(TARGET_BIN / "noptrace", "--perf"))
+    assert r.p1["facts"]["switch_records"] is None, r.describe()
+    why = [w for w in r.p1["notes"] if w.startswith("switches:")]
+    assert why == ["switches: perf_event_open refused the switch records (Operation not "
+                   "permitted): preemption is measured by schedstat only"], r.p1["notes"]
+    assert "perf\\_event\\_open refused the switch records" in (r.dir / "phase1.md").read_text()
+    assert r.v["id"] == "saturated" and r.v["value"] >= 0.2, r.describe()
+    assert r.share("runqueue") >= 0.2 and "preempted switch-outs/s" not in r.v["detail"]
+    # the kernel stacks, refused too, say it is not the privilege this time
+    ks = [l for l in r.res.own_lines() if "kernel stacks" in l]
+    assert len(ks) == 1 and "refused with CAP_PERFMON" in ks[0], r.res.describe()
+
+
 def test_c_threads_on_one_mutex_are_lock_contended(rec):
     r = rec(*bounds("mutex", 3, 8))
     assert r.v["id"] == "lock", r.describe()
