@@ -214,8 +214,15 @@ def test_memory_kernels_are_cpu_bound_memory_not_measured(rec, mode, mib):
 
 # ---- waits ----------------------------------------------------------------------------------
 
-def test_sleep_loop_is_sleep_not_io(rec):
-    r = rec(*bounds("sleep", 3))
+@pytest.fixture(scope="module")
+def sleep3(rec):
+    """A 3 s sleep loop with a wall target it misses: the sleep verdict and the re-classifying
+    report read the same recording."""
+    return rec(*bounds("sleep", 3), extra=["--target", "wall<1s"])
+
+
+def test_sleep_loop_is_sleep_not_io(sleep3):
+    r = sleep3
     assert r.v["id"] == "sleep" and r.v["confidence"] == verdict_confidence(r.v), r.describe()
     assert "io" not in r.rules()
     assert r.share("io_disk") + r.share("io_net") < 0.02
@@ -505,8 +512,8 @@ def test_bad_report_options(run_prs, outdir, arg, word):
     assert not (outdir / "p").exists()
 
 
-def test_report_reclassifies_saved_and_interrupted_profiles(rec, run_prs, validate, tmp_path):
-    r = rec(*bounds("sleep", 2), extra=["--target", "wall<1s"])
+def test_report_reclassifies_saved_and_interrupted_profiles(sleep3, run_prs, validate, tmp_path):
+    r = sleep3
     out = tmp_path / "again"
     res = run_prs(["report", r.dir / "profile.pyrs", "-o", out])
     assert res.rc == 0, res.describe()
