@@ -25,6 +25,8 @@ struct fg_node {
 	uint32_t name, file;                         /* string ids */
 	uint32_t first_line;                         /* line id + 1, 0 = none */
 	uint8_t kind;                                /* enum prs_kind */
+	uint8_t nlines; /* lines in first_line's list, up to LINE_SCAN: from there on they are all in
+			 * line_slots too (fg.c) */
 	uint32_t hash; /* of the node's whole path from the root (node_hash): a path's nodes can
 			* all be looked up before any is found (prs_fg_path) */
 	uint64_t total; /* samples in the node's subtree ("after" in a differential graph) */
@@ -67,8 +69,9 @@ struct prs_fg {
 	struct fg_line *lines;
 	uint32_t nlines;
 	size_t lines_cap;
-	uint32_t *line_slots; /* line id + 1, 0 = empty */
+	uint32_t *line_slots; /* line id + 1, 0 = empty: the lines of nodes of LINE_SCAN lines or more */
 	size_t line_nslots;
+	uint32_t line_nindexed; /* how many lines line_slots holds */
 
 	/* the "before" count of each node, for differential graphs only (NULL until one is added:
 	 * 8 bytes a node that other graphs do not pay); nodes from before_len on have 0 */

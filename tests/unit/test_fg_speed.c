@@ -259,3 +259,49 @@ Test(fg_speed, lazy_node_index_finds_every_node)
 		     node_named(fg, 0, "wide"));
 	prs_fg_free(fg);
 }
+
+/* The count of line `line` of node, by walking the node's list (0 when absent). */
+static uint64_t line_count(const struct prs_fg *fg, uint32_t node, uint32_t line, size_t *nall)
+{
+	uint64_t c = 0;
+
+	*nall = 0;
+	for (uint32_t l = fg->nodes[node].first_line; l; l = fg->lines[l - 1].next, (*nall)++)
+		if (fg->lines[l - 1].line == line)
+			c += fg->lines[l - 1].count;
+	return c;
+}
+
+Test(fg_speed, line_counts_short_list_and_table)
+{
+	/* node a gets 3 lines (a walk of its list finds them), node b 500 (past the walk: the
+	 * table), each added in three rounds of different orders: one entry per (node, line), the
+	 * counts summed */
+	struct prs_fg *fg = prs_fg_new();
+	uint32_t a, b, s;
+	size_t nall;
+
+	s = prs_fg_intern(fg, "a", 1);
+	a = prs_fg_child(fg, 0, s, 0, PRS_KIND_PYTHON);
+	s = prs_fg_intern(fg, "b", 1);
+	b = prs_fg_child(fg, a, s, 0, PRS_KIND_PYTHON);
+	cr_assert(a && b);
+	for (uint32_t round = 0; round < 3; round++) {
+		for (uint32_t i = 0; i < 3; i++) {
+			uint32_t line = 10 + (round ? 2 - i : i);
+
+			cr_assert_eq(prs_fg_line(fg, a, line, line - 9), 0);
+		}
+		for (uint32_t i = 0; i < 500; i++)
+			cr_assert_eq(prs_fg_line(fg, b, 1 + (round == 1 ? (i * 7) % 500 : round ? 499 - i : i),
+						 round + 1), 0);
+	}
+	cr_assert_eq(fg->nlines, 503, "one entry per (node, line): %u", fg->nlines);
+	cr_assert_eq(line_count(fg, a, 10, &nall), 3 * 1);
+	cr_assert_eq(line_count(fg, a, 12, &nall), 3 * 3);
+	cr_assert_eq(nall, 3);
+	for (uint32_t line = 1; line <= 500; line++)
+		cr_assert_eq(line_count(fg, b, line, &nall), 1 + 2 + 3, "line %u", line);
+	cr_assert_eq(nall, 500);
+	prs_fg_free(fg);
+}
