@@ -327,7 +327,7 @@ static void read_switches(struct prs_sampler *s)
 		for (size_t j = 0; j < tab->n; j++) {
 			struct prs_thr *t = &tab->v[j];
 
-			prs_switches_read(s->thr_common.sw, &t->swthr, t->tid, t->t_interrupt,
+			prs_switches_read(s->thr_common.sw, &t->swthr, t->tid, t->t_asked,
 					  t->t_cont);
 		}
 	}

@@ -340,7 +340,7 @@ static size_t interrupt_all(struct prs_target *tg)
 
 		if (t->life != PRS_THR_RUNNING || t->reuse != PRS_REUSE_NONE)
 			continue;
-		t->t_interrupt = prs_now_ns();
+		t->t_interrupt = t->t_asked = prs_now_ns();
 		if (prs_ptrace_interrupt(t->tid) == 0) {
 			t->life = PRS_THR_INTERRUPTED;
 			n++;

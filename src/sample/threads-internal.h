@@ -48,6 +48,10 @@ struct prs_thr {
 	uint32_t name_sid;      /* last recorded name (string id), 0 = none */
 	uint32_t py_name_sid;   /* the threading name, preferred to the kernel's comm; 0 = none */
 	uint64_t t_interrupt, t_cont;
+	/* When the last stop was asked for (PTRACE_INTERRUPT sent). A late stop's t_interrupt is
+	 * moved to its snapshot (the wait for a CPU before it is not time stopped for us), but its
+	 * switch into the stop came before that: the switch records tell our stops by this. */
+	uint64_t t_asked;
 	/* Ticks it was waiting for a CPU through (the last at deferred_ns), their sample taken from
 	 * the stop it owes: it runs no code before that stop, so the stop is of their moment too
 	 * (source_ptrace.c) */
