@@ -16,7 +16,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from conftest import TARGET_SRC, assert_bad_input, assert_clean, steady_run
+from conftest import TARGET_SRC, assert_bad_input, assert_clean
 
 SPLIT = TARGET_SRC / "py" / "split.py"
 PY = "/usr/bin/python3"
@@ -103,21 +103,10 @@ def test_usr1_snapshots_while_recording(prs, run_prs, export_folded, tmp_path):
     delayed = sum(max(0, int(int(ms) / 1000 * rate) - 2) for *_, ms in lines)
     missed = json.loads((final / "stats.json").read_text())["missed_ticks"]
     assert missed >= delayed, (missed, delayed, err)
-    # the final profile is that of a run without snapshots: the same split, within 5 points
+    # the final profile is as exact as a run without snapshots: the split the program measured,
+    # within 5 points (runs without snapshots are held to the same in test_python_cli.py)
     with_snaps, tol1 = split_of(final_folded)
     assert abs(with_snaps - truth) <= tol1, (with_snaps, truth, tol1)
-
-    def plain_run():
-        d = tmp_path / f"plain{time.monotonic_ns()}"
-        res = run_prs(["run", "-r", rate, "-o", d, "--", PY, SPLIT, 4.0])
-        assert_clean(res)
-        assert res.rc == 0, res.describe()
-        assert not (d / "snapshots").exists()
-        return res, d
-    res, plain = steady_run(plain_run)
-    without, tol2 = split_of(export_folded(plain, view="cpu", lines=False))
-    assert abs(without - truth_a(res.out)) <= tol2, (without, res.out, tol2)
-    assert abs(with_snaps - without) <= tol1 + tol2, (with_snaps, without)
 
 
 def test_snapshot_every_second(run_prs, export_folded, tmp_path):
@@ -157,7 +146,7 @@ def test_force_replaces_the_snapshots_too(run_prs, tmp_path):
 
 
 def test_attach_snapshots_and_the_process_runs_on(run_prs, tmp_path):
-    target = subprocess.Popen([PY, str(SPLIT), "6"], stdout=subprocess.PIPE, text=True)
+    target = subprocess.Popen([PY, str(SPLIT), "4.5"], stdout=subprocess.PIPE, text=True)
     try:
         assert target.stdout.readline() == "ready\n"
         d = tmp_path / "att"

@@ -35,11 +35,11 @@ TOLERANCE = 0.1      # the issue's goal: exponents within 0.1 of the truth
 MIN_ONCPU = 0.85     # CPU/wall of a run that had a CPU to itself (a single-threaded spinner)
 WALL_TRIES = 2
 
-# Values sized so that runs take 0.2, 0.6 and 1.8 s here (1.7 ns a step): N steps, N² steps. The
-# widest range the 0.2-2 s budget allows: a 10 % slower run moves the slope by about
-# ln(1.1) / ln(range), so the range of N matters more than the count of values.
-LINEAR = "1.2e8,3.6e8,1.08e9"
-QUADRATIC = "11000,19000,33000"
+# Values sized so that runs take 0.15, 0.45 and 1.35 s here (1.7 ns a step): N steps, N² steps. A
+# 9x range within a ~1.5 s budget: a 10 % slower run moves the slope by about ln(1.1) / ln(range),
+# so the range of N matters more than the count of values or their length.
+LINEAR = "9e7,2.7e8,8.1e8"
+QUADRATIC = "9500,16500,28500"
 
 
 def sweep_cmd(outdir, dim, *cmd, repeat=None, rate=None):
@@ -122,8 +122,8 @@ def test_points_and_recordings(scaled):
     res, doc, out = scaled("linear")
     assert doc["format"] == "pyrsprof-sweep" and doc["version"] == 1
     assert doc["dimension"] == "n" and doc["repeat"] == 3
-    assert [p["value"] for p in doc["points"]] == [120000000, 360000000, 1080000000]
-    assert [p["text"] for p in doc["points"]] == ["120000000", "360000000", "1080000000"]
+    assert [p["value"] for p in doc["points"]] == [90000000, 270000000, 810000000]
+    assert [p["text"] for p in doc["points"]] == ["90000000", "270000000", "810000000"]
     assert "scale: steps=" not in res.out + res.err, "the program's output reached the terminal"
     for p in doc["points"]:
         assert p["runs_ok"] == 3 and len(p["runs"]) == 3
@@ -153,9 +153,9 @@ def test_markdown(scaled):
     md = (out / "sweep.md").read_text()
     assert md.startswith("# pyrsprof sweep along n\n")
     assert f"- {doc['fits']['wall']['text']}\n" in md and f"- {doc['fits']['cpu']['text']}\n" in md
-    assert "| n | 11000 – 33000 (3 values) |" in md, md
+    assert "| n | 9500 – 28500 (3 values) |" in md, md
     assert "\\<script\\>alert(1)\\</script\\>" in md and "<script>" not in md
-    rows = [l for l in md.splitlines() if re.match(r"^\| (11000|19000|33000) \| 3/3 \|", l)]
+    rows = [l for l in md.splitlines() if re.match(r"^\| (9500|16500|28500) \| 3/3 \|", l)]
     assert len(rows) == 3, md
     assert f"wrote {out}/{{sweep.md,sweep.json,sweep.svg}}" in res.err
     assert "Short runs" not in md and "the fastest run took" not in res.err
@@ -216,7 +216,7 @@ def test_svg(scaled, node):
         differs = sum(p[f"{metric}_s"]["median"] > p[f"{metric}_s"]["min"] for p in doc["points"])
         assert g["median"] == differs, (metric, g)
     for label in ("n (log scale)", "time, seconds (log scale)", doc["fits"]["wall"]["text"],
-                  doc["fits"]["cpu"]["text"], "11000", "19000", "33000"):
+                  doc["fits"]["cpu"]["text"], "9500", "16500", "28500"):
         assert label in texts, (label, texts)
     assert shot.is_file() and shot.stat().st_size > 5000
 

@@ -106,7 +106,7 @@ def enough_samples(text, n=0.5):
 
 
 def test_top_launch_in_a_terminal(prs, tmp_path):
-    t = Tmux(f"{prs} top -r 200 -- {PY} {SPLIT} 10; echo TOP-EXIT=$?; sleep 90")
+    t = Tmux(f"{prs} top -r 200 -- {PY} {SPLIT} 6; echo TOP-EXIT=$?; sleep 90")
     try:
         screen = t.wait(enough_samples, 60, "no table with 0.5 s of hot_a + hot_b")
         assert t.flags() == (True, False), "top draws on the alternate screen, cursor hidden"
@@ -161,7 +161,7 @@ def assert_left_running(target, t, after):
 
 
 def test_top_attach_then_quit_leaves_it_running(prs):
-    with split_under_top(prs, 8, "-r", "200") as (target, t):
+    with split_under_top(prs, 5, "-r", "200") as (target, t):
         screen = t.wait(enough_samples, 60, "no table with 0.5 s of hot_a + hot_b")
         assert rows_of(screen)[0][4] == "hot_b (split.py)", screen
         share, tol = hot_share(rows_of(screen))
@@ -172,7 +172,7 @@ def test_top_attach_then_quit_leaves_it_running(prs):
 
 
 def test_top_sigterm_restores_the_terminal(prs):
-    with split_under_top(prs, 8) as (target, t):
+    with split_under_top(prs, 5) as (target, t):
         t.wait(lambda s: "%Own" in s, 30, "no table")
         shell = int(t.tmux("display", "-p", "#{pane_pid}"))
         kids = [int(x) for x in open(f"/proc/{shell}/task/{shell}/children").read().split()]
