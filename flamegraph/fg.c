@@ -66,28 +66,9 @@ static uint32_t mix32(uint32_t h)
 
 /* ---- strings ---- */
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 16;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		ncap *= 2;
-	}
-	/* no huge-page hint here or in rehash(): measured on fg_shapes, the graph's arrays and
-	 * tables took more memory with it (unsorted 108 -> 100 MB without, shallow 29 -> 25 MB)
-	 * for no CPU gained (5 alternating runs each) */
-	np = realloc(*p, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
+/* Arrays grow with prs_array_grow. No huge-page hint for them or in rehash(): measured on
+ * fg_shapes, the graph's arrays and tables took more memory with it (unsorted 108 -> 100 MB
+ * without, shallow 29 -> 25 MB) for no CPU gained (5 alternating runs each). */
 
 /*
  * The string and node tables: open addressing, linear probing, filled to 3/4 at most. Their
@@ -176,8 +157,8 @@ static uint32_t intern_hashed(struct prs_fg *fg, const char *s, size_t len, uint
 	}
 	if (fg->nstrs >= UINT32_MAX - 1 || fg->arena_len + len + 1 > UINT32_MAX)
 		return UINT32_MAX;
-	if (grow((void **)&fg->strs, &fg->strs_cap, fg->nstrs + 1, sizeof(*fg->strs)) < 0 ||
-	    grow((void **)&fg->arena, &fg->arena_cap, fg->arena_len + len + 1, 1) < 0)
+	if (prs_array_grow((void **)&fg->strs, &fg->strs_cap, fg->nstrs + 1, sizeof(*fg->strs)) < 0 ||
+	    prs_array_grow((void **)&fg->arena, &fg->arena_cap, fg->arena_len + len + 1, 1) < 0)
 		return UINT32_MAX;
 	memcpy(fg->arena + fg->arena_len, s, len);
 	fg->arena[fg->arena_len + len] = '\0';
@@ -329,7 +310,7 @@ static uint32_t new_node(struct prs_fg *fg, uint32_t parent, uint32_t name, uint
 			 uint8_t kind, uint32_t h)
 {
 	if (fg->nnodes >= UINT32_MAX - 1 ||
-	    grow((void **)&fg->nodes, &fg->nodes_cap, fg->nnodes + 1, sizeof(*fg->nodes)) < 0)
+	    prs_array_grow((void **)&fg->nodes, &fg->nodes_cap, fg->nnodes + 1, sizeof(*fg->nodes)) < 0)
 		return 0;
 	fg->nodes[fg->nnodes] = (struct fg_node){ .parent = parent, .name = name, .file = file,
 						  .kind = kind, .hash = h,
@@ -365,7 +346,7 @@ static int before_reserve(struct prs_fg *fg)
 
 	if (fg->nnodes <= fg->before_len)
 		return 0;
-	if (grow((void **)&fg->before, &cap, fg->nnodes, sizeof(*fg->before)) < 0)
+	if (prs_array_grow((void **)&fg->before, &cap, fg->nnodes, sizeof(*fg->before)) < 0)
 		return -ENOMEM;
 	memset(fg->before + old, 0, (cap - old) * sizeof(*fg->before));
 	fg->before_len = cap;
@@ -432,7 +413,7 @@ static int linetab_reserve(struct prs_fg *fg, size_t more)
 static uint32_t line_new(struct prs_fg *fg, uint32_t node, uint32_t line, uint64_t count)
 {
 	if (fg->nlines >= UINT32_MAX - 1 ||
-	    grow((void **)&fg->lines, &fg->lines_cap, fg->nlines + 1, sizeof(*fg->lines)) < 0)
+	    prs_array_grow((void **)&fg->lines, &fg->lines_cap, fg->nlines + 1, sizeof(*fg->lines)) < 0)
 		return UINT32_MAX;
 	fg->lines[fg->nlines] = (struct fg_line){ .node = node, .line = line, .count = count,
 						  .next = fg->nodes[node].first_line };
@@ -502,7 +483,7 @@ struct prs_fg *prs_fg_new(void)
 	fg->path = malloc((PRS_MAX_STACK_FRAMES + 1) * sizeof(*fg->path));
 	fg->hbuf = malloc(PRS_MAX_STACK_FRAMES * sizeof(*fg->hbuf));
 	if (!fg->path || !fg->hbuf || intern(fg, "", 0) != 0 ||
-	    grow((void **)&fg->nodes, &fg->nodes_cap, 1, sizeof(*fg->nodes)) < 0) {
+	    prs_array_grow((void **)&fg->nodes, &fg->nodes_cap, 1, sizeof(*fg->nodes)) < 0) {
 		prs_fg_free(fg);
 		return NULL;
 	}
@@ -736,7 +717,7 @@ int prs_fg_reserve(struct prs_fg *fg, size_t more)
 		return -ENOMEM;
 	if (fg->bloom_nbits && need * BLOOM_BITS_PER_NODE > fg->bloom_nbits)
 		bloom_resize(fg, need);
-	return grow((void **)&fg->nodes, &fg->nodes_cap, need, sizeof(*fg->nodes));
+	return prs_array_grow((void **)&fg->nodes, &fg->nodes_cap, need, sizeof(*fg->nodes));
 }
 
 int prs_fg_count_all(struct prs_fg *fg, uint64_t *self, uint32_t n, bool before)
