@@ -18,6 +18,7 @@
 #include "pyrsprof/export.h"
 #include "pyrsprof/profile.h"
 
+#include "py_image.h"
 #include "unit_tmpdir.h"
 
 #include "util/banned.h"
@@ -31,10 +32,7 @@ static uint64_t rng = 0x2545f4914f6cdd1dull;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return img_rand(&rng); /* the unit tests' xorshift (py_image.c) */
 }
 
 /*
