@@ -17,8 +17,13 @@
  * The handler is async-signal-safe: raw syscalls, no allocation, no locks, no stdio, no loader
  * calls; memory it cannot trust is read with loads whose faults it recovers from (safecopy.h:
  * the agent holds SIGSEGV and SIGBUS for that), or with process_vm_readv on itself when those
- * signals are not its own or are blocked: a bad address is an error, never a crash. A forked child stops sampling (its timers are not inherited;
- * threads it creates are not armed): it runs unprofiled and unharmed.
+ * signals are not its own or are blocked: a bad address is an error, never a crash.
+ *
+ * A forked child never writes to its parent's ring (unmapped in the child: the parent's threads
+ * may be mid-write in it). Without --subprocesses it runs unprofiled and unharmed (no ring, no
+ * clock: timers are not inherited). With it (follow.h), the child makes a ring of its own in the
+ * fork's child handler, announces it to pyrsprof and arms its thread's clock again; an exec'ed
+ * process that is not the launched one does the same at its start.
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -41,6 +46,7 @@
 #include <unistd.h>
 
 #include "agent/chain.h"
+#include "agent/follow-agent.h"
 #include "agent/ring.h"
 #include "agent/safecopy.h"
 #include "agent/selfreader.h"
@@ -64,6 +70,11 @@ struct agent_thread {
 static TLS struct agent_thread me;
 
 static struct prs_ring_hdr *ring;   /* NULL: inactive (not launched by pyrsprof, or a fork) */
+static size_t ring_bytes;           /* its mapping's size */
+static bool own_ring;               /* made by this process (follow.h), not pyrsprof's */
+static bool following;              /* --subprocesses: follow holds the configuration */
+static struct prs_follow_cfg follow;
+static struct prs_py_layout py_layout; /* walker's layout: a copy, whichever ring is mapped */
 static pid_t self_pid;
 static int signo;
 static struct prs_pywalk walker;    /* a copy of the header's, pointing at the header's layout */
@@ -309,8 +320,9 @@ static void check_python(void)
 	/* a layout for this image: pyrsprof found the interpreter since the last exec */
 	if (py_ready || __atomic_load_n(&ring->py_gen, __ATOMIC_ACQUIRE) != my_gen)
 		return;
+	py_layout = ring->py_layout;
 	walker = ring->py_walk;
-	walker.L = &ring->py_layout;
+	walker.L = &py_layout;
 	__atomic_store_n(&py_ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -544,9 +556,21 @@ static void arm_others(void)
 	closedir(d);
 }
 
-/* A fork's child runs unprofiled: its threads have no timers, and the ring is the parent's. */
+/* Counts a fork of a followed process before it happens: pyrsprof knows a child's ring is due. */
+static void before_fork(void)
+{
+	if (ring && following)
+		__atomic_fetch_add(&ring->forks, 1, __ATOMIC_RELAXED);
+}
+
+/* A fork's child (the forking thread alone, no timer: they are not inherited). The parent's
+ * ring is unmapped: its threads may be mid-write in it. With --subprocesses, a ring of its own
+ * and its clock armed again; else it runs unprofiled. Async-signal-safe (raw syscalls). */
 static void in_child(void)
 {
+	struct prs_ring_hdr *parent_ring = ring, *h = NULL;
+	size_t parent_bytes = ring_bytes, bytes = 0;
+	pid_t parent = self_pid;
 	uint64_t id = 0;
 
 	ring = NULL;
@@ -556,12 +580,34 @@ static void in_child(void)
 	if (me.perf_fd >= 0 && ioctl(me.perf_fd, PERF_EVENT_IOC_ID, &id) == 0 && id == me.perf_id)
 		close(me.perf_fd);
 	me.perf_fd = -1;
+	me.timer = -1;
+	self_pid = getpid();
+	if (!parent_ring)
+		return;
+	if (following && !(h = prs_follow_make_ring(&follow, self_pid, parent, true, &bytes)))
+		__atomic_fetch_add(&parent_ring->children_lost, 1, __ATOMIC_RELAXED);
+	munmap(parent_ring, parent_bytes);
+	if (!h)
+		return;
+	ring = h;
+	ring_bytes = bytes;
+	own_ring = true;
+	my_gen = __atomic_add_fetch(&h->generation, 1, __ATOMIC_ACQ_REL);
+	prs_chain_set_ring(h);
+	arm_self();
+	if (!me.armed) {
+		agent_fail(errno, "timer_create on the thread's CPU clock failed");
+		ring = NULL;
+		prs_chain_forget_ring();
+		return;
+	}
+	__atomic_store_n(&ring->agent_state, PRS_AGENT_RUNNING, __ATOMIC_RELEASE);
 }
 
 /* ---- start ---- */
 
 /* Maps the ring whose descriptor the environment names; NULL when there is none for us. */
-static struct prs_ring_hdr *map_ring(void)
+static struct prs_ring_hdr *map_ring(size_t *bytes)
 {
 	const char *s = getenv(PRS_AGENT_FD_ENV);
 	struct prs_ring_hdr *h;
@@ -591,6 +637,22 @@ static struct prs_ring_hdr *map_ring(void)
 		munmap(h, (size_t)st.st_size);
 		return NULL;
 	}
+	*bytes = (size_t)st.st_size;
+	return h;
+}
+
+/* The ring of this image: pyrsprof's for the launched process (and its exec's, while it keeps
+ * the descriptor), else with --subprocesses one of its own, announced; NULL: unprofiled. */
+static struct prs_ring_hdr *find_ring(void)
+{
+	struct prs_ring_hdr *h;
+
+	following = prs_follow_parse(getenv(PRS_FOLLOW_ENV), &follow);
+	h = map_ring(&ring_bytes);
+	if (h || !following)
+		return h;
+	h = prs_follow_make_ring(&follow, getpid(), getppid(), false, &ring_bytes);
+	own_ring = h != NULL;
 	return h;
 }
 
@@ -634,6 +696,10 @@ static int install_handler(void)
 		if (!ring->exec_ignored)
 			old.sa_handler = SIG_DFL;
 		__atomic_store_n(&ring->exec_pid, 0, __ATOMIC_RELEASE);
+	} else if (old.sa_handler == SIG_IGN && own_ring) {
+		/* a new ring: the previous image's word is not in it; SIG_IGN is taken for the
+		 * agent's (a program ignoring SIGRTMIN+8 itself is rare: docs/preload.md) */
+		old.sa_handler = SIG_DFL;
 	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
@@ -665,7 +731,7 @@ static bool resolve_real(void)
 __attribute__((constructor)) static void agent_start(void)
 {
 	bool resolved = resolve_real();
-	struct prs_ring_hdr *h = map_ring();
+	struct prs_ring_hdr *h = find_ring();
 	int rc;
 
 	if (!h)
@@ -674,7 +740,7 @@ __attribute__((constructor)) static void agent_start(void)
 	self_pid = getpid();
 	my_gen = __atomic_add_fetch(&h->generation, 1, __ATOMIC_ACQ_REL);
 	if (!resolved || pthread_key_create(&exit_key, disarm_self) != 0 ||
-	    pthread_atfork(NULL, NULL, in_child) != 0) {
+	    pthread_atfork(before_fork, NULL, in_child) != 0) {
 		agent_fail(ENOSYS, "the agent cannot hook thread creation");
 		ring = NULL;
 		return;

@@ -106,6 +106,11 @@ void prs_chain_forget_ring(void)
 	hdr = NULL;
 }
 
+void prs_chain_set_ring(struct prs_ring_hdr *h)
+{
+	hdr = h;
+}
+
 /* True for the two actions that are not handlers. */
 static bool is_handler(const struct sigaction *a)
 {

@@ -41,6 +41,8 @@ bool prs_chain_faults_held(void);
 bool prs_chain_program_ignores(void);
 /* A forked child: counted nowhere any more (the ring is the parent's); the actions stay. */
 void prs_chain_forget_ring(void);
+/* A forked child followed with a ring of its own (follow.h): counted there. */
+void prs_chain_set_ring(struct prs_ring_hdr *h);
 /* A signal of the agent's number that the agent did not send, or a fault that is not
  * prs_safecopy's, passed to the program's action. Async-signal-safe. */
 void prs_chain_forward(int sig, siginfo_t *si, void *uc);

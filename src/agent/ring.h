@@ -28,7 +28,7 @@
 
 #define PRS_AGENT_FD_ENV "PYRSPROF_AGENT_FD"
 #define PRS_RING_MAGIC 0x31676e6972737270ull /* "prsring1" */
-#define PRS_RING_VERSION 4
+#define PRS_RING_VERSION 5
 #define PRS_RING_SIGNAL_OFFSET 8  /* the agent's signal: SIGRTMIN + 8 */
 #define PRS_RING_COOKIE 0x70727331 /* sigev_value of the agent's timers */
 #define PRS_RING_ARM_COOKIE 0x70727332 /* sigqueue value: "arm yourself", to threads running at start */
@@ -88,6 +88,9 @@ struct prs_ring_hdr {
 	 * which finds SIG_IGN (the agent's, across the exec) whatever the program's action was */
 	int32_t exec_pid;        /* the process that exec'ed (0: none) */
 	uint32_t exec_ignored;   /* 1: the program's own action was SIG_IGN */
+	/* --subprocesses (follow.h): forks of this process (counted before each), and its forked
+	 * children that could not make or announce a ring of their own (they run unprofiled) */
+	uint64_t forks, children_lost;
 	/* pyrsprof -> agent */
 	uint32_t stop;           /* 1: sample no more */
 	uint32_t clock;          /* enum prs_agent_clock */

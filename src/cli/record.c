@@ -58,7 +58,7 @@ static const char run_usage[] =
 	"                       (Python frames only, read without stopping the program)\n"
 	"      --native-all     keep the interpreter's own native frames in Python stacks\n"
 	"      --subprocesses   follow CMD's child processes too (fork, exec), each one sampled;\n"
-	"                       sampling goes on until the last of them exits (not preload)\n"
+	"                       sampling goes on until the last of them exits\n"
 	"      --merge-processes  graphs with a root per command, not per process\n"
 	CLI_STACKS_HELP
 	"      --no-kernel-stacks  no kernel frames under the user stacks (they need root,\n"
@@ -233,11 +233,6 @@ static int parse_opts(int argc, char **argv, bool run, struct rec_opts *o)
 	if (o->subprocesses && o->source == PRS_SOURCE_VM) {
 		cli_msg("--subprocesses follows the processes with ptrace: it needs --mode ptrace (the "
 			"default)");
-		return EXIT_USAGE;
-	}
-	if (o->subprocesses && o->source == PRS_SOURCE_PRELOAD) {
-		cli_msg("--subprocesses is not followed by --mode preload (the agent samples the "
-			"launched process only): use --mode ptrace or auto");
 		return EXIT_USAGE;
 	}
 	return -1;

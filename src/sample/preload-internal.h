@@ -35,9 +35,11 @@ struct prs_preload_env {
 	bool set;
 };
 
-/* Sets LD_PRELOAD (agent appended) and PYRSPROF_AGENT_FD=fd in pyrsprof's own environment, for
- * the fork that follows. Returns 0 or -ENOMEM. */
-int prs_preload_env_set(struct prs_preload_env *e, const char *agent, int fd, struct prs_err *err);
+/* Sets LD_PRELOAD (agent appended), PYRSPROF_AGENT_FD=fd and, with subprocesses, the follow
+ * configuration (follow: agent/follow.h's value, or NULL) in pyrsprof's own environment, for the
+ * fork that follows. Returns 0 or -ENOMEM. */
+int prs_preload_env_set(struct prs_preload_env *e, const char *agent, int fd, const char *follow,
+			struct prs_err *err);
 /* Puts the environment back as it was. */
 void prs_preload_env_restore(struct prs_preload_env *e);
 

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/follow.h"
 #include "agent/ring.h"
 #include "sample/preload-internal.h"
 #include "util/banned.h"
@@ -126,7 +127,8 @@ int prs_preload_check_program(const char *argv0, struct prs_err *err)
 	return 0;
 }
 
-int prs_preload_env_set(struct prs_preload_env *e, const char *agent, int fd, struct prs_err *err)
+int prs_preload_env_set(struct prs_preload_env *e, const char *agent, int fd, const char *follow,
+			struct prs_err *err)
 {
 	const char *old = getenv("LD_PRELOAD");
 	char num[16], *val;
@@ -144,7 +146,8 @@ int prs_preload_env_set(struct prs_preload_env *e, const char *agent, int fd, st
 	/* appended: a library the user preloads keeps its place first */
 	snprintf(val, n, "%s%s%s", old && old[0] ? old : "", old && old[0] ? ":" : "", agent);
 	snprintf(num, sizeof(num), "%d", fd);
-	e->set = setenv("LD_PRELOAD", val, 1) == 0 && setenv(PRS_AGENT_FD_ENV, num, 1) == 0;
+	e->set = setenv("LD_PRELOAD", val, 1) == 0 && setenv(PRS_AGENT_FD_ENV, num, 1) == 0 &&
+		 (!follow || setenv(PRS_FOLLOW_ENV, follow, 1) == 0);
 	free(val);
 	if (!e->set) {
 		prs_preload_env_restore(e);
@@ -160,6 +163,7 @@ void prs_preload_env_restore(struct prs_preload_env *e)
 	else
 		unsetenv("LD_PRELOAD");
 	unsetenv(PRS_AGENT_FD_ENV);
+	unsetenv(PRS_FOLLOW_ENV);
 	free(e->old_preload);
 	e->old_preload = NULL;
 	e->set = false;

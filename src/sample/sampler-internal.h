@@ -65,6 +65,10 @@ struct prs_source_ops {
 	void (*end)(struct prs_sampler *s, struct prs_target *tg);
 	/* Records tg's tick, once every target's tick was taken (NULL: none). */
 	void (*record)(struct prs_sampler *s, struct prs_target *tg);
+	/* Optional. Once per turn of the loop, before it looks whether a target is left: a source
+	 * that learns of processes by itself adds their targets and marks those gone as exited
+	 * (preload with subprocesses: no ptrace events tell it). */
+	void (*poll)(struct prs_sampler *s, uint64_t now_ns);
 };
 
 /* A target's tick under way (source_ptrace.c). */

@@ -411,6 +411,15 @@ static uint64_t next_deadline(struct prs_sampler *s, uint64_t next, uint64_t per
 	return next;
 }
 
+/* True while some target runs, once the source has looked for processes it follows by itself
+ * (struct prs_source_ops poll). */
+static bool targets_left(struct prs_sampler *s)
+{
+	if (s->src->poll)
+		s->src->poll(s, prs_now_ns());
+	return !prs_session_all_exited(s);
+}
+
 int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)
 {
 	uint64_t period = (uint64_t)(1e9 / s->opts.rate_hz);
@@ -425,7 +434,7 @@ int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)
 		end = s->t0 + (uint64_t)(s->opts.duration_s * 1e9);
 	record_names(s);
 	next = s->t0;
-	while (!prs_session_all_exited(s) && !s->stop_requested) {
+	while (targets_left(s) && !s->stop_requested) {
 		uint64_t now = prs_now_ns();
 
 		if (end && now >= end)

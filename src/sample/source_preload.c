@@ -11,6 +11,9 @@
  * Nothing is ptraced: this works where ptrace is refused (a seccomp filter, Yama scope 3, a
  * container without CAP_SYS_PTRACE), with process_vm_readv and /proc/PID/maps for the unwinder
  * and the Python reader as in vm mode.
+ *
+ * With --subprocesses every process of the tree has a ring of its own and a target
+ * (preload_follow.c); the counts of every ring are summed in the root's (sum) for the profile.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +28,7 @@
 #include "pyrsprof/task.h"
 #include "pyrsprof/util.h"
 #include "sample/preload-internal.h"
+#include "sample/preload-tree-internal.h"
 #include "sample/sampler-internal.h"
 #include "util/banned.h"
 
@@ -32,8 +36,15 @@
 #define PRUNE_NS 500000000ull /* threads gone are looked for this often (no exit events here) */
 #define RING_STACK_MAX (64 * 1024)
 
+/* What the rings counted (their headers' counters), summed over the processes of the tree. */
+struct ring_counts {
+	uint64_t written, dropped, timers, perf_clocks, py_walks, foreign, offcpu, code_reused;
+	uint64_t children_lost;
+	bool handler, sigprof;
+};
+
 struct prs_preload {
-	int fd;                       /* the memfd, -1 once the program has it */
+	int fd;                       /* the memfd, -1 once the program has it (or the agent made it) */
 	struct prs_ring_hdr *h;
 	size_t size;
 	uint32_t nslots, stack_cap;   /* as created: the header's copies are the program's to spoil */
@@ -48,6 +59,9 @@ struct prs_preload {
 	uint32_t gen;                 /* the agent generation (image) samples are recorded for */
 	uint64_t stale;               /* samples of an image replaced by an exec, dropped */
 	struct prs_preload_env env;
+	/* the root's: the tree's rings (--subprocesses, else NULL), the counts of rings gone */
+	struct prs_preload_tree *tree;
+	struct ring_counts sum;
 };
 
 void prs_preload_free(struct prs_preload *p)
@@ -58,31 +72,42 @@ void prs_preload_free(struct prs_preload *p)
 		munmap(p->h, p->size);
 	if (p->fd >= 0)
 		close(p->fd);
+	prs_preload_tree_free(p->tree);
 	free(p->ready);
 	free(p->raw);
 	free(p->named);
 	free(p);
 }
 
-/* The ring for one program: a memfd, its header filled. */
-static int ring_new(struct prs_sampler *s, struct prs_preload **out, struct prs_err *err)
+/* The state of one process's ring of nslots slots of cap stack bytes, not mapped yet. */
+static struct prs_preload *preload_alloc(uint32_t nslots, uint32_t cap)
 {
 	struct prs_preload *p = calloc(1, sizeof(*p));
-	size_t cap = s->opts.stack_bytes < RING_STACK_MAX ? s->opts.stack_bytes : RING_STACK_MAX;
 
 	if (!p)
-		return prs_err_set(err, -ENOMEM, "out of memory");
+		return NULL;
 	p->fd = -1;
-	p->nslots = RING_SLOTS;
-	p->stack_cap = (uint32_t)cap;
+	p->nslots = nslots;
+	p->stack_cap = cap;
 	p->size = (size_t)prs_ring_size(p->nslots, p->stack_cap);
 	p->ready = calloc(p->nslots, sizeof(*p->ready));
 	p->raw = malloc(sizeof(*p->raw));
 	p->named = malloc(sizeof(*p->named));
 	if (!p->ready || !p->raw || !p->named) {
 		prs_preload_free(p);
-		return prs_err_set(err, -ENOMEM, "out of memory");
+		return NULL;
 	}
+	return p;
+}
+
+/* The ring for one program: a memfd, its header filled. */
+static int ring_new(struct prs_sampler *s, struct prs_preload **out, struct prs_err *err)
+{
+	size_t cap = s->opts.stack_bytes < RING_STACK_MAX ? s->opts.stack_bytes : RING_STACK_MAX;
+	struct prs_preload *p = preload_alloc(RING_SLOTS, (uint32_t)cap);
+
+	if (!p)
+		return prs_err_set(err, -ENOMEM, "out of memory");
 	p->fd = memfd_create("pyrsprof-ring", MFD_CLOEXEC);
 	if (p->fd < 0 || ftruncate(p->fd, (off_t)p->size) != 0 ||
 	    (p->h = mmap(NULL, p->size, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0)) == MAP_FAILED) {
@@ -112,7 +137,8 @@ static int ring_new(struct prs_sampler *s, struct prs_preload **out, struct prs_
 static int preload_prepare(struct prs_sampler *s, struct prs_target *tg, char *const argv[],
 			   struct prs_err *err)
 {
-	char agent[4096];
+	char agent[4096], follow[sizeof(struct prs_follow_cfg) + 64];
+	struct prs_preload *p;
 	int rc;
 
 	if ((rc = prs_preload_agent_path(agent, sizeof(agent), err)) != 0 ||
@@ -120,10 +146,19 @@ static int preload_prepare(struct prs_sampler *s, struct prs_target *tg, char *c
 		return rc;
 	if (!tg->preload && (rc = ring_new(s, &tg->preload, err)) != 0)
 		return rc;
+	p = tg->preload;
+	/* --subprocesses: the other processes of the tree announce rings of their own */
+	if (s->opts.subprocesses && !p->tree) {
+		struct prs_follow_cfg cfg = { .period_ns = p->h->period_ns, .nslots = p->nslots,
+					      .stack_cap = p->stack_cap, .clock = p->h->clock };
+
+		if ((rc = prs_preload_tree_new(&cfg, &p->tree, follow, sizeof(follow), err)) != 0)
+			return rc;
+	}
 	/* the child inherits the descriptor: close-on-exec is off until the fork is done */
-	if (fcntl(tg->preload->fd, F_SETFD, 0) != 0)
+	if (fcntl(p->fd, F_SETFD, 0) != 0)
 		return prs_err_set(err, -errno, "fcntl: %s", strerror(errno));
-	return prs_preload_env_set(&tg->preload->env, agent, tg->preload->fd, err);
+	return prs_preload_env_set(&p->env, agent, p->fd, p->tree ? follow : NULL, err);
 }
 
 static void preload_launched(struct prs_sampler *s, struct prs_target *tg)
@@ -361,57 +396,150 @@ static void add_meta_count(struct prs_sampler *s, const char *key, uint64_t v)
 	prs_profile_meta(s->prof, key, buf);
 }
 
-/* What the program did with signals the agent cares about (chain.h): said and kept in meta. */
-static void note_program_signals(struct prs_sampler *s, struct prs_preload *p)
+/* Adds what the ring of tg counted (its header, written by the agent) into c. */
+static void count_ring(struct ring_counts *c, const struct prs_target *tg, const struct prs_preload *p)
 {
-	uint64_t foreign = __atomic_load_n(&p->h->foreign, __ATOMIC_RELAXED);
-	bool handler = __atomic_load_n(&p->h->program_handler, __ATOMIC_RELAXED) != 0;
-	bool sigprof = __atomic_load_n(&p->h->program_sigprof, __ATOMIC_RELAXED) != 0;
+	struct prs_ring_hdr *h = p->h;
 
-	add_meta_count(s, "preload_foreign_signals", foreign);
-	add_meta_count(s, "preload_program_handler", handler);
-	add_meta_count(s, "preload_program_sigprof", sigprof);
-	if (handler)
-		prs_session_note(s, "the program set its own handler for SIGRTMIN+8, the preload agent's "
-				 "signal: kept, the agent passed it the %llu signal%s it did not send and "
-				 "went on sampling", (unsigned long long)foreign, foreign == 1 ? "" : "s");
-	if (sigprof)
-		prs_session_note(s, "the program handles SIGPROF itself (ITIMER_PROF or a profiler of its "
-				 "own): left to it, the preload agent samples on SIGRTMIN+8");
-}
-
-/* After the loop: the last samples, the agent told to stop, what it counted. */
-static void preload_end(struct prs_sampler *s, struct prs_target *tg)
-{
-	struct prs_preload *p = tg->preload;
-	uint64_t dropped;
-
-	if (!p)
-		return;
-	drain(s, tg, p);
-	__atomic_store_n(&p->h->stop, 1, __ATOMIC_RELEASE);
-	check_agent(s, p);
-	dropped = __atomic_load_n(&p->h->dropped, __ATOMIC_RELAXED);
-	prs_profile_meta(s->prof, "source", "preload");
-	add_meta_count(s, "preload_samples", __atomic_load_n(&p->h->written, __ATOMIC_RELAXED));
-	add_meta_count(s, "preload_dropped", dropped);
-	add_meta_count(s, "preload_timers", __atomic_load_n(&p->h->timers, __ATOMIC_RELAXED));
-	add_meta_count(s, "preload_perf_clocks", __atomic_load_n(&p->h->perf_clocks, __ATOMIC_RELAXED));
-	add_meta_count(s, "preload_py_walks", __atomic_load_n(&p->h->py_walks, __ATOMIC_RELAXED));
-	add_meta_count(s, "preload_offcpu_samples", p->off.samples);
+	c->written += __atomic_load_n(&h->written, __ATOMIC_RELAXED);
+	c->dropped += __atomic_load_n(&h->dropped, __ATOMIC_RELAXED);
+	c->timers += __atomic_load_n(&h->timers, __ATOMIC_RELAXED);
+	c->perf_clocks += __atomic_load_n(&h->perf_clocks, __ATOMIC_RELAXED);
+	c->py_walks += __atomic_load_n(&h->py_walks, __ATOMIC_RELAXED);
+	c->foreign += __atomic_load_n(&h->foreign, __ATOMIC_RELAXED);
+	c->children_lost += __atomic_load_n(&h->children_lost, __ATOMIC_RELAXED);
+	c->handler |= __atomic_load_n(&h->program_handler, __ATOMIC_RELAXED) != 0;
+	c->sigprof |= __atomic_load_n(&h->program_sigprof, __ATOMIC_RELAXED) != 0;
+	c->offcpu += p->off.samples;
 	if (tg->py) { /* frames whose code object was freed and its address reused before naming */
 		struct prs_py_stats ps;
 
 		prs_py_get_stats(tg->py, &ps);
-		add_meta_count(s, "preload_py_code_reused", ps.code_reused);
+		c->code_reused += ps.code_reused;
 	}
-	if (!p->agent_seen && __atomic_load_n(&p->h->target_pid, __ATOMIC_RELAXED) == 0)
-		prs_session_note(s, "the preload agent never started in the program (does it clear "
-				 "LD_PRELOAD, or is it static?): nothing was sampled; use --mode ptrace");
-	if (dropped)
+}
+
+/* The root's sums, where every ring's counts go when it is done (NULL: no root ring). */
+static struct ring_counts *sums(struct prs_sampler *s)
+{
+	struct prs_preload *root = s->ntargets ? s->targets[0]->preload : NULL;
+
+	return root ? &root->sum : NULL;
+}
+
+/* What the program did with signals the agent cares about (chain.h): said and kept in meta. */
+static void note_program_signals(struct prs_sampler *s, const struct ring_counts *c)
+{
+	add_meta_count(s, "preload_foreign_signals", c->foreign);
+	add_meta_count(s, "preload_program_handler", c->handler);
+	add_meta_count(s, "preload_program_sigprof", c->sigprof);
+	if (c->handler)
+		prs_session_note(s, "the program set its own handler for SIGRTMIN+8, the preload agent's "
+				 "signal: kept, the agent passed it the %llu signal%s it did not send and "
+				 "went on sampling", (unsigned long long)c->foreign,
+				 c->foreign == 1 ? "" : "s");
+	if (c->sigprof)
+		prs_session_note(s, "the program handles SIGPROF itself (ITIMER_PROF or a profiler of its "
+				 "own): left to it, the preload agent samples on SIGRTMIN+8");
+}
+
+/* The profile's meta of every ring, and what the user should know of them. */
+static void write_counts(struct prs_sampler *s, const struct ring_counts *c,
+			 const struct prs_preload *root)
+{
+	uint64_t lost = prs_preload_tree_lost(root->tree) + c->children_lost;
+
+	prs_profile_meta(s->prof, "source", "preload");
+	add_meta_count(s, "preload_samples", c->written);
+	add_meta_count(s, "preload_dropped", c->dropped);
+	add_meta_count(s, "preload_timers", c->timers);
+	add_meta_count(s, "preload_perf_clocks", c->perf_clocks);
+	add_meta_count(s, "preload_py_walks", c->py_walks);
+	add_meta_count(s, "preload_offcpu_samples", c->offcpu);
+	add_meta_count(s, "preload_py_code_reused", c->code_reused);
+	if (root->tree)
+		add_meta_count(s, "preload_processes_unfollowed", lost);
+	if (c->dropped)
 		prs_session_note(s, "the preload ring was full %llu time%s: those samples were dropped",
-				 (unsigned long long)dropped, dropped == 1 ? "" : "s");
-	note_program_signals(s, p);
+				 (unsigned long long)c->dropped, c->dropped == 1 ? "" : "s");
+	if (lost)
+		prs_session_note(s, "%llu child process%s ran unprofiled: %s ring could not be made, "
+				 "announced or mapped (a limit: descriptors, memory)",
+				 (unsigned long long)lost, lost == 1 ? "" : "es", lost == 1 ? "its" : "their");
+	note_program_signals(s, c);
+}
+
+/* After the loop, for every target (the root first): the last samples, the agent told to stop,
+ * its counts summed; with the last target, the profile's meta of them all. */
+static void preload_end(struct prs_sampler *s, struct prs_target *tg)
+{
+	struct prs_preload *p = tg->preload, *root = s->targets[0]->preload;
+
+	if (p) {
+		drain(s, tg, p);
+		__atomic_store_n(&p->h->stop, 1, __ATOMIC_RELEASE);
+		check_agent(s, p);
+		count_ring(&root->sum, tg, p);
+		if (tg == s->targets[0] && !p->agent_seen &&
+		    __atomic_load_n(&p->h->target_pid, __ATOMIC_RELAXED) == 0)
+			prs_session_note(s, "the preload agent never started in the program (does it "
+					 "clear LD_PRELOAD, or is it static?): nothing was sampled; use "
+					 "--mode ptrace");
+	}
+	if (root && tg == s->targets[s->ntargets - 1])
+		write_counts(s, &root->sum, root);
+}
+
+/* ---- the tree's rings (preload_follow.c) ---- */
+
+int prs_preload_adopt(struct prs_sampler *s, struct prs_target *tg, struct prs_ring_hdr *h,
+		      size_t size)
+{
+	struct prs_preload *root = s->targets[0]->preload;
+	struct prs_preload *p = tg->preload;
+
+	if (!p) {
+		p = preload_alloc(root->nslots, root->stack_cap);
+		if (!p) {
+			munmap(h, size);
+			return -ENOMEM;
+		}
+		tg->preload = p;
+	} else {
+		/* an exec: the old image's last samples, then the new image as ptrace's exec event */
+		drain(s, tg, p);
+		__atomic_store_n(&p->h->stop, 1, __ATOMIC_RELEASE);
+		count_ring(&root->sum, tg, p);
+		munmap(p->h, p->size);
+		p->off.samples = 0;
+		p->gen = 0;
+		p->py_published = false;
+		p->agent_seen = false;
+		prs_target_exec(tg);
+		prs_tree_record_command(s, tg);
+	}
+	p->h = h;
+	p->size = size;
+	return 0;
+}
+
+void prs_preload_gone(struct prs_sampler *s, struct prs_target *tg)
+{
+	struct prs_preload *p = tg->preload;
+
+	drain(s, tg, p);
+	count_ring(sums(s), tg, p);
+	/* (its code objects were counted: the target is freed with its reader) */
+	prs_target_exited(tg, 0);
+	prs_thr_remove_all(&tg->thr);
+}
+
+static void preload_poll(struct prs_sampler *s, uint64_t now_ns)
+{
+	struct prs_preload *root = s->ntargets ? s->targets[0]->preload : NULL;
+
+	if (root)
+		prs_preload_tree_poll(s, root->tree, now_ns);
 }
 
 const struct prs_source_ops prs_source_preload = {
@@ -422,4 +550,5 @@ const struct prs_source_ops prs_source_preload = {
 	.launch_prepare = preload_prepare,
 	.launch_done = preload_launched,
 	.end = preload_end,
+	.poll = preload_poll,
 };

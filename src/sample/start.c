@@ -56,8 +56,7 @@ static int launch_auto(struct prs_sampler *s, char *const argv[], pid_t *pid, st
 		return rc;
 	prs_session_note(s, "ptrace is not permitted here (%s): sampling from inside the program "
 			 "with the LD_PRELOAD agent (--mode preload)%s", err->msg,
-			 s->opts.subprocesses ? "; its child processes run unprofiled (--subprocesses "
-						"needs ptrace)" : "");
+			 s->opts.subprocesses ? ", each child process with a ring of its own" : "");
 	err->msg[0] = '\0';
 	s->src = &prs_source_preload;
 	return launch_root(s, argv, pid, err);

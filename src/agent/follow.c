@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A ring of the process's own, made and announced to pyrsprof (follow.h): --subprocesses in
+ * preload mode. Raw syscalls only: it runs in a fork's child handler, where the parent may have
+ * had threads holding locks (no allocation, no stdio, no loader).
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent/follow-agent.h"
+#include "util/banned.h"
+
+/* Sends fd to pyrsprof's socket with msg. Returns true once the datagram is queued (never
+ * blocks: a full queue is a failure). */
+static bool announce(const struct prs_follow_cfg *cfg, int fd, const struct prs_follow_msg *msg)
+{
+	struct sockaddr_un a;
+	size_t n = strlen(cfg->name);
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { (void *)msg, sizeof(*msg) };
+	struct msghdr m;
+	struct cmsghdr *c;
+	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	if (s < 0)
+		return false;
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	memcpy(a.sun_path + 1, cfg->name, n); /* abstract: sun_path[0] is NUL */
+	memset(&m, 0, sizeof(m));
+	memset(&ctl, 0, sizeof(ctl));
+	m.msg_name = &a;
+	m.msg_namelen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = ctl.buf;
+	m.msg_controllen = sizeof(ctl.buf);
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	ok = sendmsg(s, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(*msg);
+	close(s);
+	return ok;
+}
+
+struct prs_ring_hdr *prs_follow_make_ring(const struct prs_follow_cfg *cfg, pid_t self, pid_t ppid,
+					  bool forked, size_t *size)
+{
+	uint64_t len = prs_ring_size(cfg->nslots, cfg->stack_cap);
+	struct prs_follow_msg msg = { PRS_FOLLOW_MAGIC, ppid, forked, 0 };
+	struct prs_ring_hdr *h;
+	int fd = (int)syscall(SYS_memfd_create, "pyrsprof-ring", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, (off_t)len) != 0 ||
+	    (h = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		close(fd);
+		return NULL;
+	}
+	h->magic = PRS_RING_MAGIC;
+	h->version = PRS_RING_VERSION;
+	h->nslots = cfg->nslots;
+	h->stack_cap = cfg->stack_cap;
+	h->slot_size = prs_ring_slot_size(cfg->stack_cap);
+	h->slots_off = prs_ring_slots_off();
+	h->period_ns = cfg->period_ns;
+	h->clock = cfg->clock;
+	h->target_pid = self;
+	/* pyrsprof maps it after the send: what it reads is written before */
+	if (!announce(cfg, fd, &msg)) {
+		munmap(h, (size_t)len);
+		close(fd);
+		return NULL;
+	}
+	close(fd); /* the mapping is the ring: no descriptor of ours for the program to close */
+	*size = (size_t)len;
+	return h;
+}
