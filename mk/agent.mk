@@ -5,7 +5,7 @@
 # that was not linked with it), position-independent, exporting only the functions it wraps. It carries
 # its own copies of the CPython walker and the memory reader (the same sources).
 AGENT_SRCS := src/agent/agent.c src/agent/chain.c src/agent/safecopy.c src/agent/selfreader.c \
-	src/agent/sigmask.c src/agent/follow.c src/python/walk.c
+	src/agent/sigmask.c src/agent/follow.c src/agent/fdguard.c src/python/walk.c
 AGENT_OBJS := $(patsubst %.c,$(BUILD)/agent-pic/%.o,$(AGENT_SRCS))
 AGENT := $(BUILD)/libpyrsprof-agent.so
 AGENT_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -fno-sanitize=all $(WARN) -D_GNU_SOURCE \

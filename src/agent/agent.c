@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "agent/chain.h"
+#include "agent/fdguard.h"
 #include "agent/follow-agent.h"
 #include "agent/ring.h"
 #include "agent/safecopy.h"
@@ -143,9 +144,9 @@ static int arm_perf(void)
 	return fd;
 }
 
-/* Gives the calling thread its CPU-time clock: a perf task-clock event, or a POSIX CPU timer.
- * Async-signal-safe (raw syscalls). */
-static void arm_self(void)
+/* Gives the calling thread its CPU-time clock: a perf task-clock event (unless posix_only), or a
+ * POSIX CPU timer. Async-signal-safe (raw syscalls). */
+static void arm_clock(bool posix_only)
 {
 	struct sigevent sev;
 	struct itimerspec its;
@@ -155,8 +156,9 @@ static void arm_self(void)
 		return;
 	me.perf_fd = -1;
 	me.timer = -1;
-	if (ring->clock == PRS_CLOCK_AUTO && (me.perf_fd = arm_perf()) >= 0) {
+	if (!posix_only && ring->clock == PRS_CLOCK_AUTO && (me.perf_fd = arm_perf()) >= 0) {
 		me.armed = 1;
+		prs_fdguard_set(me.perf_fd, my_tid());
 		__atomic_fetch_add(&ring->perf_clocks, 1, __ATOMIC_RELAXED);
 		return;
 	}
@@ -182,6 +184,22 @@ static void arm_self(void)
 	__atomic_fetch_add(&ring->timers, 1, __ATOMIC_RELAXED);
 }
 
+static void arm_self(void)
+{
+	arm_clock(false);
+}
+
+/* In the handler: the program closed this thread's clock descriptor (fdguard.h); a POSIX timer
+ * from now on, which no close takes away. */
+static void rearm_self(void)
+{
+	if (!me.armed || me.perf_fd < 0)
+		return;
+	me.armed = 0;
+	me.perf_fd = -1;
+	arm_clock(true);
+}
+
 /* A thread's exit (pthread key destructor): its timer goes with it (timers are process
  * resources: kept, they would pile up under thread churn against RLIMIT_SIGPENDING). */
 static void disarm_self(void *unused)
@@ -195,8 +213,10 @@ static void disarm_self(void *unused)
 	if (me.timer >= 0)
 		syscall(SYS_timer_delete, me.timer);
 	/* the program may have closed our descriptor and reused its number: ours only */
-	if (me.perf_fd >= 0 && ioctl(me.perf_fd, PERF_EVENT_IOC_ID, &id) == 0 && id == me.perf_id)
+	if (me.perf_fd >= 0 && ioctl(me.perf_fd, PERF_EVENT_IOC_ID, &id) == 0 && id == me.perf_id) {
+		prs_fdguard_set(me.perf_fd, 0);
 		close(me.perf_fd);
+	}
 }
 
 /* The calling thread's stack bounds, from its attributes (not in a handler: may allocate). */
@@ -367,6 +387,10 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
 	    si->si_value.sival_int == PRS_RING_ARM_COOKIE) {
 		if (ring)
 			arm_self(); /* the constructor's call to a thread that was running before us */
+	} else if (si->si_code == SI_QUEUE && si->si_pid == self_pid &&
+		   si->si_value.sival_int == PRS_RING_REARM_COOKIE) {
+		if (ring)
+			rearm_self();
 	} else if (own_clock(si)) {
 		if (ring && me.armed)
 			take_sample(ucv, si->si_code == SI_TIMER ? si->si_overrun : 0);
@@ -530,28 +554,42 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 	return -1;
 }
 
+/* Sends thread tid the agent's signal with value cookie: queued with a value of ours, told apart
+ * from a tgkill of the program's own. Async-signal-safe. */
+static void tell(pid_t tid, int cookie)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	si.si_signo = signo;
+	si.si_code = SI_QUEUE;
+	si.si_pid = self_pid;
+	si.si_uid = getuid();
+	si.si_value.sival_int = cookie;
+	syscall(SYS_rt_tgsigqueueinfo, self_pid, tid, signo, &si);
+}
+
+/* The program closed thread tid's clock descriptor (fdguard.c, in the closing thread). */
+static void clock_lost(pid_t tid)
+{
+	if (ring && signo)
+		tell(tid, PRS_RING_REARM_COOKIE);
+}
+
 /* Asks every other thread already running to arm itself (in the handler). */
 static void arm_others(void)
 {
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
 	pid_t self = my_tid();
-	siginfo_t si;
 
 	if (!d)
 		return;
-	/* queued with a value of ours: told apart from a tgkill of the program's own */
-	memset(&si, 0, sizeof(si));
-	si.si_signo = signo;
-	si.si_code = SI_QUEUE;
-	si.si_pid = self_pid;
-	si.si_uid = getuid();
-	si.si_value.sival_int = PRS_RING_ARM_COOKIE;
 	while ((e = readdir(d)) != NULL) {
 		long tid = strtol(e->d_name, NULL, 10);
 
 		if (tid > 0 && tid != self)
-			syscall(SYS_rt_tgsigqueueinfo, self_pid, (pid_t)tid, signo, &si);
+			tell((pid_t)tid, PRS_RING_ARM_COOKIE);
 	}
 	closedir(d);
 }
@@ -576,6 +614,7 @@ static void in_child(void)
 	ring = NULL;
 	prs_chain_forget_ring();
 	me.armed = 0;
+	prs_fdguard_forget_all(); /* the parent's threads' descriptors */
 	/* the copy of the forking thread's event descriptor: the event stays the parent's */
 	if (me.perf_fd >= 0 && ioctl(me.perf_fd, PERF_EVENT_IOC_ID, &id) == 0 && id == me.perf_id)
 		close(me.perf_fd);
@@ -724,7 +763,8 @@ static bool resolve_real(void)
 	real_execv = dlsym(RTLD_NEXT, "execv");
 	real_execvp = dlsym(RTLD_NEXT, "execvp");
 	real_execvpe = dlsym(RTLD_NEXT, "execvpe");
-	return prs_chain_resolve() && prs_mask_resolve() && real_pthread_create && real_execve && real_execv &&
+	return prs_chain_resolve() && prs_mask_resolve() && prs_fdguard_resolve() && real_pthread_create &&
+	       real_execve && real_execv &&
 	       real_execvp && real_execvpe;
 }
 
@@ -752,6 +792,7 @@ __attribute__((constructor)) static void agent_start(void)
 		return;
 	}
 	learn_stack();
+	prs_fdguard_start(clock_lost);
 	arm_self();
 	if (!me.armed) {
 		agent_fail(errno, "timer_create on the thread's CPU clock failed");

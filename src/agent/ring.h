@@ -32,6 +32,7 @@
 #define PRS_RING_SIGNAL_OFFSET 8  /* the agent's signal: SIGRTMIN + 8 */
 #define PRS_RING_COOKIE 0x70727331 /* sigev_value of the agent's timers */
 #define PRS_RING_ARM_COOKIE 0x70727332 /* sigqueue value: "arm yourself", to threads running at start */
+#define PRS_RING_REARM_COOKIE 0x70727333 /* "the program closed your clock's descriptor" (fdguard.h) */
 #define PRS_RING_CLAIM_TRIES 4    /* slots a producer tries before it drops the sample */
 #define PRS_RING_SCRATCH (17 * 1024) /* a slot's scratch bytes, the agent's own (its page cache) */
 

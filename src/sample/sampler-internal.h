@@ -116,6 +116,8 @@ struct prs_target {
 	int npyt;
 	bool py_given_up;
 	uint64_t py_next_try;
+	uint64_t py_since;      /* when its image started (made, or exec'ed): the reader is looked
+				 * for often at first (target_python.c) */
 	char py_info[256];
 	uint64_t last_tick_ns;  /* ptrace: start of the last tick */
 	struct prs_tick tick;   /* this tick (open between its begin and its record) */

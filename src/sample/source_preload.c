@@ -369,19 +369,28 @@ static void prune_threads(struct prs_target *tg, struct prs_preload *p, uint64_t
 	}
 }
 
+/* Before any target's tick: the agents' Python frames wait for the layout, and the ticks may be
+ * long (an unwinder's start reads every module's CFI: tens of ms for a new process of the tree). */
+static void preload_begin(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
+{
+	(void)now_ns;
+	if (!tg->preload)
+		return;
+	check_agent(s, tg->preload);
+	publish_python(tg, tg->preload);
+}
+
 static void preload_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
 {
 	struct prs_preload *p = tg->preload;
 
 	if (!p)
 		return;
-	check_agent(s, p);
 	/* The maps are read once the agent runs: the loader has mapped every library by then (at
 	 * the exec, only the program and the loader are there). */
 	if (!tg->uw && p->agent_seen && prs_unwinder_new(tg->pid, &tg->uw, NULL) == 0)
 		tg->last_maps_refresh = now_ns;
 	prs_target_refresh_maps(tg, now_ns);
-	publish_python(tg, p);
 	p->off.refreshed = false;
 	drain(s, tg, p);
 	prs_preload_offcpu(s, tg, now_ns, &p->off);
@@ -512,7 +521,6 @@ int prs_preload_adopt(struct prs_sampler *s, struct prs_target *tg, struct prs_r
 		count_ring(&root->sum, tg, p);
 		munmap(p->h, p->size);
 		p->off.samples = 0;
-		p->gen = 0;
 		p->py_published = false;
 		p->agent_seen = false;
 		prs_target_exec(tg);
@@ -520,6 +528,10 @@ int prs_preload_adopt(struct prs_sampler *s, struct prs_target *tg, struct prs_r
 	}
 	p->h = h;
 	p->size = size;
+	/* a ring the agent made is of one image (an exec makes another): its generation is 1, and
+	 * the interpreter's layout can be published before any sample (a process that stays idle,
+	 * a forkserver, passes it on to the children it forks) */
+	p->gen = 1;
 	return 0;
 }
 
@@ -546,6 +558,7 @@ const struct prs_source_ops prs_source_preload = {
 	.name = "preload",
 	.traces = false,
 	.attach = NULL,
+	.begin = preload_begin,
 	.tick = preload_tick,
 	.launch_prepare = preload_prepare,
 	.launch_done = preload_launched,

@@ -8,6 +8,7 @@
 
 #include "pyrsprof/symbol.h"
 #include "pyrsprof/unwind.h"
+#include "pyrsprof/util.h"
 #include "sample/sampler-internal.h"
 #include "util/banned.h"
 
@@ -21,6 +22,7 @@ struct prs_target *prs_target_new(struct prs_sampler *s, pid_t pid)
 		return NULL;
 	tg->pid = pid;
 	tg->exit_status = -1;
+	tg->py_since = prs_now_ns();
 	if (prs_thr_table_init(&tg->thr, pid, &s->thr_common) != 0) {
 		free(tg);
 		return NULL;
@@ -120,6 +122,7 @@ void prs_target_exec(struct prs_target *tg)
 	tg->maps_dirty = true;
 	tg->last_maps_refresh = 0; /* refresh at the next tick, whatever the rate limit */
 	tg->own_image = true;
+	tg->py_since = prs_now_ns();
 	prs_target_py_drop(tg);
 }
 

@@ -71,6 +71,7 @@ void prs_target_py_inherit(struct prs_sampler *s, struct prs_target *tg,
 void prs_target_try_python(struct prs_sampler *s, struct prs_target *tg, uint64_t now, bool force)
 {
 	struct prs_err err = { 0 };
+	uint64_t since;
 	int rc;
 
 	if (tg->py || s->opts.no_python || tg->py_given_up)
@@ -89,7 +90,9 @@ void prs_target_try_python(struct prs_sampler *s, struct prs_target *tg, uint64_
 	}
 	if (rc != -ENOENT && err.msg[0])
 		snprintf(tg->py_info, sizeof(tg->py_info), "%s", err.msg);
-	tg->py_next_try = now + (now - s->t0 < PY_FAST_PERIOD_NS ? PY_RETRY_FAST_NS : PY_RETRY_SLOW_NS);
+	/* fast while the session or this image is young (a process of the tree starts later) */
+	since = tg->py_since > s->t0 ? tg->py_since : s->t0;
+	tg->py_next_try = now + (now - since < PY_FAST_PERIOD_NS ? PY_RETRY_FAST_NS : PY_RETRY_SLOW_NS);
 }
 
 /*

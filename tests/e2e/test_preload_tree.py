@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: MIT
+"""`--mode preload --subprocesses`: every process of the tree samples into a ring of its own
+(src/agent/follow.c, src/sample/preload_follow.c) and is a process of the profile, as with ptrace.
+
+Truths: the CPU times each pool worker measures and prints (tests/targets/py/pool.py), the exit
+statuses the targets check and print (closefds.py: children that close every descriptor they
+inherited), the shell's exit code, and after a kill -9 of pyrsprof, /proc and the pool's output.
+One recording serves most tests (the suite's time budget): a shell that starts the four kinds of
+pools (fork, spawn, forkserver, concurrent.futures over fork) and closefds.py at once, and exits 3."""
+import ctypes
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from conftest import assert_clean, pid_gone, proc_state, steady_run, wait_gone
+from test_subprocesses import PR_SET_CHILD_SUBREAPER, PY, PYT, by_process, count, descendants, pool_truth
+
+PRELOAD = ["--mode", "preload", "--subprocesses"]
+HOWS = ["fork", "spawn", "forkserver", "executor"]
+SECONDS = 1.5
+
+
+def record_tree(run_prs, outdir):
+    """The shared recording: sh -c starting the 4 pools and closefds.py in the background, at
+    1000 Hz of CPU time (about 20 busy processes on 2 CPUs: ~0.15 s of CPU per worker)."""
+    jobs = [f"{PY} {PYT / 'pool.py'} {how} {SECONDS} &" for how in HOWS]
+    jobs.append(f"{PY} {PYT / 'closefds.py'} {SECONDS} &")
+    d = outdir / "tree"
+    res = run_prs(["run", *PRELOAD, "-r", "1000", "-o", d, "--", "sh", "-c",
+                   " ".join(jobs) + " wait; exit 3"], timeout=120)
+    assert_clean(res)
+    res.dir = d
+    return res
+
+
+@pytest.fixture
+def tree(shared, run_prs, outdir):
+    return shared("preload-tree", lambda: steady_run(lambda: record_tree(run_prs, outdir)))
+
+
+def test_tree_runs_unharmed(tree):
+    """The shell's exit code is pyrsprof's; every pool finished with all its results; the
+    children that closed every descriptor exited as they should (checked by their parent); no
+    process was left unfollowed."""
+    assert tree.rc == 3, tree.describe()
+    assert tree.out.count("done") == len(HOWS), tree.describe()
+    assert re.search(r"^closefds ok \d+ \d+$", tree.out, re.M), tree.describe()
+    assert not [l for l in tree.own_lines() if "unprofiled" in l], tree.describe()
+
+
+def test_tree_every_worker_with_its_split(tree, export_folded):
+    """Every worker of the four pools is a process of the profile, its CPU samples split between
+    part_a and part_b within 5 points of the CPU times it measured. The clocks are the workers' own
+    CPU time, so a starved worker has fewer samples, not a skewed split: slices of 40 ms of CPU at
+    1 ms periods err by a sample or two per slice."""
+    truth = pool_truth(tree.out)
+    assert len(truth) >= 3 * len(HOWS), tree.describe()  # (a worker may run two of its pool's tasks)
+    procs = by_process(export_folded(tree.dir / "profile.pyrs", view="cpu", lines=False))
+    for pid, (ta, tb) in truth.items():
+        assert pid in procs, f"worker {pid} missing: processes {sorted(procs)}"
+        a, b = count(procs[pid][1], "part_a"), count(procs[pid][1], "part_b")
+        assert a + b >= 40, (pid, a, b, ta, tb)
+        assert abs(a / (a + b) - ta / (ta + tb)) <= 0.05, (pid, a, b, ta, tb)
+
+
+def test_tree_shell_python_chain(tree, export_folded):
+    """sh -c → Python (the shell's forks exec'ed Python: the new image announces a ring of its
+    own) → workers: the shell waiting, each pool's parent by its command, spawn's workers (fork and
+    exec of Python by the pool) by theirs, one process root each."""
+    procs = by_process(export_folded(tree.dir / "profile.pyrs", view="wall", lines=False))
+    cmds = {pid: cmd for pid, (cmd, _) in procs.items()}
+    sh = [p for p, c in cmds.items() if c.startswith("sh -c")]
+    assert len(sh) == 1, sorted(cmds.items())
+    # the shell only waits (dash's wait builtin: in sigsuspend until SIGCHLD)
+    waits = count(procs[sh[0]][1], "[wait4]") + count(procs[sh[0]][1], "[rt_sigsuspend]")
+    assert waits >= 0.5 * sum(n for _, n in procs[sh[0]][1]), procs[sh[0]][1][:5]
+    for how in HOWS:
+        assert [p for p, c in cmds.items() if c == f"{PY} {PYT / 'pool.py'} {how} {SECONDS}"], \
+            (how, sorted(cmds.items()))
+    spawned = [p for p, c in cmds.items() if "multiprocessing.spawn" in c]
+    assert len(spawned) >= 3, sorted(cmds.items())
+
+
+def test_tree_children_that_close_every_descriptor(tree, export_folded):
+    """closefds.py's first child closes every descriptor (the agent's clock too: it re-arms on a
+    POSIX timer) and spins in closed_spin; the second closes all but stdio and execs Python, whose
+    agent finds its configuration in the environment, not in a descriptor: both are sampled."""
+    a, b = map(int, re.search(r"^closefds ok (\d+) (\d+)$", tree.out, re.M).groups())
+    procs = by_process(export_folded(tree.dir / "profile.pyrs", view="cpu", lines=False))
+    assert a in procs and count(procs[a][1], "closed_spin") >= 20, (a, sorted(procs))
+    assert b in procs and count(procs[b][1], "exec_spin") >= 20, (b, sorted(procs))
+
+
+def test_tree_without_the_flag_children_unprofiled(run_prs, outdir, export_folded):
+    """Without --subprocesses the children's agent stays quiet (no ring, no clock): the profile
+    holds the launched process alone, and the children run unharmed (closefds ok)."""
+    d = outdir / "one"
+    res = run_prs(["run", "--mode", "preload", "-r", "200", "-o", d, "--", PY, PYT / "closefds.py",
+                   "0.5"], timeout=60)
+    assert_clean(res)
+    assert res.rc == 0 and "closefds ok" in res.out, res.describe()
+    recs = export_folded(d / "profile.pyrs", view="cpu", lines=False)
+    assert not any(f.name in ("closed_spin", "exec_spin") for fr, _ in recs for f in fr), recs[:5]
+
+
+def test_tree_kill9_of_pyrsprof(prs, outdir):
+    """kill -9 of pyrsprof while it samples a fork pool from inside: every process of the tree
+    runs on to completion (the rings fill and drop; a child forked later finds no one to announce
+    its ring to and runs unprofiled), with all its output and exit code 0."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    try:
+        out_path = outdir / "pool.out"
+        with open(out_path, "wb") as out:
+            p = subprocess.Popen([prs, "run", *PRELOAD, "-r", "500", "-o", outdir / "p", "--",
+                                  PY, PYT / "pool.py", "fork", "2"],
+                                 stdout=out, stderr=subprocess.DEVNULL, start_new_session=True)
+        end = time.monotonic() + 30
+        while b"ready" not in out_path.read_bytes() and time.monotonic() < end:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        root = [int(x) for x in open(f"/proc/{p.pid}/task/{p.pid}/children").read().split()][0]
+        tree = [root] + descendants(root)
+        assert len(tree) >= 5, tree
+        p.kill()
+        p.wait()
+        _, status = os.waitpid(root, 0)  # ours now, as subreaper
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"status {status:#x}"
+        text = out_path.read_text()
+        assert len(pool_truth(text)) >= 3 and text.rstrip().endswith("done"), text
+        for pid in tree:
+            assert wait_gone(pid, 10), f"{pid} still there: {proc_state(pid)}"
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
