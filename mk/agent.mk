@@ -30,4 +30,4 @@ build/targets/static_hello: tests/targets/static_hello.c
 
 # The agent's readers of its own process are unit-tested in the test binary
 # (test_agent_selfreader.c, test_agent_safecopy.c).
-UNIT_SRCS += src/agent/selfreader.c src/agent/safecopy.c
+UNIT_SRCS += src/agent/selfreader.c src/agent/safecopy.c src/agent/follow.c

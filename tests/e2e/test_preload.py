@@ -208,28 +208,27 @@ def test_python_fork_exec_unharmed(py, run_prs, export_folded, outdir):
     res, pyrs = record_py(run_prs, outdir, [exe, T.HERE / "forkexec.py"], extra=PRELOAD, expect_rc=5)
     recs = export_folded(pyrs, view="cpu", lines=False)
     assert any(f.name == "spin" for fr, _ in recs for f in fr), recs[:5]
-
-
-def test_subprocesses_refused_in_preload(run_prs, outdir):
-    """The agent samples the launched process only: --subprocesses with --mode preload is a
-    one-line usage error, not children silently left out."""
-    res = run_prs(["run", *PRELOAD, "--subprocesses", "-o", outdir / "p", "--", "true"], timeout=30)
-    assert_bad_input(res, 2, "--subprocesses", "--mode ptrace")
+    # the child is not followed without --subprocesses: one process (no per-process roots)
+    assert json.loads((pyrs.parent / "stats.json").read_text())["processes"] == 1
 
 
 def test_auto_subprocesses_without_ptrace(run_prs, targets, outdir, export_folded):
     """--mode auto --subprocesses where ptrace is forbidden (noptrace): preload, saying in the
-    same line that the children run unprofiled; forkexec.py's child (exit 3, checked by its
-    parent) and exec (exit 5) run unharmed, and the final image is sampled."""
+    same line that each child has a ring of its own; forkexec.py's child (spin, exit 3, checked by
+    its parent) is a process of the profile, and the exec (exit 5) carries on in the same process."""
     env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
     res = run_prs(["run", "--subprocesses", "-o", outdir / "p", "--", "/usr/bin/python3",
                    T.HERE / "forkexec.py"], prefix=[targets / "noptrace"], env=env, timeout=60)
     assert_clean(res)
     assert res.rc == 5, res.describe()
     said = [l for l in res.own_lines() if "ptrace is not permitted" in l]
-    assert len(said) == 1 and "child processes run unprofiled" in said[0], res.describe()
+    assert len(said) == 1 and "each child process with a ring of its own" in said[0], res.describe()
     recs = export_folded(outdir / "p" / "profile.pyrs", view="cpu", lines=False)
-    assert any(f.name == "spin" for fr, _ in recs for f in fr), recs[:5]
+    roots = {fr[0].name for fr, _ in recs if any(f.name == "spin" for f in fr)}
+    pids = {re.search(r" \[(\d+)\]$", r).group(1) for r in roots}
+    # the parent, its forked child, and the parent after its exec (same pid, its new command)
+    assert len(pids) == 2 and any(r.endswith("forkexec.py final [%s]" % p) for r in roots
+                                  for p in pids), roots
 
 
 def test_posix_timers_weigh_cpu_time(run_prs, targets, outdir, export_folded):

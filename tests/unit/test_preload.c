@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/follow.h"
 #include "agent/ring.h"
 #include "sample/preload-internal.h"
 
@@ -183,15 +184,20 @@ Test(preload_launch, ld_preload_appended_then_restored)
 	struct prs_err err = { 0 };
 
 	setenv("LD_PRELOAD", "/lib/user.so", 1);
-	cr_assert_eq(prs_preload_env_set(&e, "/opt/agent.so", 7, &err), 0);
+	cr_assert_eq(prs_preload_env_set(&e, "/opt/agent.so", 7, NULL, &err), 0);
 	cr_assert_str_eq(getenv("LD_PRELOAD"), "/lib/user.so:/opt/agent.so");
 	cr_assert_str_eq(getenv(PRS_AGENT_FD_ENV), "7");
 	prs_preload_env_restore(&e);
 	cr_assert_str_eq(getenv("LD_PRELOAD"), "/lib/user.so");
 	cr_assert_null(getenv(PRS_AGENT_FD_ENV));
 	unsetenv("LD_PRELOAD");
-	cr_assert_eq(prs_preload_env_set(&e, "/opt/agent.so", 7, &err), 0);
+	cr_assert_eq(prs_preload_env_set(&e, "/opt/agent.so", 7, NULL, &err), 0);
 	cr_assert_str_eq(getenv("LD_PRELOAD"), "/opt/agent.so");
 	prs_preload_env_restore(&e);
 	cr_assert_null(getenv("LD_PRELOAD"));
+	/* --subprocesses: the follow configuration too, and gone after */
+	cr_assert_eq(prs_preload_env_set(&e, "/opt/agent.so", 7, "n,1000000,128,65536,0", &err), 0);
+	cr_assert_str_eq(getenv(PRS_FOLLOW_ENV), "n,1000000,128,65536,0");
+	prs_preload_env_restore(&e);
+	cr_assert_null(getenv(PRS_FOLLOW_ENV));
 }

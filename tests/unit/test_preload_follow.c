@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of --mode preload --subprocesses' pure pieces: the configuration the agents find in
+ * their environment (src/agent/follow.h: written by pyrsprof, parsed by each agent; anything
+ * malformed refused), the check pyrsprof makes of a ring a process announces
+ * (prs_ring_check: its size, shape and owner), and a ring made and announced by the agent's
+ * code (src/agent/follow.c) received on a socket like pyrsprof's, with the sender's pid from the
+ * kernel.
+ */
+#include <criterion/criterion.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/follow-agent.h"
+#include "sample/preload-tree-internal.h"
+
+#include "util/banned.h"
+
+Test(preload_follow, format_then_parse)
+{
+	struct prs_follow_cfg in = { "pyrsprof-12-00ff", 1000000, 128, 65536, 1 }, out;
+	char buf[128];
+
+	cr_assert(prs_follow_format(buf, sizeof(buf), &in));
+	cr_assert_str_eq(buf, "pyrsprof-12-00ff,1000000,128,65536,1");
+	memset(&out, 0x55, sizeof(out));
+	cr_assert(prs_follow_parse(buf, &out));
+	cr_assert_str_eq(out.name, in.name);
+	cr_assert_eq(out.period_ns, in.period_ns);
+	cr_assert_eq(out.nslots, in.nslots);
+	cr_assert_eq(out.stack_cap, in.stack_cap);
+	cr_assert_eq(out.clock, in.clock);
+	cr_assert_not(prs_follow_format(buf, 10, &in), "a value that does not fit is refused");
+}
+
+Test(preload_follow, malformed_values_refused)
+{
+	static const char *bad[] = {
+		"", ",1,1,1,0", "n", "n,", "n,1,1,1", "n,1,1,1,0,", "n,1,1,1,2", "n,0,1,1,0",
+		"n,1,0,1,0", "n,1,4097,1,0", "n,1,1,1048577,0", "n,1000000000001,1,1,0",
+		"n,99999999999999999999999,1,1,0", "n,-1,1,1,0", "n,1 ,1,1,0", "n/x,1,1,1,0",
+		"n x,1,1,1,0", "n\n,1,1,1,0",
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa,1,1,1,0",
+	};
+	struct prs_follow_cfg c;
+
+	cr_assert_not(prs_follow_parse(NULL, &c));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_not(prs_follow_parse(bad[i], &c), "accepted '%s'", bad[i]);
+	/* the longest name, and the bounds themselves, pass */
+	cr_assert(prs_follow_parse("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa,"
+				   "1000000000000,4096,1048576,1", &c));
+	cr_assert_eq(strlen(c.name), PRS_FOLLOW_NAME_MAX);
+}
+
+/* A ring header as the agent fills it, in plain memory. */
+static struct prs_ring_hdr *header(uint32_t nslots, uint32_t cap, pid_t pid)
+{
+	struct prs_ring_hdr *h = calloc(1, sizeof(*h));
+
+	cr_assert_not_null(h);
+	h->magic = PRS_RING_MAGIC;
+	h->version = PRS_RING_VERSION;
+	h->nslots = nslots;
+	h->stack_cap = cap;
+	h->slot_size = prs_ring_slot_size(cap);
+	h->slots_off = prs_ring_slots_off();
+	h->target_pid = pid;
+	return h;
+}
+
+Test(preload_follow, ring_check_shape_and_owner)
+{
+	struct prs_ring_hdr *h = header(128, 4096, 77);
+	uint64_t size = prs_ring_size(128, 4096);
+
+	cr_assert(prs_ring_check(h, size, 128, 4096, 77));
+	cr_assert_not(prs_ring_check(h, size, 128, 4096, 78), "another process's ring");
+	cr_assert_not(prs_ring_check(h, size - 64, 128, 4096, 77), "a short mapping");
+	cr_assert_not(prs_ring_check(h, size, 64, 4096, 77), "not the slots pyrsprof asked for");
+	h->slot_size += 64;
+	cr_assert_not(prs_ring_check(h, size, 128, 4096, 77), "slots that overrun the mapping");
+	h->slot_size -= 64;
+	h->version = PRS_RING_VERSION - 1;
+	cr_assert_not(prs_ring_check(h, size, 128, 4096, 77), "an agent of another version");
+	h->version = PRS_RING_VERSION;
+	h->magic ^= 1;
+	cr_assert_not(prs_ring_check(h, size, 128, 4096, 77), "not a ring");
+	h->magic ^= 1;
+	h->target_pid = 0;
+	cr_assert_not(prs_ring_check(h, size, 128, 4096, 0), "no owner");
+	free(h);
+}
+
+/* A socket like pyrsprof's (preload_follow.c): abstract name, SO_PASSCRED. */
+static int listen_on(const char *name)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int on = 1, s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_geq(s, 0);
+	memcpy(a.sun_path + 1, name, strlen(name));
+	cr_assert_eq(setsockopt(s, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)), 0);
+	cr_assert_eq(bind(s, (struct sockaddr *)&a,
+			  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))), 0);
+	return s;
+}
+
+Test(preload_follow, child_ring_announced_with_its_pid)
+{
+	struct prs_follow_cfg cfg = { .period_ns = 1000000, .nslots = 8, .stack_cap = 256 };
+	char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))];
+	struct prs_follow_msg msg;
+	struct iovec iov = { &msg, sizeof(msg) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf,
+			    .msg_controllen = sizeof(buf) };
+	struct ucred who = { 0 };
+	struct prs_ring_hdr *h;
+	int s, fd = -1, status;
+	pid_t child;
+
+	snprintf(cfg.name, sizeof(cfg.name), "pyrsprof-unit-%d", (int)getpid());
+	s = listen_on(cfg.name);
+	child = fork();
+	if (child == 0) {
+		size_t size = 0;
+
+		_exit(prs_follow_make_ring(&cfg, getpid(), getppid(), true, &size) &&
+		      size == prs_ring_size(8, 256) ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	cr_assert_eq(recvmsg(s, &m, MSG_DONTWAIT), (ssize_t)sizeof(msg));
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+		if (c->cmsg_type == SCM_CREDENTIALS)
+			memcpy(&who, CMSG_DATA(c), sizeof(who));
+	}
+	cr_assert_eq(msg.magic, PRS_FOLLOW_MAGIC);
+	cr_assert_eq(msg.ppid, getpid());
+	cr_assert_eq(msg.forked, 1u);
+	cr_assert_eq(who.pid, child, "the kernel's word on the sender");
+	cr_assert_geq(fd, 0);
+	h = mmap(NULL, (size_t)prs_ring_size(8, 256), PROT_READ, MAP_SHARED, fd, 0);
+	cr_assert_neq(h, MAP_FAILED);
+	cr_assert(prs_ring_check(h, prs_ring_size(8, 256), 8, 256, child));
+	cr_assert_eq(h->period_ns, 1000000u);
+	munmap(h, (size_t)prs_ring_size(8, 256));
+	close(fd);
+	/* nobody listening (pyrsprof gone): no ring, the process runs unprofiled */
+	close(s);
+	{
+		size_t size = 0;
+
+		cr_assert_null(prs_follow_make_ring(&cfg, getpid(), getppid(), false, &size));
+	}
+}
