@@ -16,12 +16,31 @@
 #include "agent/follow-agent.h"
 #include "util/banned.h"
 
-/* Sends fd to pyrsprof's socket with msg. Returns true once the datagram is queued (never
- * blocks: a full queue is a failure). */
-static bool announce(const struct prs_follow_cfg *cfg, int fd, const struct prs_follow_msg *msg)
+/* Connects to pyrsprof's socket; -1 when it is gone or its backlog is full (never waits). */
+static int connect_pyrsprof(const struct prs_follow_cfg *cfg)
 {
 	struct sockaddr_un a;
 	size_t n = strlen(cfg->name);
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (s < 0)
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	memcpy(a.sun_path + 1, cfg->name, n); /* abstract: sun_path[0] is NUL */
+	if (connect(s, (struct sockaddr *)&a,
+		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) != 0) {
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+/* Sends fd to pyrsprof with msg, on a connection of its own (the listen backlog queues
+ * thousands; a datagram queue holds 10: net.unix.max_dgram_qlen). Returns true once sent;
+ * pyrsprof reads it when it accepts the connection, after the agent has closed it. */
+static bool announce(const struct prs_follow_cfg *cfg, int fd, const struct prs_follow_msg *msg)
+{
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -29,18 +48,13 @@ static bool announce(const struct prs_follow_cfg *cfg, int fd, const struct prs_
 	struct iovec iov = { (void *)msg, sizeof(*msg) };
 	struct msghdr m;
 	struct cmsghdr *c;
-	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int s = connect_pyrsprof(cfg);
 	bool ok;
 
 	if (s < 0)
 		return false;
-	memset(&a, 0, sizeof(a));
-	a.sun_family = AF_UNIX;
-	memcpy(a.sun_path + 1, cfg->name, n); /* abstract: sun_path[0] is NUL */
 	memset(&m, 0, sizeof(m));
 	memset(&ctl, 0, sizeof(ctl));
-	m.msg_name = &a;
-	m.msg_namelen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 	m.msg_iov = &iov;
 	m.msg_iovlen = 1;
 	m.msg_control = ctl.buf;

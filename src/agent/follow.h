@@ -4,9 +4,9 @@
  * launched process gets its ring from pyrsprof (ring.h, PRS_AGENT_FD_ENV); any other process the
  * agent starts in (a forked child, in the fork's child handler; an exec'ed child, in the new
  * image's constructor) makes one itself (a memfd of the same geometry) and announces it: the
- * descriptor is sent with SCM_RIGHTS over a datagram to pyrsprof's abstract unix socket, with
- * the process's parent in the payload; the kernel adds the sender's pid and uid
- * (SO_PASSCRED). The agent then closes its descriptor (only the mapping stays: a program that
+ * descriptor is sent with SCM_RIGHTS on a connection of its own to pyrsprof's abstract unix
+ * seqpacket socket, with the process's parent in the payload; the kernel tells pyrsprof who
+ * connected (SO_PEERCRED: pid and uid). The agent then closes its descriptor (only the mapping stays: a program that
  * closes every descriptor does not take the ring away) and pyrsprof maps it. With pyrsprof gone,
  * the send fails and the process runs unprofiled: no ring, no clock.
  *
@@ -34,7 +34,7 @@ struct prs_follow_cfg {
 	uint32_t nslots, stack_cap, clock;
 };
 
-/* The datagram's payload (the descriptor rides in its SCM_RIGHTS). */
+/* The announcement's payload (the descriptor rides in its SCM_RIGHTS). */
 struct prs_follow_msg {
 	uint32_t magic;  /* PRS_FOLLOW_MAGIC */
 	int32_t ppid;    /* the parent of the sender when it made the ring */

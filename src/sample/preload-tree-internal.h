@@ -34,6 +34,9 @@ void prs_preload_tree_free(struct prs_preload_tree *t);
 /* Takes every ring announced since the last call (new processes, execs) and marks the followed
  * processes that are gone as exited (their last samples recorded). */
 void prs_preload_tree_poll(struct prs_sampler *s, struct prs_preload_tree *t, uint64_t now_ns);
+/* Takes the rings announced since the last call only (during a tick: the targets' exits are
+ * left to the poll between ticks). */
+void prs_preload_tree_accept(struct prs_sampler *s, struct prs_preload_tree *t);
 /* Rings announced that could not be taken (mapped, or of a wrong shape): those processes ran
  * unprofiled. */
 uint64_t prs_preload_tree_lost(const struct prs_preload_tree *t);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * --mode preload --subprocesses: the rings of the processes of the tree (preload-tree-internal.h).
- * One datagram per ring, its descriptor in SCM_RIGHTS and its sender's pid and uid in
- * SCM_CREDENTIALS (the kernel's word, not the sender's). Everything else in it is the program's
- * and checked: the payload's size and magic, the ring's size and header (prs_ring_check).
+ * One connection per ring (a seqpacket socket: its listen backlog queues thousands), one message
+ * on it: the ring's descriptor in SCM_RIGHTS; who connected is the kernel's word (SO_PEERCRED),
+ * not the sender's. Everything else is the program's and checked: the payload's size and magic,
+ * the ring's size and header (prs_ring_check).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -24,8 +25,9 @@
 #include "util/banned.h"
 
 #define EXIT_CHECK_NS 20000000ull /* followed processes' exits looked for this often */
-#define MAX_FDS 8                 /* descriptors a datagram may carry (all but a ring's closed) */
-#define MAX_PER_POLL 256          /* datagrams taken per poll: the rest at the next */
+#define MAX_FDS 8                 /* descriptors a message may carry (all but a ring's closed) */
+#define MAX_PER_POLL 256          /* connections taken per poll: the rest at the next */
+#define BACKLOG 4096              /* (capped by net.core.somaxconn) */
 
 struct prs_preload_tree {
 	int sock;
@@ -49,7 +51,7 @@ int prs_preload_tree_new(struct prs_follow_cfg *cfg, struct prs_preload_tree **o
 	struct prs_preload_tree *t = calloc(1, sizeof(*t));
 	struct sockaddr_un a;
 	uint64_t nonce = 0;
-	int on = 1, n;
+	int n;
 
 	if (!t)
 		return prs_err_set(err, -ENOMEM, "out of memory");
@@ -61,10 +63,11 @@ int prs_preload_tree_new(struct prs_follow_cfg *cfg, struct prs_preload_tree **o
 	memset(&a, 0, sizeof(a));
 	a.sun_family = AF_UNIX;
 	memcpy(a.sun_path + 1, cfg->name, (size_t)n);
-	t->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (t->sock < 0 || setsockopt(t->sock, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) != 0 ||
+	t->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (t->sock < 0 ||
 	    bind(t->sock, (struct sockaddr *)&a,
-		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) != 0) {
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) != 0 ||
+	    listen(t->sock, BACKLOG) != 0) {
 		int e = errno;
 
 		prs_preload_tree_free(t);
@@ -94,40 +97,26 @@ uint64_t prs_preload_tree_lost(const struct prs_preload_tree *t)
 	return t ? t->lost : 0;
 }
 
-/* The descriptors and credentials of a received datagram: the first descriptor into *fd (the
- * others closed), the sender into *pid and *uid. False when it had no descriptor or no
- * credentials, or they were cut (pyrsprof out of descriptors). */
-static bool take_control(struct msghdr *m, int *fd, pid_t *pid, uid_t *uid)
+/* The descriptors of a received message: the first into *fd (the others closed). False when it
+ * had none, or they were cut (pyrsprof out of descriptors). */
+static bool take_fd(struct msghdr *m, int *fd)
 {
-	bool creds = false;
-
 	*fd = -1;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-			size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int f;
 
-			for (size_t i = 0; i < nfd; i++) {
-				int f;
-
-				memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-				if (*fd < 0)
-					*fd = f;
-				else
-					close(f);
-			}
-		} else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
-			   c->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
-			struct ucred u;
-
-			memcpy(&u, CMSG_DATA(c), sizeof(u));
-			*pid = u.pid;
-			*uid = u.uid;
-			creds = true;
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (*fd < 0)
+				*fd = f;
+			else
+				close(f);
 		}
 	}
-	if ((m->msg_flags & MSG_CTRUNC) || !creds) {
-		if (*fd >= 0)
-			close(*fd);
+	if ((m->msg_flags & MSG_CTRUNC) && *fd >= 0) {
+		close(*fd);
 		*fd = -1;
 	}
 	return *fd >= 0;
@@ -178,21 +167,17 @@ static void add_process(struct prs_sampler *s, pid_t pid, const struct prs_follo
 		prs_target_py_inherit(s, tg, parent);
 }
 
-/* One datagram, if any. Returns false when the queue is empty. */
-static bool receive_one(struct prs_sampler *s, struct prs_preload_tree *t)
+/* The announcement on connection c (its peer: pid, uid): a ring, or NULL (counted lost). */
+static struct prs_ring_hdr *read_ring(struct prs_preload_tree *t, int c, const struct ucred *peer,
+				      struct prs_follow_msg *msg, size_t *size)
 {
-	struct prs_follow_msg msg;
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(MAX_FDS * sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))];
+		char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
 	} ctl;
-	struct iovec iov = { &msg, sizeof(msg) };
+	struct iovec iov = { msg, sizeof(*msg) };
 	struct msghdr m;
-	struct prs_target *tg;
-	struct prs_ring_hdr *h;
-	size_t size = 0;
-	pid_t pid = 0;
-	uid_t uid = (uid_t)-1;
+	struct prs_ring_hdr *h = NULL;
 	ssize_t n;
 	int fd;
 
@@ -201,27 +186,43 @@ static bool receive_one(struct prs_sampler *s, struct prs_preload_tree *t)
 	m.msg_iovlen = 1;
 	m.msg_control = ctl.buf;
 	m.msg_controllen = sizeof(ctl.buf);
-	n = recvmsg(t->sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0)
-		return errno == EINTR;
-	if (!take_control(&m, &fd, &pid, &uid)) {
-		t->lost++;
-		return true;
-	}
-	h = NULL;
-	if (n == (ssize_t)sizeof(msg) && !(m.msg_flags & MSG_TRUNC) && msg.magic == PRS_FOLLOW_MAGIC &&
-	    uid == getuid())
-		h = map_checked(t, fd, pid, &size);
+	/* (sent before the agent closed its end: there, or the connection carries nothing) */
+	n = recvmsg(c, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0 || !take_fd(&m, &fd))
+		return NULL;
+	if (n == (ssize_t)sizeof(*msg) && !(m.msg_flags & MSG_TRUNC) && msg->magic == PRS_FOLLOW_MAGIC &&
+	    peer->uid == getuid())
+		h = map_checked(t, fd, peer->pid, size);
 	close(fd);
+	return h;
+}
+
+/* One announcement, if any. Returns false when none is waiting. */
+static bool receive_one(struct prs_sampler *s, struct prs_preload_tree *t)
+{
+	struct prs_follow_msg msg;
+	struct prs_target *tg;
+	struct prs_ring_hdr *h;
+	struct ucred peer;
+	socklen_t len = sizeof(peer);
+	size_t size = 0;
+	int c = accept4(t->sock, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (c < 0)
+		return errno == EINTR || errno == ECONNABORTED;
+	h = getsockopt(c, SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0 && peer.pid > 0
+		    ? read_ring(t, c, &peer, &msg, &size)
+		    : NULL;
+	close(c);
 	if (!h) {
 		t->lost++;
 		return true;
 	}
-	tg = prs_session_target(s, pid);
+	tg = prs_session_target(s, peer.pid);
 	if (tg && !tg->exited)
 		prs_preload_adopt(s, tg, h, size); /* its exec: the new image's ring */
 	else if (!tg)
-		add_process(s, pid, &msg, h, size);
+		add_process(s, peer.pid, &msg, h, size);
 	else
 		munmap(h, size); /* (a pid whose exit was seen, not dropped yet) */
 	return true;
@@ -243,12 +244,17 @@ static void check_exits(struct prs_sampler *s)
 	}
 }
 
+void prs_preload_tree_accept(struct prs_sampler *s, struct prs_preload_tree *t)
+{
+	for (int i = 0; t && i < MAX_PER_POLL && receive_one(s, t); i++)
+		;
+}
+
 void prs_preload_tree_poll(struct prs_sampler *s, struct prs_preload_tree *t, uint64_t now_ns)
 {
 	if (!t)
 		return;
-	for (int i = 0; i < MAX_PER_POLL && receive_one(s, t); i++)
-		;
+	prs_preload_tree_accept(s, t);
 	if (now_ns - t->last_exit_check >= EXIT_CHECK_NS) {
 		t->last_exit_check = now_ns;
 		check_exits(s);

@@ -381,6 +381,29 @@ static void preload_begin(struct prs_sampler *s, struct prs_target *tg, uint64_t
 	publish_python(tg, tg->preload);
 }
 
+/*
+ * Before a slow step: an unwinder's start reads every module's CFI (100 ms and more for a new
+ * Python process on a loaded machine, and a tree brings several at once). The rings announced
+ * meanwhile are taken and every target's interpreter layout published first: a worker a young
+ * forkserver forks gets its Python frames from its first samples, not after the others' starts.
+ */
+static void catch_up(struct prs_sampler *s, uint64_t now_ns)
+{
+	struct prs_preload *root = s->targets[0]->preload;
+
+	if (!root || !root->tree)
+		return;
+	prs_preload_tree_accept(s, root->tree);
+	for (size_t i = 0; i < s->ntargets; i++) {
+		struct prs_target *tg = s->targets[i];
+
+		if (!tg->preload || tg->exited || tg->preload->py_published)
+			continue;
+		prs_target_try_python(s, tg, now_ns, false);
+		publish_python(tg, tg->preload);
+	}
+}
+
 static void preload_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
 {
 	struct prs_preload *p = tg->preload;
@@ -389,8 +412,11 @@ static void preload_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t 
 		return;
 	/* The maps are read once the agent runs: the loader has mapped every library by then (at
 	 * the exec, only the program and the loader are there). */
-	if (!tg->uw && p->agent_seen && prs_unwinder_new(tg->pid, &tg->uw, NULL) == 0)
-		tg->last_maps_refresh = now_ns;
+	if (!tg->uw && p->agent_seen) {
+		catch_up(s, now_ns);
+		if (prs_unwinder_new(tg->pid, &tg->uw, NULL) == 0)
+			tg->last_maps_refresh = now_ns;
+	}
 	prs_target_refresh_maps(tg, now_ns);
 	p->off.refreshed = false;
 	drain(s, tg, p);

@@ -29,6 +29,7 @@ def record_tree(run_prs, outdir):
     jobs = [f"{PY} {PYT / 'pool.py'} {how} {SECONDS} &" for how in HOWS]
     jobs.append(f"{PY} {PYT / 'closefds.py'} {SECONDS} &")
     d = outdir / "tree"
+    outdir.mkdir(parents=True, exist_ok=True)
     res = run_prs(["run", *PRELOAD, "-r", "1000", "-o", d, "--", "sh", "-c",
                    " ".join(jobs) + " wait; exit 3"], timeout=120)
     assert_clean(res)
@@ -51,19 +52,36 @@ def test_tree_runs_unharmed(tree):
     assert not [l for l in tree.own_lines() if "unprofiled" in l], tree.describe()
 
 
-def test_tree_every_worker_with_its_split(tree, export_folded):
-    """Every worker of the four pools is a process of the profile, its CPU samples split between
-    part_a and part_b within 5 points of the CPU times it measured. The clocks are the workers' own
-    CPU time, so a starved worker has fewer samples, not a skewed split: slices of 40 ms of CPU at
-    1 ms periods err by a sample or two per slice."""
-    truth = pool_truth(tree.out)
-    assert len(truth) >= 3 * len(HOWS), tree.describe()  # (a worker may run two of its pool's tasks)
-    procs = by_process(export_folded(tree.dir / "profile.pyrs", view="cpu", lines=False))
+def split_errors(rec, export_folded):
+    """The workers of recording rec whose split is off, and whether pyrsprof was starved in rec
+    (a ring was full, or a sample's code objects were gone when it was named: read after the
+    worker's exit)."""
+    truth = pool_truth(rec.out)
+    assert len(truth) >= 3 * len(HOWS), rec.describe()  # (a worker may run two of its pool's tasks)
+    procs = by_process(export_folded(rec.dir / "profile.pyrs", view="cpu", lines=False))
+    starved = any("ring was full" in l for l in rec.own_lines())
+    errors = []
     for pid, (ta, tb) in truth.items():
         assert pid in procs, f"worker {pid} missing: processes {sorted(procs)}"
         a, b = count(procs[pid][1], "part_a"), count(procs[pid][1], "part_b")
-        assert a + b >= 40, (pid, a, b, ta, tb)
-        assert abs(a / (a + b) - ta / (ta + tb)) <= 0.05, (pid, a, b, ta, tb)
+        starved |= count(procs[pid][1], "<code object freed before naming>") > 0
+        if a + b < 40 or abs(a / (a + b) - ta / (ta + tb)) > 0.05:
+            errors.append((pid, a, b, ta, tb))
+    return errors, starved
+
+
+def test_tree_every_worker_with_its_split(tree, run_prs, outdir, export_folded):
+    """Every worker of the four pools is a process of the profile, its CPU samples split between
+    part_a and part_b within 5 points of the CPU times it measured (at least 40 samples). The
+    clocks are the workers' own CPU time, so a starved worker has fewer samples, not a skewed
+    split: slices of 40 ms of CPU at 1 ms periods err by a sample per slice. A recording where
+    pyrsprof itself was starved (ASan on a machine at load 10: rings full, samples named after
+    their worker's exit) is taken again once, and said."""
+    errors, starved = split_errors(tree, export_folded)
+    if errors and starved:
+        print("pyrsprof starved (rings full or names read after exit); recording again:", errors)
+        errors, starved = split_errors(record_tree(run_prs, outdir / "again"), export_folded)
+    assert not errors, (errors, starved)
 
 
 def test_tree_shell_python_chain(tree, export_folded):

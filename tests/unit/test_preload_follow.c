@@ -5,7 +5,7 @@
  * malformed refused), the check pyrsprof makes of a ring a process announces
  * (prs_ring_check: its size, shape and owner), and a ring made and announced by the agent's
  * code (src/agent/follow.c) received on a socket like pyrsprof's, with the sender's pid from the
- * kernel.
+ * kernel (SO_PEERCRED), after the sender has exited.
  */
 #include <criterion/criterion.h>
 #include <stddef.h>
@@ -98,31 +98,32 @@ Test(preload_follow, ring_check_shape_and_owner)
 	free(h);
 }
 
-/* A socket like pyrsprof's (preload_follow.c): abstract name, SO_PASSCRED. */
+/* A socket like pyrsprof's (preload_follow.c): abstract name, seqpacket, listening. */
 static int listen_on(const char *name)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int on = 1, s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
 	cr_assert_geq(s, 0);
 	memcpy(a.sun_path + 1, name, strlen(name));
-	cr_assert_eq(setsockopt(s, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)), 0);
 	cr_assert_eq(bind(s, (struct sockaddr *)&a,
 			  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))), 0);
+	cr_assert_eq(listen(s, 16), 0);
 	return s;
 }
 
 Test(preload_follow, child_ring_announced_with_its_pid)
 {
 	struct prs_follow_cfg cfg = { .period_ns = 1000000, .nslots = 8, .stack_cap = 256 };
-	char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))];
+	char buf[CMSG_SPACE(sizeof(int))];
 	struct prs_follow_msg msg;
 	struct iovec iov = { &msg, sizeof(msg) };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf,
 			    .msg_controllen = sizeof(buf) };
 	struct ucred who = { 0 };
+	socklen_t len = sizeof(who);
 	struct prs_ring_hdr *h;
-	int s, fd = -1, status;
+	int s, c, fd = -1, status;
 	pid_t child;
 
 	snprintf(cfg.name, sizeof(cfg.name), "pyrsprof-unit-%d", (int)getpid());
@@ -136,13 +137,15 @@ Test(preload_follow, child_ring_announced_with_its_pid)
 	}
 	cr_assert_eq(waitpid(child, &status, 0), child);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	cr_assert_eq(recvmsg(s, &m, MSG_DONTWAIT), (ssize_t)sizeof(msg));
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-		if (c->cmsg_type == SCM_RIGHTS)
-			memcpy(&fd, CMSG_DATA(c), sizeof(fd));
-		if (c->cmsg_type == SCM_CREDENTIALS)
-			memcpy(&who, CMSG_DATA(c), sizeof(who));
-	}
+	/* the child has exited: its connection waits in the backlog with its message */
+	c = accept4(s, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(c, 0);
+	cr_assert_eq(getsockopt(c, SOL_SOCKET, SO_PEERCRED, &who, &len), 0);
+	cr_assert_eq(recvmsg(c, &m, MSG_DONTWAIT), (ssize_t)sizeof(msg));
+	for (struct cmsghdr *k = CMSG_FIRSTHDR(&m); k; k = CMSG_NXTHDR(&m, k))
+		if (k->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(k), sizeof(fd));
+	close(c);
 	cr_assert_eq(msg.magic, PRS_FOLLOW_MAGIC);
 	cr_assert_eq(msg.ppid, getpid());
 	cr_assert_eq(msg.forked, 1u);
