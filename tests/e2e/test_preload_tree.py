@@ -7,16 +7,12 @@ statuses the targets check and print (closefds.py: children that close every des
 inherited), the shell's exit code, and after a kill -9 of pyrsprof, /proc and the pool's output.
 One recording serves most tests (the suite's time budget): a shell that starts the four kinds of
 pools (fork, spawn, forkserver, concurrent.futures over fork) and closefds.py at once, and exits 3."""
-import ctypes
-import os
 import re
-import subprocess
-import time
 
 import pytest
 
-from conftest import assert_clean, pid_gone, proc_state, steady_run, wait_gone
-from test_subprocesses import PR_SET_CHILD_SUBREAPER, PY, PYT, by_process, count, descendants, pool_truth
+from conftest import assert_clean, steady_run
+from test_subprocesses import PY, PYT, by_process, count, kill9_during_pool, pool_truth
 
 PRELOAD = ["--mode", "preload", "--subprocesses"]
 HOWS = ["fork", "spawn", "forkserver", "executor"]
@@ -128,28 +124,4 @@ def test_tree_kill9_of_pyrsprof(prs, outdir):
     """kill -9 of pyrsprof while it samples a fork pool from inside: every process of the tree
     runs on to completion (the rings fill and drop; a child forked later finds no one to announce
     its ring to and runs unprofiled), with all its output and exit code 0."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    assert libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    try:
-        out_path = outdir / "pool.out"
-        with open(out_path, "wb") as out:
-            p = subprocess.Popen([prs, "run", *PRELOAD, "-r", "500", "-o", outdir / "p", "--",
-                                  PY, PYT / "pool.py", "fork", "2"],
-                                 stdout=out, stderr=subprocess.DEVNULL, start_new_session=True)
-        end = time.monotonic() + 30
-        while b"ready" not in out_path.read_bytes() and time.monotonic() < end:
-            time.sleep(0.05)
-        time.sleep(0.5)
-        root = [int(x) for x in open(f"/proc/{p.pid}/task/{p.pid}/children").read().split()][0]
-        tree = [root] + descendants(root)
-        assert len(tree) >= 5, tree
-        p.kill()
-        p.wait()
-        _, status = os.waitpid(root, 0)  # ours now, as subreaper
-        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"status {status:#x}"
-        text = out_path.read_text()
-        assert len(pool_truth(text)) >= 3 and text.rstrip().endswith("done"), text
-        for pid in tree:
-            assert wait_gone(pid, 10), f"{pid} still there: {proc_state(pid)}"
-    finally:
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+    kill9_during_pool(prs, outdir, ["--mode", "preload"], 2, 0.5)

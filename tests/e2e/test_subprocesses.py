@@ -166,21 +166,22 @@ def descendants(pid):
     return out
 
 
-def test_kill9_while_tracing_a_tree(prs, outdir):
-    """kill -9 of pyrsprof while it traces a pool: no process of the tree is left stopped, and the
-    pool runs to completion with all its output and its exit code."""
+def kill9_during_pool(prs, outdir, mode, seconds, settle):
+    """kill -9 of pyrsprof (`run MODE --subprocesses`) SETTLE s after a fork pool of SECONDS is
+    ready: no process of the tree is left stopped, and the pool runs to completion with all its
+    output and exit code 0 (its parent reaped by us, as subreaper)."""
     libc = ctypes.CDLL(None, use_errno=True)
     assert libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     try:
         out_path = outdir / "pool.out"
         with open(out_path, "wb") as out:
-            p = subprocess.Popen([prs, "run", "--subprocesses", "-r", "500", "-o", outdir / "p", "--",
-                                  PY, PYT / "pool.py", "fork", "3"],
+            p = subprocess.Popen([prs, "run", *mode, "--subprocesses", "-r", "500", "-o", outdir / "p",
+                                  "--", PY, PYT / "pool.py", "fork", str(seconds)],
                                  stdout=out, stderr=subprocess.DEVNULL, start_new_session=True)
         end = time.monotonic() + 30
         while b"ready" not in out_path.read_bytes() and time.monotonic() < end:
             time.sleep(0.05)
-        time.sleep(0.8)
+        time.sleep(settle)
         root = [int(x) for x in Path(f"/proc/{p.pid}/task/{p.pid}/children").read_text().split()][0]
         tree = [root] + descendants(root)
         assert len(tree) >= 5, tree  # the parent, its 4 workers (and a helper or two)
@@ -198,6 +199,11 @@ def test_kill9_while_tracing_a_tree(prs, outdir):
             assert wait_gone(pid, 10), f"{pid} still there"
     finally:
         libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+def test_kill9_while_tracing_a_tree(prs, outdir):
+    """kill -9 of pyrsprof while it traces a pool (kill9_during_pool)."""
+    kill9_during_pool(prs, outdir, [], 3, 0.8)
 
 
 def test_duration_ends_with_every_process_detached(run_prs, outdir):
