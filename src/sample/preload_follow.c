@@ -152,8 +152,8 @@ static void add_process(struct prs_sampler *s, pid_t pid, const struct prs_follo
 	struct prs_target *parent = prs_session_target(s, msg->ppid);
 
 	if (!tg || !prs_thr_add(&tg->thr, pid) || prs_preload_adopt(s, tg, h, size) != 0) {
-		if (tg && !tg->preload)
-			munmap(h, size);
+		if (!tg || !tg->preload)
+			munmap(h, size); /* (else freed with tg) */
 		prs_target_free(tg);
 		return;
 	}
