@@ -32,8 +32,10 @@ int prs_preload_tree_new(struct prs_follow_cfg *cfg, struct prs_preload_tree **o
 			 size_t size, struct prs_err *err);
 void prs_preload_tree_free(struct prs_preload_tree *t);
 /* Takes every ring announced since the last call (new processes, execs) and marks the followed
- * processes that are gone as exited (their last samples recorded). */
-void prs_preload_tree_poll(struct prs_sampler *s, struct prs_preload_tree *t, uint64_t now_ns);
+ * processes that are gone as exited (their last samples recorded). Returns true while, every
+ * target gone, a ring is still due (a process forked, its child's ring not announced yet: its
+ * parent may exit first) and GRACE has not passed since; it waits a little then. */
+bool prs_preload_tree_poll(struct prs_sampler *s, struct prs_preload_tree *t, uint64_t now_ns);
 /* Takes the rings announced since the last call only (during a tick: the targets' exits are
  * left to the poll between ticks). */
 void prs_preload_tree_accept(struct prs_sampler *s, struct prs_preload_tree *t);
@@ -54,5 +56,10 @@ int prs_preload_adopt(struct prs_sampler *s, struct prs_target *tg, struct prs_r
 		      size_t size);
 /* A followed process is gone: its last samples recorded, its counts kept, and it is exited. */
 void prs_preload_gone(struct prs_sampler *s, struct prs_target *tg);
+/* Rings tg's forks still owe (its forks counted by its agent, less the children that could not
+ * make one, less those announced: prs_preload_child_seen). */
+uint64_t prs_preload_children_due(const struct prs_target *tg);
+/* A forked child of parent announced its ring. */
+void prs_preload_child_seen(struct prs_target *parent);
 
 #endif

@@ -28,12 +28,15 @@
 #define MAX_FDS 8                 /* descriptors a message may carry (all but a ring's closed) */
 #define MAX_PER_POLL 256          /* connections taken per poll: the rest at the next */
 #define BACKLOG 4096              /* (capped by net.core.somaxconn) */
+#define GRACE_NS 300000000ull     /* every target gone: how long a ring still due is waited for */
+#define GRACE_POLL_NS 1000000ull
 
 struct prs_preload_tree {
 	int sock;
 	struct prs_follow_cfg cfg;
 	uint64_t last_exit_check;
 	uint64_t lost;
+	uint64_t all_gone_since;  /* when every target was first seen gone (0: some runs) */
 };
 
 bool prs_ring_check(const struct prs_ring_hdr *h, uint64_t size, uint32_t nslots, uint32_t cap,
@@ -163,8 +166,10 @@ static void add_process(struct prs_sampler *s, pid_t pid, const struct prs_follo
 		return;
 	s->st.processes++;
 	prs_tree_record_command(s, tg);
-	if (parent && msg->forked)
+	if (parent && msg->forked) {
 		prs_target_py_inherit(s, tg, parent);
+		prs_preload_child_seen(parent);
+	}
 }
 
 /* The announcement on connection c (its peer: pid, uid): a ring, or NULL (counted lost). */
@@ -250,13 +255,37 @@ void prs_preload_tree_accept(struct prs_sampler *s, struct prs_preload_tree *t)
 		;
 }
 
-void prs_preload_tree_poll(struct prs_sampler *s, struct prs_preload_tree *t, uint64_t now_ns)
+/*
+ * Every target is gone: true while a ring is still due and the grace lasts. A parent that forks
+ * and exits at once (orphans) can exit before its child's fork handler has announced the child's
+ * ring; its agent counted the fork before it (prs_ring_hdr forks), so the ring is known to come.
+ */
+static bool ring_due(struct prs_sampler *s, struct prs_preload_tree *t, uint64_t now_ns)
+{
+	uint64_t due = 0;
+
+	if (!prs_session_all_exited(s)) {
+		t->all_gone_since = 0;
+		return false;
+	}
+	if (!t->all_gone_since)
+		t->all_gone_since = now_ns;
+	for (size_t i = 0; i < s->ntargets; i++)
+		due += prs_preload_children_due(s->targets[i]);
+	if (!due || now_ns - t->all_gone_since >= GRACE_NS)
+		return false;
+	prs_session_wait_signal(s, GRACE_POLL_NS); /* (the loop would spin: nothing to tick) */
+	return true;
+}
+
+bool prs_preload_tree_poll(struct prs_sampler *s, struct prs_preload_tree *t, uint64_t now_ns)
 {
 	if (!t)
-		return;
+		return false;
 	prs_preload_tree_accept(s, t);
 	if (now_ns - t->last_exit_check >= EXIT_CHECK_NS) {
 		t->last_exit_check = now_ns;
 		check_exits(s);
 	}
+	return ring_due(s, t, now_ns);
 }

@@ -67,8 +67,9 @@ struct prs_source_ops {
 	void (*record)(struct prs_sampler *s, struct prs_target *tg);
 	/* Optional. Once per turn of the loop, before it looks whether a target is left: a source
 	 * that learns of processes by itself adds their targets and marks those gone as exited
-	 * (preload with subprocesses: no ptrace events tell it). */
-	void (*poll)(struct prs_sampler *s, uint64_t now_ns);
+	 * (preload with subprocesses: no ptrace events tell it). Returns true while a process it
+	 * knows is coming has not joined yet (the loop goes on meanwhile, the source bounds it). */
+	bool (*poll)(struct prs_sampler *s, uint64_t now_ns);
 };
 
 /* A target's tick under way (source_ptrace.c). */

@@ -412,12 +412,12 @@ static uint64_t next_deadline(struct prs_sampler *s, uint64_t next, uint64_t per
 }
 
 /* True while some target runs, once the source has looked for processes it follows by itself
- * (struct prs_source_ops poll). */
+ * (struct prs_source_ops poll), or one of those is still to join. */
 static bool targets_left(struct prs_sampler *s)
 {
-	if (s->src->poll)
-		s->src->poll(s, prs_now_ns());
-	return !prs_session_all_exited(s);
+	bool coming = s->src->poll && s->src->poll(s, prs_now_ns());
+
+	return coming || !prs_session_all_exited(s);
 }
 
 int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)

@@ -62,6 +62,7 @@ struct prs_preload {
 	/* the root's: the tree's rings (--subprocesses, else NULL), the counts of rings gone */
 	struct prs_preload_tree *tree;
 	struct ring_counts sum;
+	uint64_t children_seen;       /* forked children whose rings were announced */
 };
 
 void prs_preload_free(struct prs_preload *p)
@@ -573,12 +574,29 @@ void prs_preload_gone(struct prs_sampler *s, struct prs_target *tg)
 	prs_thr_remove_all(&tg->thr);
 }
 
-static void preload_poll(struct prs_sampler *s, uint64_t now_ns)
+uint64_t prs_preload_children_due(const struct prs_target *tg)
+{
+	const struct prs_preload *p = tg->preload;
+	uint64_t forks, lost;
+
+	if (!p)
+		return 0;
+	forks = __atomic_load_n(&p->h->forks, __ATOMIC_RELAXED);
+	lost = __atomic_load_n(&p->h->children_lost, __ATOMIC_RELAXED);
+	return forks > lost + p->children_seen ? forks - lost - p->children_seen : 0;
+}
+
+void prs_preload_child_seen(struct prs_target *parent)
+{
+	if (parent->preload)
+		parent->preload->children_seen++;
+}
+
+static bool preload_poll(struct prs_sampler *s, uint64_t now_ns)
 {
 	struct prs_preload *root = s->ntargets ? s->targets[0]->preload : NULL;
 
-	if (root)
-		prs_preload_tree_poll(s, root->tree, now_ns);
+	return root && prs_preload_tree_poll(s, root->tree, now_ns);
 }
 
 const struct prs_source_ops prs_source_preload = {
