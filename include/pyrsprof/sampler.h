@@ -56,7 +56,7 @@ struct prs_sampler_opts {
 	 * PRS_SRC_SAMPLER, acct.h): the classifier's collection (ptrace source only). */
 	bool acct_exits;
 	/* Kernel frames under the user stacks of running samples, from perf_event_open where
-	 * permitted (ptrace source only; src/sample/kstack-internal.h). prs_sampler_kernel_stacks()
+	 * permitted (ptrace and preload sources; src/sample/kstack-internal.h). prs_sampler_kernel_stacks()
 	 * says whether they are recorded. */
 	bool kernel_stacks;
 	/* Each thread's context switches (preempted / voluntary, and the time to the next switch-in)

@@ -523,9 +523,8 @@ static void sampler_opts(const struct rec_opts *o, struct prs_sampler_opts *so)
 	so->stack_bytes = o->stack_bytes;
 	so->source = o->source;
 	so->native_all = o->native_all;
-	/* auto starts with ptrace; the session drops them for a source that does not trace */
-	so->kernel_stacks = !o->no_kernel_stacks &&
-			    (o->source == PRS_SOURCE_PTRACE || o->source == PRS_SOURCE_AUTO);
+	/* vm mode cannot have them (no running samples to match) */
+	so->kernel_stacks = !o->no_kernel_stacks && o->source != PRS_SOURCE_VM;
 	so->subprocesses = o->subprocesses;
 	cli_py_opts_from_env(&so->py);
 	/* PYRSPROF_READ_IDLE (any value): read every thread at every tick (see the usage) */

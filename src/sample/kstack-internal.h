@@ -26,6 +26,13 @@
  * a tick of the thread's CPU time. Perf samples taken after the interrupt (the stop's
  * own signal-delivery path: ptrace_stop, schedule) are never used.
  *
+ * In preload mode (source_preload.c: nothing is traced, the agent samples each thread from inside
+ * on its CPU-time timer) pyrsprof opens the same events on the program's threads (perf_event_open
+ * asks for ptrace *read* access, which Yama and a ptrace-forbidding seccomp filter leave alone),
+ * and the agent's sample stands for the stop: the perf samples up to its signal are candidates,
+ * those during its handler are not, and the user PC to match is the one the signal interrupted
+ * (a fault's signal is delivered as it returns to the faulting instruction, a syscall's after it).
+ *
  * Per tick and thread: one ring read (no syscall) and, per kernel frame, the interning of a raw
  * frame (a hash probe) in the profile's kernel mapping (PRS_KERNEL_MAPPING_PATH): nothing is named
  * on the sampling path. The symbolizer names those frames after the recording (and in each
@@ -45,6 +52,7 @@
 #define PRS_KSTACK_MAX 64       /* kernel frames kept per sample */
 
 struct prs_kstack;
+struct prs_sampler;
 
 /* One thread's event (allocated when it is first recorded running). */
 struct prs_kthr {
@@ -80,6 +88,8 @@ const char *prs_kstack_why(const struct prs_kstack *ks);
 void prs_kstack_counts(const struct prs_kstack *ks, uint64_t *perf_samples, uint64_t *matched);
 /* NULL is fine. */
 void prs_kstack_free(struct prs_kstack *ks);
+/* Whether s asks for kernel stacks with a source that can have them (ptrace, preload). */
+bool prs_kstack_wanted(const struct prs_sampler *s);
 
 /*
  * Thread tid is being recorded with user stack `stack`: consumes its ring, and returns stack

@@ -31,6 +31,7 @@ struct prs_kstack {
 	uint32_t mapping;       /* the profile's kernel mapping: kernel PCs are its raw frames */
 	uint64_t sample_ns;     /* the events' period of CPU time */
 	int nevents;            /* threads with an open event (MAX_EVENTS at most) */
+	uint64_t opened;        /* events ever opened on the target's threads */
 	uint64_t perf_samples, matched; /* (prs_kstack_counts) */
 	bool on;
 	char why[320];
@@ -118,11 +119,15 @@ struct prs_kstack *prs_kstack_new(uint64_t period_ns, struct prs_profile *prof)
 
 	if (!ks)
 		return NULL;
-	ks->sample_ns = period_ns / PRS_KSTACK_OVERSAMPLE;
+	/* A little longer than a tick's share: in preload mode the agent's timer counts the same CPU
+	 * time, and at exactly period/2 the lag from the last perf sample to the agent's would be
+	 * the same all run long (matching well or badly for the whole run, by the luck of the start);
+	 * 1/64 longer, it sweeps through every lag every ~32 samples, as ptrace's wall-clock ticks do. */
+	ks->sample_ns = period_ns / PRS_KSTACK_OVERSAMPLE + period_ns / 128;
 	if (ks->sample_ns < 100000)
 		ks->sample_ns = 100000;
-	/* the same event on ourselves: refused exactly when it would be on the target's threads
-	 * (we trace them, so ptrace access is given) */
+	/* the same event on ourselves: refused when it would be on the target's threads (traced, they
+	 * give ptrace access; in preload mode the first refusal there is said: kthr_new) */
 	fd = open_event(0, ks->sample_ns);
 	if (fd < 0) {
 		explain(ks, errno);
@@ -188,9 +193,17 @@ static struct prs_kthr *kthr_new(struct prs_kstack *ks, pid_t tid)
 	kt->ks = ks;
 	kt->ring = MAP_FAILED;
 	kt->fd = ks->nevents < MAX_EVENTS ? open_event(tid, ks->sample_ns) : -1;
+	if (kt->fd < 0 && (errno == EACCES || errno == EPERM) && !ks->opened) {
+		/* untraced (preload mode): allowed on pyrsprof, refused on the program */
+		snprintf(ks->why, sizeof(ks->why), "kernel stacks unavailable: perf_event_open refused "
+			 "on the program's threads (%s): pyrsprof may not read them (another user, or a "
+			 "program that made itself not dumpable)", strerror(errno));
+		ks->on = false;
+	}
 	if (kt->fd < 0)
 		return kt; /* (a thread exiting, or one too many): it stays without kernel frames */
 	ks->nevents++;
+	ks->opened++;
 	kt->ring_len = (size_t)page * (1 + RING_PAGES);
 	kt->ring = mmap(NULL, kt->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, kt->fd, 0);
 	return kt;
@@ -340,14 +353,20 @@ uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct
 	return stack;
 }
 
+bool prs_kstack_wanted(const struct prs_sampler *s)
+{
+	/* vm mode has no running samples with a user PC to match */
+	return s->opts.kernel_stacks && s->src != &prs_source_vm;
+}
+
 bool prs_sampler_kernel_stacks(const struct prs_sampler *s, char *why, size_t size)
 {
 	if (size)
 		why[0] = '\0';
 	if (!s->opts.kernel_stacks)
 		return false;
-	if (!s->src->traces) {
-		snprintf(why, size, "kernel stacks need --mode ptrace");
+	if (!prs_kstack_wanted(s)) {
+		snprintf(why, size, "kernel stacks need --mode ptrace or --mode preload");
 		return false;
 	}
 	if (prs_kstack_on(s->kstack))

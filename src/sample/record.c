@@ -23,9 +23,30 @@ void prs_record_count_wait(struct prs_sampler *s, const struct prs_thr *t, const
 		prs_waits_add(&s->waits, t->tid, t->wait_addr, (smp->flags & PRS_SAMPLE_GIL_WAIT) != 0);
 }
 
+/* The kernel's work for a running thread, under the user frame that trapped: matched with the
+ * source's stop (kstop), or for a tracing source with t's ptrace stop. */
+static uint32_t kernel_frames(struct prs_sampler *s, struct prs_thr *t, const struct prs_sample *smp,
+			      const struct prs_kstop *kstop, uint32_t stack)
+{
+	struct prs_kstop ks = { smp->state == PRS_STATE_RUNNING && t->sampled, t->t_interrupt,
+				t->t_cont, t->regs.r[PRS_REG_RIP] };
+
+	if (!s->kstack || (!kstop && !s->src->traces))
+		return stack;
+	return prs_kstack_push(s->kstack, s->prof, &t->kthr, t->tid, kstop ? kstop : &ks, stack);
+}
+
 void prs_record_stack(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
 		      uint64_t tick_ns, const uint64_t *pcs, const uint32_t *ids, int n,
 		      const struct prs_py_thread *pt, struct prs_sample *smp)
+{
+	prs_record_stack_k(s, tg, t, tick_ns, pcs, ids, n, pt, smp, NULL);
+}
+
+void prs_record_stack_k(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			uint64_t tick_ns, const uint64_t *pcs, const uint32_t *ids, int n,
+			const struct prs_py_thread *pt, struct prs_sample *smp,
+			const struct prs_kstop *kstop)
 {
 	uint32_t stack = 0;
 
@@ -43,13 +64,7 @@ void prs_record_stack(struct prs_sampler *s, struct prs_target *tg, struct prs_t
 		for (int i = n - 1; i >= 0; i--)
 			stack = prs_profile_stack(s->prof, stack, ids[i]);
 	}
-	/* the kernel's work for a running thread goes under the user frame that trapped */
-	if (s->kstack) {
-		struct prs_kstop ks = { smp->state == PRS_STATE_RUNNING && t->sampled, t->t_interrupt,
-					t->t_cont, t->regs.r[PRS_REG_RIP] };
-
-		stack = prs_kstack_push(s->kstack, s->prof, &t->kthr, t->tid, &ks, stack);
-	}
+	stack = kernel_frames(s, t, smp, kstop, stack);
 	smp->time_ns = tick_ns - s->t0;
 	smp->tid = t->tid;
 	smp->pid = tg->pid;

@@ -352,6 +352,12 @@ bool prs_diskwait_apply(struct prs_thr *t);
 void prs_record_stack(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
 		      uint64_t tick_ns, const uint64_t *pcs, const uint32_t *ids, int n,
 		      const struct prs_py_thread *pt, struct prs_sample *smp);
+/* The same with the kernel frames matched with kstop (a source that does not trace: the agent's
+ * sample of a running thread); prs_record_stack matches them with t's ptrace stop, if any. */
+void prs_record_stack_k(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			uint64_t tick_ns, const uint64_t *pcs, const uint32_t *ids, int n,
+			const struct prs_py_thread *pt, struct prs_sample *smp,
+			const struct prs_kstop *kstop);
 /* Counts the futex word of t's sample smp (the WAIT_ADDR records), if it waits on one. */
 void prs_record_count_wait(struct prs_sampler *s, const struct prs_thr *t, const struct prs_sample *smp);
 /* Unwinds one sample (regs, snap) of tg into s->pcs and s->frame_ids (interned with their

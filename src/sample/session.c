@@ -83,11 +83,11 @@ int prs_session_new(enum prs_sampler_mode mode, const struct prs_sampler_opts *o
 	s->thr_common.stack_bytes = s->opts.stack_bytes;
 	s->period_ns = (int64_t)(1e9 / s->opts.rate_hz);
 	s->rng = (unsigned)prs_now_ns() | 1u;
-	if (s->opts.kernel_stacks && s->src->traces)
+	if (prs_kstack_wanted(s))
 		s->kstack = prs_kstack_new((uint64_t)s->period_ns, s->prof);
 	if (s->opts.switches)
 		s->thr_common.sw = prs_switches_new(s->prof);
-	if (session_buffers(s) != 0 || (s->opts.kernel_stacks && s->src->traces && !s->kstack) ||
+	if (session_buffers(s) != 0 || (prs_kstack_wanted(s) && !s->kstack) ||
 	    (s->opts.switches && !s->thr_common.sw)) {
 		prs_sampler_free(s);
 		return prs_err_set(err, -ENOMEM, "out of memory");

@@ -224,6 +224,7 @@ static void record_slot(struct prs_sampler *s, struct prs_target *tg, struct prs
 	struct prs_regs regs;
 	struct prs_snapshot snap;
 	struct prs_sample smp;
+	struct prs_kstop kstop;
 	const struct prs_py_thread *pt;
 	struct prs_thr *t;
 	uint64_t u0 = prs_now_ns();
@@ -257,8 +258,15 @@ static void record_slot(struct prs_sampler *s, struct prs_target *tg, struct prs
 	smp.syscall = -1;
 	smp.weight = sl->weight >= 1 && sl->weight <= 10000 ? sl->weight : 1;
 	t->wait_addr = 0;
-	prs_record_stack(s, tg, t, sl->time_ns > s->t0 ? sl->time_ns : s->t0, s->pcs, s->frame_ids,
-			 n, pt, &smp);
+	/* kernel frames (kstack.c): the perf samples up to the signal, of the PC it interrupted;
+	 * those of the handler itself left out. Not for a thread gone: no event of its own. */
+	kstop.on_cpu = true;
+	kstop.interrupt_ns = sl->time_ns;
+	kstop.cont_ns = sl->time_ns + (sl->handler_ns < (uint64_t)s->period_ns ? sl->handler_ns
+									: (uint64_t)s->period_ns);
+	kstop.user_pc = sl->regs[PRS_REG_RIP];
+	prs_record_stack_k(s, tg, t, sl->time_ns > s->t0 ? sl->time_ns : s->t0, s->pcs, s->frame_ids,
+			   n, pt, &smp, t == &p->gone ? NULL : &kstop);
 	t->cpu_stack = smp.stack; /* where its waits for a CPU are shown (preload_offcpu.c) */
 	t->cpu_stack_ok = true;
 	if (pt)

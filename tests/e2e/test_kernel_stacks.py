@@ -4,6 +4,9 @@
 shows as kernel frames (folded: NAME_[k]) under the user frame that trapped; the share of samples
 with kernel frames is perf's (`perf record -e cpu-clock -g` of the same target, within 12
 points); `--no-kernel-stacks` turns them off; and a pyrsprof not permitted says so in one line.
+In --mode preload (the agent samples from inside, nothing is traced) pyrsprof opens the same
+events on the program's threads and matches them with the agent's samples: the same frames, the
+same share within the same tolerance.
 
 Targets: kwork (C: touch_pages() faults fresh pages in, the kernel zeroes them; user_work()
 spins in user space) and py/kalloc.py (np.ones of fresh memory: the page zeroing under the
@@ -20,6 +23,7 @@ import pytest
 from conftest import REPO, TARGET_SRC, assert_clean, markers, total
 
 SECONDS = 4
+PRELOAD_SECONDS = 3
 TOLERANCE = 0.12
 CLEAR_PAGE = ("clear_page_erms", "clear_page_rep", "clear_page_orig")
 
@@ -66,13 +70,24 @@ def perf_kernel_share(cmd, tmp_path):
 
 
 @pytest.fixture(scope="module")
+def perf_share(targets, tmp_path_factory):
+    """perf's kernel share of kwork (one perf run for the ptrace and the preload checks)."""
+    return perf_kernel_share([targets / "kwork", str(SECONDS)], tmp_path_factory.mktemp("perf"))
+
+
+@pytest.fixture(scope="module")
 def kwork(record, export_folded, permitted):
     r = record("kwork", SECONDS)
     return r, export_folded(r.pyrs, view="cpu", lines=False)
 
 
-def test_kernel_frames_under_the_faulting_user_frame(kwork):
-    r, cpu = kwork
+@pytest.fixture(scope="module")
+def kwork_preload(record, export_folded, permitted):
+    r = record("kwork", PRELOAD_SECONDS, extra=["--mode", "preload"])
+    return r, export_folded(r.pyrs, view="cpu", lines=False)
+
+
+def check_frames_under_the_faulting_user_frame(r, cpu):
     assert not [l for l in r.res.own_lines() if "kernel stacks" in l], r.res.describe()
     with_k = [(fr, c) for fr, c in cpu if kernel_frames(fr)]
     n = sum(c for _, c in with_k)
@@ -81,12 +96,20 @@ def test_kernel_frames_under_the_faulting_user_frame(kwork):
     under = sum(c for fr, c in with_k if user_leaf(fr).name in ("touch_pages", "__GI_munmap",
                                                                  "munmap", "__munmap"))
     assert under >= 0.9 * n, with_k
-    # user_work makes no syscall and faults no page: at most a timer interrupt's frames
-    in_user_work = sum(c for fr, c in with_k if user_leaf(fr).name == "user_work")
-    assert in_user_work <= 0.05 * n, with_k
-    # a page fault: the kernel's entry right under the user frame, the zeroing deeper
-    faults = [fr for fr, _ in with_k if user_leaf(fr).name == "touch_pages"]
-    assert faults and all(kernel_frames(fr)[0].name == "asm_exc_page_fault_[k]" for fr in faults)
+    # user_work makes no syscall and faults no page: never the fault's or munmap's frames, at
+    # most an interrupt's (a timer, or the reschedule IPI of a preemption: more on a busy host)
+    in_user_work = [(fr, c) for fr, c in with_k if user_leaf(fr).name == "user_work"]
+    assert all(kernel_frames(fr)[0].name.startswith(("asm_sysvec_", "asm_common_interrupt"))
+               for fr, _ in in_user_work), in_user_work
+    assert sum(c for _, c in in_user_work) <= 0.1 * n, with_k
+    # a page fault: the kernel's entry right under the user frame, the zeroing deeper (or, as
+    # anywhere, an interrupt's entry)
+    faults = [(fr, c) for fr, c in with_k if user_leaf(fr).name == "touch_pages"]
+    entries = [(kernel_frames(fr)[0].name, c) for fr, c in faults]
+    assert faults and all(e == "asm_exc_page_fault_[k]" or e.startswith("asm_sysvec_")
+                          for e, _ in entries), entries
+    assert sum(c for e, c in entries if e == "asm_exc_page_fault_[k]") >= 0.9 * sum(
+        c for _, c in entries), entries
     zeroing = sum(c for fr, c in with_k if any(f.name[:-4] in CLEAR_PAGE for f in fr))
     assert zeroing >= 1, with_k
     # stats.json counts them, and the perf samples they came from: 2 per tick of CPU time at
@@ -97,12 +120,24 @@ def test_kernel_frames_under_the_faulting_user_frame(kwork):
     assert n <= ks["perf_samples"] <= 2 * ticks + 2, (ks, ticks)
 
 
-def test_kernel_share_is_perfs(kwork, tmp_path, targets):
-    r, cpu = kwork
+def test_kernel_frames_under_the_faulting_user_frame(kwork):
+    check_frames_under_the_faulting_user_frame(*kwork)
+
+
+def test_kernel_share_is_perfs(kwork, perf_share):
+    ours = kernel_share(kwork[1])
+    assert abs(ours - perf_share) <= TOLERANCE, \
+        f"kernel share {ours:.3f}, perf's {perf_share:.3f} (tolerance {TOLERANCE})"
+
+
+def test_preload_mode_has_them_too(kwork_preload, perf_share):
+    """--mode preload: the agent's samples get the kernel frames of the perf events pyrsprof
+    opens on the program's threads, matched the same way (kstack.c)."""
+    r, cpu = kwork_preload
+    check_frames_under_the_faulting_user_frame(r, cpu)
     ours = kernel_share(cpu)
-    theirs = perf_kernel_share([targets / "kwork", str(SECONDS)], tmp_path)
-    assert abs(ours - theirs) <= TOLERANCE, \
-        f"kernel share {ours:.3f}, perf's {theirs:.3f} (tolerance {TOLERANCE})"
+    assert abs(ours - perf_share) <= TOLERANCE, \
+        f"preload: kernel share {ours:.3f}, perf's {perf_share:.3f} (tolerance {TOLERANCE})"
 
 
 def test_numpy_page_zeroing_under_the_allocating_line(run_prs, export_folded, outdir, permitted):
