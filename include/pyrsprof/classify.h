@@ -94,6 +94,8 @@ struct prs_budget {
 };
 
 #define PRS_FACTS_MAX_NOTES 12
+/* A note: "WHAT: WHY" of a NOTE record's two strings, whole (acct.h) */
+#define PRS_FACTS_NOTE (2 * PRS_ACCT_MAX_STR)
 
 struct prs_facts {
 	/* the recording */
@@ -167,7 +169,7 @@ struct prs_facts {
 	struct prs_scaling_run scaling[PRS_SCALING_MAX];
 	unsigned nscaling;
 	/* what could not be collected, one line each */
-	char notes[PRS_FACTS_MAX_NOTES][200];
+	char notes[PRS_FACTS_MAX_NOTES][PRS_FACTS_NOTE];
 	unsigned nnotes;
 };
 
@@ -251,7 +253,7 @@ struct prs_verdict {
 	/* CPU split (when the primary or an "also" is CPU-bound) */
 	int split;                 /* enum prs_cpu_split */
 	int split_confidence;
-	char split_detail[320];
+	char split_detail[PRS_ACCT_MAX_STR + 256]; /* quotes the machine's pmu_why whole */
 	char evidence[PRS_VERDICT_MAX_EVIDENCE][240]; /* software evidence lines (no PMU) */
 	unsigned nevidence;
 	/* parallelism */

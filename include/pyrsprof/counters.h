@@ -25,6 +25,8 @@
 
 #define PRS_MAX_COUNTERS 32
 #define PRS_COUNTER_NAME 48
+/* A counter's explanation: whole in an accounting string (it is stored as one, acct.h). */
+#define PRS_PERF_WHY PRS_ACCT_MAX_STR
 
 struct prs_counter {
 	char name[PRS_COUNTER_NAME];
@@ -36,7 +38,7 @@ struct prs_counter {
 	bool ok;
 	uint64_t value, enabled_ns, running_ns;
 	int err;            /* negative errno when it could not be opened or read */
-	char why[200];      /* then: the one-line explanation (prs_counter_explain) */
+	char why[PRS_PERF_WHY]; /* then: the one-line explanation (prs_counter_explain) */
 };
 
 struct prs_counter_set {
@@ -56,14 +58,36 @@ const struct prs_counter *prs_counter_find(const struct prs_counter_set *set, co
 bool prs_counter_scaled(const struct prs_counter_set *set, const char *name, double *value,
 			double *share);
 
+/* Who asks perf_event_open: what decides whether a refusal (EACCES/EPERM) is the paranoid
+ * level's or a filter's. */
+struct prs_perf_who {
+	int paranoid;       /* kernel.perf_event_paranoid */
+	bool privileged;    /* CAP_PERFMON or CAP_SYS_ADMIN, effective, in the initial user namespace */
+	bool seccomp;       /* runs under a seccomp filter (/proc/self/status Seccomp: 2) */
+};
+
+/* pyrsprof's own (/proc/sys/kernel/perf_event_paranoid, /proc/self/status, /proc/self/uid_map). */
+void prs_perf_who_read(struct prs_perf_who *w);
+
+/*
+ * One line, "WHAT" then "not permitted ..." with the remedy that fits a refusal with errno e
+ * (EACCES/EPERM) of a request an unprivileged process may make up to paranoid level allowed_at
+ * (2: counting its own child in user space; 1: kernel samples): the level (run as root, grant
+ * CAP_PERFMON, the sysctl), else a seccomp filter (the container's profile: root does not help),
+ * else a security module. Fits in PRS_PERF_WHY with a what of PRS_COUNTER_NAME + 1 bytes.
+ */
+const char *prs_perf_refusal(const struct prs_perf_who *w, int allowed_at, const char *what, int e,
+			     char *buf, size_t size);
+
 /*
  * One line explaining a failure of counter c (hardware or not) with errno e (negative or
  * positive), with the fix where there is one: ENOENT/EOPNOTSUPP on a hardware counter = no PMU
- * (a VM without a virtual PMU); EACCES/EPERM = not permitted (kernel.perf_event_paranoid,
- * CAP_PERFMON, what to do); EINVAL, EMFILE, ESRCH, ENODEV. Writes into buf; returns buf.
+ * (a VM without a virtual PMU); EACCES/EPERM = not permitted (prs_perf_refusal: by who's
+ * paranoid level, a seccomp filter or a security module, and what to do); EINVAL, EMFILE,
+ * ESRCH, ENODEV. Writes into buf; returns buf.
  */
-const char *prs_counter_explain(const struct prs_counter *c, int e, int paranoid, char *buf,
-				size_t size);
+const char *prs_counter_explain(const struct prs_counter *c, int e, const struct prs_perf_who *who,
+				char *buf, size_t size);
 
 /* kernel.perf_event_paranoid, or 2 when it cannot be read. */
 int prs_perf_paranoid(void);

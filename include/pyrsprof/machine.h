@@ -27,7 +27,7 @@ struct prs_machine {
 	int paranoid;          /* kernel.perf_event_paranoid */
 	int pmu;               /* enum prs_pmu_state */
 	int pmu_errno;
-	char pmu_why[200];
+	char pmu_why[PRS_ACCT_MAX_STR]; /* whole as an accounting string (acct.h) */
 	int topdown;           /* enum prs_topdown_kind */
 	char key[96];          /* what identifies this machine (prs_machine_detect) */
 	bool calibrated;       /* the bandwidth fields hold a measurement */

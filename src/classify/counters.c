@@ -75,10 +75,11 @@ int prs_perf_paranoid(void)
 	return atoi(buf);
 }
 
-const char *prs_counter_explain(const struct prs_counter *c, int e, int paranoid, char *buf,
-				size_t size)
+const char *prs_counter_explain(const struct prs_counter *c, int e, const struct prs_perf_who *who,
+				char *buf, size_t size)
 {
 	const char *what = c ? c->name : "counter";
+	char prefix[PRS_COUNTER_NAME + 2];
 
 	if (e < 0)
 		e = -e;
@@ -94,9 +95,9 @@ const char *prs_counter_explain(const struct prs_counter *c, int e, int paranoid
 		break;
 	case EACCES:
 	case EPERM:
-		snprintf(buf, size, "%s: not permitted (perf_event_open: %s; kernel.perf_event_paranoid "
-			 "= %d): run as root, grant CAP_PERFMON (setcap cap_perfmon+ep on pyrsprof), or "
-			 "sysctl kernel.perf_event_paranoid=1", what, strerror(e), paranoid);
+		/* counted in user space only, a counter of one's own child is allowed up to level 2 */
+		snprintf(prefix, sizeof(prefix), "%.*s: ", PRS_COUNTER_NAME - 1, what);
+		prs_perf_refusal(who, 2, prefix, e, buf, size);
 		break;
 	case EINVAL:
 		snprintf(buf, size, "%s: the kernel refused this counter's settings (perf_event_open: "

@@ -28,7 +28,7 @@ struct perf_ctx {
 	prs_perf_open_fn open_fn;
 	int *fds; /* [counter][tid] */
 	size_t ntids;
-	int paranoid;
+	struct prs_perf_who who; /* pyrsprof's, when the counters were opened */
 };
 
 static long real_open(void *attr, pid_t pid, int cpu, int group_fd, unsigned long flags)
@@ -70,7 +70,7 @@ static int perf_open(struct prs_counter_backend *b, const pid_t *tids, size_t n,
 	for (size_t i = 0; i < PRS_MAX_COUNTERS * (n ? n : 1); i++)
 		x->fds[i] = -1;
 	x->ntids = n;
-	x->paranoid = prs_perf_paranoid();
+	prs_perf_who_read(&x->who);
 	for (size_t i = 0; i < set->n; i++) {
 		struct prs_counter *c = &set->c[i];
 		bool user_only = false;
@@ -105,11 +105,11 @@ static int perf_open(struct prs_counter_backend *b, const pid_t *tids, size_t n,
 			c->err = 0;
 			if (user_only)
 				snprintf(c->why, sizeof(c->why), "%s: user space only (kernel time not permitted "
-					 "at kernel.perf_event_paranoid = %d)", c->name, x->paranoid);
+					 "at kernel.perf_event_paranoid = %d)", c->name, x->who.paranoid);
 		} else {
 			if (!c->err)
 				c->err = -ESRCH;
-			prs_counter_explain(c, c->err, x->paranoid, c->why, sizeof(c->why));
+			prs_counter_explain(c, c->err, &x->who, c->why, sizeof(c->why));
 			if (!first_err)
 				first_err = c->err;
 		}

@@ -18,7 +18,7 @@
 
 struct replay_ctx {
 	struct prs_counter_set set;
-	int paranoid;
+	struct prs_perf_who who; /* the recorded machine's (paranoid, privileged, seccomp) */
 };
 
 static const struct {
@@ -84,7 +84,7 @@ static int parse_counter(struct replay_ctx *x, json_t *o, size_t i, const char *
 		if (!e)
 			return prs_err_set(err, -EINVAL, "%s: counters[%zu] (%s): bad errno", path, i, c->name);
 		c->err = -e;
-		prs_counter_explain(c, e, x->paranoid, c->why, sizeof(c->why));
+		prs_counter_explain(c, e, &x->who, c->why, sizeof(c->why));
 		return 0;
 	}
 	if (!u64_of(o, "value", &c->value) || !u64_of(o, "enabled_ns", &c->enabled_ns) ||
@@ -165,7 +165,10 @@ struct prs_counter_backend *prs_counter_replay_new(const char *path, struct prs_
 		prs_err_set(err, -EINVAL, "%s: \"topdown\" is none, intel, amd-zen4 or amd-zen5", path);
 		goto fail;
 	}
-	x->paranoid = json_is_integer(par) ? (int)json_integer_value(par) : 2;
+	x->who.paranoid = json_is_integer(par) ? (int)json_integer_value(par) : 2;
+	/* who recorded it: "privileged" (CAP_PERFMON), "seccomp" (under a filter); default false */
+	x->who.privileged = json_is_true(json_object_get(root, "privileged"));
+	x->who.seccomp = json_is_true(json_object_get(root, "seccomp"));
 	for (i = 0; i < json_array_size(arr); i++)
 		if (parse_counter(x, json_array_get(arr, i), i, path, err))
 			goto fail;

@@ -259,7 +259,7 @@ static void open_counters(struct cli_collect *c, const pid_t *tids, size_t n)
 {
 	const char *replay = getenv("PYRSPROF_COUNTERS_REPLAY");
 	int errnum, topdown;
-	char why[200];
+	char why[PRS_PERF_WHY];
 
 	if (replay && replay[0]) {
 		c->ctr = prs_counter_replay_new(replay, &c->ctr_err);

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pyrsprof/counters.h"
 #include "pyrsprof/kallsyms.h"
 #include "sample/sampler-internal.h"
 #include "util/banned.h"
@@ -57,45 +58,18 @@ static int open_event(pid_t tid, uint64_t sample_ns)
 	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-/* True when pyrsprof holds CAP_PERFMON or CAP_SYS_ADMIN (effective): perf_event_paranoid does not
- * apply to it, so a refusal comes from elsewhere. */
-static bool privileged(void)
-{
-	char line[128];
-	unsigned long long caps = 0;
-	bool found = false;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "CapEff: %llx", &caps) == 1;
-	fclose(f);
-	return (caps >> 38 & 1) || (caps >> 21 & 1); /* CAP_PERFMON, CAP_SYS_ADMIN */
-}
-
 static void explain(struct prs_kstack *ks, int e)
 {
-	char paranoid[16] = "?";
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	struct prs_perf_who who;
 
-	if (f) {
-		if (!fgets(paranoid, sizeof(paranoid), f))
-			paranoid[0] = '\0';
-		paranoid[strcspn(paranoid, "\n")] = '\0';
-		fclose(f);
-	}
-	if ((e == EACCES || e == EPERM) && privileged())
-		snprintf(ks->why, sizeof(ks->why), "kernel stacks unavailable: perf_event_open refused "
-			 "with CAP_PERFMON (%s): a seccomp filter or security module forbids it (as a "
-			 "container's default profile does)", strerror(e));
-	else if (e == EACCES || e == EPERM)
-		snprintf(ks->why, sizeof(ks->why), "kernel stacks not permitted (kernel.perf_event_paranoid"
-			 " = %s): run as root, give pyrsprof CAP_PERFMON, or `sysctl kernel."
-			 "perf_event_paranoid=1`", paranoid);
-	else
+	if (e != EACCES && e != EPERM) {
 		snprintf(ks->why, sizeof(ks->why), "kernel stacks unavailable: perf_event_open: %s",
 			 strerror(e));
+		return;
+	}
+	/* kernel callchains: an unprivileged process may have them up to paranoid level 1 */
+	prs_perf_who_read(&who);
+	prs_perf_refusal(&who, 1, "kernel stacks ", e, ks->why, sizeof(ks->why));
 }
 
 /* The mapping kernel PCs are recorded in (named at the end by the symbolizer). */

@@ -14,7 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pyrsprof/classify.h"
 #include "pyrsprof/counters.h"
+#include "pyrsprof/profile.h"
 
 #include "util/banned.h"
 
@@ -163,7 +165,7 @@ Test(counters, errno_fixtures_explained)
 	check_errno(FIX "errno-eopnotsupp.json", EOPNOTSUPP, "no hardware PMU");
 	check_errno(FIX "errno-eacces.json", EACCES, "not permitted");
 	check_errno(FIX "errno-eacces.json", EACCES, "CAP_PERFMON");
-	check_errno(FIX "errno-eacces.json", EACCES, "perf_event_paranoid = 2");
+	check_errno(FIX "errno-eacces.json", EACCES, "perf_event_paranoid = 3");
 	check_errno(FIX "errno-eperm.json", EPERM, "not permitted");
 	check_errno(FIX "errno-einval.json", EINVAL, "refused");
 }
@@ -322,4 +324,97 @@ Test(counters, to_and_from_acct)
 	cr_assert(!back.ok);
 	cr_assert_eq(back.err, -ENOENT);
 	cr_assert_str_eq(back.why, "cycles: no hardware PMU");
+}
+
+/* ---- refusals: the right remedy, and the line whole all the way to the reports ---- */
+
+/* The longest counter name a set holds (PRS_COUNTER_NAME - 1 bytes). */
+static struct prs_counter longest_name(void)
+{
+	struct prs_counter c;
+
+	memset(&c, 0, sizeof(c));
+	memset(c.name, 'x', sizeof(c.name) - 1);
+	c.hardware = true;
+	return c;
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), m = strlen(tail);
+
+	return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+Test(counters, refusals_name_the_remedy_that_fits_whole)
+{
+	static const struct {
+		struct prs_perf_who who;
+		const char *must, *tail;
+		bool root_helps;
+	} cases[] = {
+		/* unprivileged, the level forbids it: the level is the cause and its fixes */
+		{ { 3, false, false }, "kernel.perf_event_paranoid = 3", "perf_event_paranoid=2", true },
+		{ { 3, false, true }, "kernel.perf_event_paranoid = 3", "perf_event_paranoid=2", true },
+		/* root under Docker's default profile; or unprivileged at a level that allows it */
+		{ { 2, true, true }, "seccomp filter", "the container's seccomp profile", false },
+		{ { 2, false, true }, "seccomp filter", "the container's seccomp profile", false },
+		{ { -1, true, true }, "seccomp filter", "the container's seccomp profile", false },
+		/* allowed by level and privilege, no filter: a security module */
+		{ { 2, true, false }, "security module", "must allow perf_event_open", false },
+		{ { 1, false, false }, "security module", "must allow perf_event_open", false },
+	};
+	struct prs_counter c = longest_name();
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		for (int e = EPERM; e; e = e == EPERM ? EACCES : 0) {
+			char roomy[1024];
+
+			prs_counter_explain(&c, e, &cases[i].who, c.why, sizeof(c.why));
+			prs_counter_explain(&c, e, &cases[i].who, roomy, sizeof(roomy));
+			cr_assert_str_eq(c.why, roomy, "cut at %zu bytes", sizeof(c.why) - 1);
+			cr_assert(strncmp(c.why, c.name, strlen(c.name)) == 0, "%s", c.why);
+			cr_assert(strstr(c.why, "not permitted") && strstr(c.why, cases[i].must), "%s", c.why);
+			cr_assert(ends_with(c.why, cases[i].tail), "%zu: %s", i, c.why);
+			cr_assert(!strstr(c.why, "run as root") == !cases[i].root_helps, "%zu: %s", i, c.why);
+			cr_assert(!strstr(c.why, "root does not help") == cases[i].root_helps, "%s", c.why);
+		}
+}
+
+Test(counters, seccomp_fixture_does_not_advise_root)
+{
+	int td;
+	struct prs_counter_set set = replay(FIX "errno-eperm-seccomp.json", &td);
+	const struct prs_counter *c = prs_counter_find(&set, "cycles");
+
+	cr_assert(c && c->err == -EPERM);
+	cr_assert(strstr(c->why, "seccomp filter") && strstr(c->why, "root does not help"), "%s",
+		  c->why);
+	cr_assert_null(strstr(c->why, "run as root"), "%s", c->why);
+}
+
+/* The counters' note reaches phase1 through a NOTE record and the facts: whole (it was cut at
+ * "sysctl kernel.pe" by a 200-byte note). */
+Test(counters, counters_note_is_whole_in_the_facts)
+{
+	struct prs_counter c = longest_name();
+	struct prs_perf_who who = { 3, false, false };
+	struct prs_profile *p = prs_profile_new();
+	struct prs_facts f;
+	struct prs_acct a;
+	char want[PRS_FACTS_NOTE];
+	size_t i;
+
+	prs_counter_explain(&c, EACCES, &who, c.why, sizeof(c.why));
+	prs_acct_note(&a, "counters", EACCES, c.why);
+	cr_assert_eq(prs_acct_store(p, &a), 0);
+	cr_assert_eq(prs_facts_build(p, &f, NULL), 0);
+	snprintf(want, sizeof(want), "counters: %s", c.why);
+	for (i = 0; i < f.nnotes && strncmp(f.notes[i], "counters: ", 10) != 0; i++)
+		;
+	cr_assert_lt(i, f.nnotes);
+	cr_assert_str_eq(f.notes[i], want);
+	cr_assert(ends_with(f.notes[i], "sysctl kernel.perf_event_paranoid=2"), "%s", f.notes[i]);
+	prs_facts_release(&f);
+	prs_profile_free(p);
 }
