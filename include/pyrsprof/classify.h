@@ -261,6 +261,10 @@ struct prs_verdict {
 	unsigned threads_active;
 	unsigned cpus;             /* N */
 	double efficiency;         /* U / min(active, N) */
+	/* the --scaling runs' reading (prs_scaling_evidence), whatever the verdict: more threads
+	 * not helping confirms a GIL, lock or saturation verdict as much as it qualifies a CPU one;
+	 * "" without runs to compare */
+	char scaling[512];
 	/* qualifiers: steal, throttling, sampling quality */
 	char qualifiers[4][240];
 	unsigned nqualifiers;

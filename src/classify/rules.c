@@ -421,14 +421,10 @@ static void split_without_pmu(const struct prs_facts *f, struct prs_verdict *v)
 
 static void cpu_split(const struct prs_facts *f, struct prs_verdict *v)
 {
-	char line[sizeof(v->evidence[0])];
-
 	if (f->cpu.have_l1)
 		split_from_counters(f, v);
 	else
 		split_without_pmu(f, v);
-	if (prs_scaling_evidence(f, line, sizeof(line)))
-		add_evidence(v, "%s", line);
 }
 
 static void cpu_lever(const struct prs_facts *f, const struct prs_verdict *v, char *buf, size_t size)
@@ -518,6 +514,7 @@ void prs_classify(const struct prs_facts *f, struct prs_verdict *v)
 	}
 	if (cpu)
 		cpu_split(f, v);
+	prs_scaling_evidence(f, v->scaling, sizeof(v->scaling));
 	if (v->primary.rule == PRS_RULE_CPU)
 		cpu_lever(f, v, v->lever, sizeof(v->lever));
 	else if (v->primary.rule == PRS_RULE_SATURATED && !prs_oversubscribed(f))

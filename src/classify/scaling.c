@@ -7,7 +7,9 @@
  * 1 + 0.3·(k − 1) (the note's 1.3× from n to 2n) while U grew is a flattening: a shared resource
  * limits the program (memory bandwidth, the L3, the clock: not told apart without a PMU). U that did
  * not grow says the extra threads never ran in parallel (the variable is not honoured, or they
- * wait: the GIL, a lock, CPUs taken by others). Never a memory verdict: evidence only.
+ * wait: the GIL, a lock, CPUs taken by others). Runs that hardly used a CPU (U < 0.1: sleeping,
+ * IO) say nothing of cores. Never a memory verdict: evidence only. Shown whatever the verdict
+ * (prs_verdict.scaling): it confirms a GIL, lock or saturation verdict as it qualifies a CPU one.
  */
 #include "pyrsprof/classify.h"
 
@@ -70,7 +72,9 @@ int prs_scaling_evidence(const struct prs_facts *f, char *buf, size_t size)
 	snprintf(buf, size, "scaling (--scaling %s=%s..%s, fixed work assumed): %.2fx faster with "
 		 "%.2fx the threads, cores used %.2f -> %.2f: %s", f->scaling_var, a->value, b->value, s,
 		 k, ua, ub,
-		 ub < 1.25 * ua ? "the extra threads did not run in parallel (the variable is not "
+		 ub < 0.1 ? "the runs hardly used a CPU: waiting, not computing, sets their time "
+			    "(more cores are not the lever)"
+		 : ub < 1.25 * ua ? "the extra threads did not run in parallel (the variable is not "
 				  "honoured, or they wait: the GIL, a lock, CPUs taken by others)"
 		 : s < 1 + 0.3 * (k - 1) ? "flattens while the cores used grew: a shared resource "
 					   "limits it (memory bandwidth, the L3 or the clock: not "

@@ -69,7 +69,7 @@ static const char run_usage[] =
 	"      --no-classify    skip the classifier's collection (counters, /proc, taskstats)\n"
 	"      --wss            measure the working set (clear_refs, 200 ms windows at 1 Hz; it\n"
 	"                       costs the program a page-table walk each): a floor on memory\n"
-	"                       traffic for the CPU-bound verdict's evidence"
+	"                       traffic for the CPU-bound verdict's evidence\n"
 	"      --scaling VAR=V1,V2  after the recording, run CMD again (unprofiled, output\n"
 	"                       discarded) with VAR=V for each value, e.g. OMP_NUM_THREADS=1,2:\n"
 	"                       the speedup against the CPU taken, in the verdict's evidence\n"
@@ -104,7 +104,7 @@ static const char attach_usage[] =
 	"      --no-classify    skip the classifier's collection (counters, /proc, taskstats)\n"
 	"      --wss            measure the working set (clear_refs, 200 ms windows at 1 Hz; it\n"
 	"                       costs the program a page-table walk each): a floor on memory\n"
-	"                       traffic for the CPU-bound verdict's evidence"
+	"                       traffic for the CPU-bound verdict's evidence\n"
 	CLI_SNAPSHOT_HELP
 	"  PYRSPROF_READ_IDLE=1 in the environment: stop and read every thread at every tick, also\n"
 	"  one asleep since its last sample (by default its last sample is recorded again).\n";

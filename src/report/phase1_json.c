@@ -241,9 +241,10 @@ static json_t *verdict_json(const struct prs_facts *f, const struct prs_verdict 
 	json_object_set_new(o, "also", also);
 	json_object_set_new(o, "cpu_split", split);
 	json_object_set_new(o, "parallelism",
-			    json_pack("{s:o, s:i, s:i, s:o}", "cores_used", num(v->cores_used),
+			    json_pack("{s:o, s:i, s:i, s:o, s:o}", "cores_used", num(v->cores_used),
 				      "threads_active", (int)v->threads_active, "cpus", (int)v->cpus,
-				      "efficiency", num(v->efficiency)));
+				      "efficiency", num(v->efficiency), "scaling",
+				      v->scaling[0] ? str(v->scaling) : json_null()));
 	json_object_set_new(o, "lever", str(v->lever));
 	json_object_set_new(o, "qualifiers", q);
 	(void)f;

@@ -255,6 +255,11 @@ static void verdict_md(FILE *f, const struct prs_facts *fa, const struct prs_ver
 	}
 	fprintf(f, "- Parallelism: %.2f cores used by %u active threads on %u CPUs: efficiency %.0f %%.\n",
 		v->cores_used, v->threads_active, v->cpus, pct(v->efficiency));
+	if (v->scaling[0]) {
+		fputs("- ", f); /* "scaling (--scaling VAR=..." */
+		text(f, v->scaling);
+		fputs(".\n", f);
+	}
 	for (unsigned i = 0; i < v->nqualifiers; i++) {
 		fputs("- Qualifier: ", f);
 		text(f, v->qualifiers[i]);

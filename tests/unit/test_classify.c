@@ -375,11 +375,17 @@ Test(classify, scaling_evidence)
 	/* the same time and cores: the threads never ran in parallel */
 	l = scaling_line(2, 2, 2, 2);
 	cr_assert(l && strstr(l, "did not run in parallel"), "%s", l);
-	/* in the CPU-bound verdict's evidence, and never a memory split */
+	/* beside the CPU-bound verdict's parallelism, never in its split's evidence nor a memory split */
 	v = judge();
 	cr_assert_eq(v.primary.rule, PRS_RULE_CPU);
 	cr_assert_eq(v.split, PRS_SPLIT_NOT_MEASURED);
-	cr_assert(strstr(v.evidence[v.nevidence - 1], "did not run in parallel"));
+	cr_assert(strstr(v.scaling, "did not run in parallel"), "%s", v.scaling);
+	for (unsigned i = 0; i < v.nevidence; i++)
+		cr_assert_null(strstr(v.evidence[i], "scaling"), "%s", v.evidence[i]);
+	/* runs that hardly used a CPU (a sleep halved): no claim about cores either way */
+	l = scaling_line(0.4, 0.001, 0.2, 0.001);
+	cr_assert(l && strstr(l, "2.00x faster") && strstr(l, "hardly used a CPU") &&
+		  !strstr(l, "it scales"), "%s", l);
 	/* nothing to compare: a failed run, or values that are not growing numbers */
 	scaling_line(2, 2, 1, 2);
 	F.scaling[1].rc = 1;
@@ -387,6 +393,29 @@ Test(classify, scaling_evidence)
 	scaling_line(2, 2, 1, 2);
 	snprintf(F.scaling[1].value, sizeof(F.scaling[1].value), "many");
 	cr_assert_eq(prs_scaling_evidence(&F, (char[64]){ 0 }, 64), 0);
+}
+
+/* A GIL-bound thread pool whose speedup is flat (fixed work, T=1 -> 4: the same wall and CPU
+ * time, one core used): the verdict is the GIL's, not CPU-bound, and the scaling runs still
+ * say so beside it (they were only in the CPU split's evidence: not shown at all here). */
+Test(classify, scaling_shown_with_a_gil_verdict)
+{
+	struct prs_verdict v;
+
+	gil_threads(true);
+	F.nscaling = 2;
+	snprintf(F.scaling_var, sizeof(F.scaling_var), "T");
+	F.scaling[0] = (struct prs_scaling_run){ "1", 2.0, 1.98, 0 };
+	F.scaling[1] = (struct prs_scaling_run){ "4", 2.1, 2.05, 0 };
+	v = judge();
+	cr_assert_eq(v.primary.rule, PRS_RULE_GIL);
+	cr_assert(!also(&v, PRS_RULE_CPU));
+	cr_assert(strstr(v.scaling, "(--scaling T=1..4, fixed work assumed): 0.95x faster with 4.00x "
+				    "the threads, cores used 0.99 -> 0.98: the extra threads did not "
+				    "run in parallel"), "%s", v.scaling);
+	/* no runs to compare: nothing said */
+	F.nscaling = 0;
+	cr_assert_str_eq(judge().scaling, "");
 }
 
 Test(classify, idle_pool_left_out)
