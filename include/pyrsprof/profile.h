@@ -301,6 +301,20 @@ int prs_pyrs_read(const char *path, struct prs_profile **out, char *warning, siz
 /* Reads a .pyrs image from memory (same rules). */
 int prs_pyrs_read_mem(const void *data, size_t len, struct prs_profile **out, char *warning,
 		      size_t wsize, struct prs_err *err);
+/*
+ * Read as sums: the samples are aggregated as they are read, as prs_recorder_aggregate keeps
+ * them (one record per distinct stack, pid, tid, state, syscall, flags and PROCESS entry in
+ * effect; weight the sum, time_ns the latest), so memory follows the distinct samples, not the
+ * recording's length. p->sample_count and p->sample_times still count the file's samples. Fit
+ * for the views, graphs, folded and pprof exports, reports and diff; not for a timeline
+ * (speedscope refuses such a profile; dump, top and snapshots read every sample).
+ */
+#define PRS_PYRS_SUMS 1u
+/* prs_pyrs_read and prs_pyrs_read_mem with flags (0 or PRS_PYRS_SUMS). */
+int prs_pyrs_read_flags(const char *path, unsigned flags, struct prs_profile **out, char *warning,
+			size_t wsize, struct prs_err *err);
+int prs_pyrs_read_mem_flags(const void *data, size_t len, unsigned flags, struct prs_profile **out,
+			    char *warning, size_t wsize, struct prs_err *err);
 
 /*
  * Reads folded stacks ("main;work;hot 12" per line, root first, the count after the last space;

@@ -152,7 +152,7 @@ const char *cli_graph_choice_said(const struct prs_profile *p, struct cli_graph_
 	return "";
 }
 
-struct prs_profile *cli_load_profile(const char *path)
+static struct prs_profile *load(const char *path, unsigned flags)
 {
 	struct prs_profile *p = NULL;
 	struct prs_err err = { 0 };
@@ -175,7 +175,7 @@ struct prs_profile *cli_load_profile(const char *path)
 		path = inside;
 	}
 	if (prs_pyrs_sniff(path)) {
-		if (prs_pyrs_read(path, &p, warning, sizeof(warning), &err) != 0) {
+		if (prs_pyrs_read_flags(path, flags, &p, warning, sizeof(warning), &err) != 0) {
 			cli_err(&err, path);
 			return NULL;
 		}
@@ -198,4 +198,14 @@ struct prs_profile *cli_load_profile(const char *path)
 	}
 	fclose(f);
 	return p;
+}
+
+struct prs_profile *cli_load_profile(const char *path)
+{
+	return load(path, 0);
+}
+
+struct prs_profile *cli_load_sums(const char *path)
+{
+	return load(path, PRS_PYRS_SUMS);
 }

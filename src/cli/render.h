@@ -48,5 +48,9 @@ const char *cli_graph_choice_said(const struct prs_profile *p, struct cli_graph_
  * printing a one-line reason.
  */
 struct prs_profile *cli_load_profile(const char *path);
+/* The same, a .pyrs profile read as sums (PRS_PYRS_SUMS): for the commands that need no sample's
+ * own time (report, flamegraph, diff, the folded and pprof exports); memory follows the distinct
+ * samples, not the recording's length. */
+struct prs_profile *cli_load_sums(const char *path);
 
 #endif

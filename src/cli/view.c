@@ -112,7 +112,7 @@ int cmd_report(int argc, char **argv)
 	}
 	if (!cli_folder_ok(outdir, "report"))
 		return EXIT_USAGE;
-	p = cli_load_profile(argv[optind]);
+	p = cli_load_sums(argv[optind]);
 	if (!p)
 		return EXIT_FAIL;
 	if (!outdir) { /* the file's folder, or the recording's folder given */
@@ -131,11 +131,11 @@ int cmd_report(int argc, char **argv)
 	snprintf(said, sizeof(said), "%s%s%s", view[0] ? " (" : "", view, view[0] ? ")" : "");
 	if (!rc && p->damaged_at)
 		cli_msg("wrote %s/{cpu.svg,wall.svg,phase1.md,phase1.json,phase4.md,phase4.json} of the %zu "
-			"samples before the damage at byte %llu%s", outdir, p->nsamples,
+			"samples before the damage at byte %llu%s", outdir, (size_t)p->sample_count,
 			(unsigned long long)p->damaged_at, said);
 	else if (!rc && !p->complete)
 		cli_msg("wrote %s/{cpu.svg,wall.svg,phase1.md,phase1.json,phase4.md,phase4.json} of the %zu "
-			"samples saved before the recording was cut short%s", outdir, p->nsamples, said);
+			"samples saved before the recording was cut short%s", outdir, (size_t)p->sample_count, said);
 	else if (!rc)
 		cli_msg("wrote %s/{cpu.svg,wall.svg,phase1.md,phase1.json,phase4.md,phase4.json}%s", outdir, said);
 	prs_profile_free(p);
@@ -230,7 +230,7 @@ int cmd_flamegraph(int argc, char **argv)
 	}
 	if (cli_folded_direct(argv[optind], &o))
 		return cli_render_folded(argv[optind], out, &o) ? EXIT_FAIL : EXIT_OK;
-	p = cli_load_profile(argv[optind]);
+	p = cli_load_sums(argv[optind]);
 	if (!p)
 		return EXIT_FAIL;
 	symbolize_if_needed(p, NULL);
@@ -318,7 +318,8 @@ int cmd_export(int argc, char **argv)
 		cli_msg("export: pprof is binary and standard output is a terminal: give -o FILE.pb.gz");
 		return EXIT_USAGE;
 	}
-	p = cli_load_profile(argv[optind]);
+	/* speedscope draws each thread's timeline: every sample with its time */
+	p = strcmp(format, "speedscope") == 0 ? cli_load_profile(argv[optind]) : cli_load_sums(argv[optind]);
 	if (!p)
 		return EXIT_FAIL;
 	symbolize_if_needed(p, NULL);
@@ -446,10 +447,10 @@ int cmd_diff(int argc, char **argv)
 	}
 	if (!cli_folder_ok(outdir, "diff"))
 		return EXIT_USAGE;
-	before = cli_load_profile(argv[optind]);
+	before = cli_load_sums(argv[optind]);
 	if (!before)
 		return EXIT_FAIL;
-	after = cli_load_profile(argv[optind + 1]);
+	after = cli_load_sums(argv[optind + 1]);
 	if (!after)
 		goto out;
 	if (outdir && cli_make_dir(outdir, &created) != 0)

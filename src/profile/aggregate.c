@@ -25,14 +25,22 @@
 
 #include "util/banned.h"
 
+/* A record id (PRS_MAP_NONE: empty) and its key's hash: a probe that meets another key mostly
+ * tells it by the hash, without reading that record (a cache miss per probe in a big table) */
+struct slot {
+	uint32_t id, hash;
+};
+
 struct prs_profile_agg {
-	uint32_t *slots;  /* record ids, PRS_MAP_NONE = empty; open addressing, linear probing */
+	struct slot *slots; /* open addressing, linear probing */
 	uint32_t cap;     /* 0 or a power of two */
 	uint32_t *epoch;  /* epoch[record id] */
 	size_t cap_epoch;
-	/* the samples added since the writer last took them (prs_profile_pending) */
+	/* the samples added since the writer last took them (prs_profile_pending); none kept for a
+	 * reader's sums (keep_pending false: the samples come from a file already) */
 	struct prs_sample *pending;
 	size_t npending, cap_pending;
+	bool keep_pending;
 };
 
 static uint32_t epoch_of(const struct prs_profile *p, uint64_t time_ns)
@@ -60,10 +68,15 @@ static bool same_key(const struct prs_sample *r, uint32_t repoch, const struct p
 	       r->syscall == s->syscall && r->flags == s->flags && repoch == epoch;
 }
 
-/* Doubles the table (or makes the first one) and puts every record back. 0 or -ENOMEM. */
-static int grow(struct prs_profile *p, struct prs_profile_agg *a)
+/*
+ * Doubles the table (or makes the first one) and puts every slot back. The keys in the table are
+ * distinct (a key split by a weight overflow has its newest record there, alone), so no key is
+ * compared, and taken in slot order they land near their old place: no random access.
+ */
+static int grow(struct prs_profile_agg *a)
 {
-	uint32_t cap = a->cap ? a->cap * 2 : 1024, *slots;
+	uint32_t cap = a->cap ? a->cap * 2 : 1024;
+	struct slot *slots;
 
 	if (cap == 0 || cap > (1u << 30))
 		return -ENOMEM;
@@ -72,14 +85,14 @@ static int grow(struct prs_profile *p, struct prs_profile_agg *a)
 		return -ENOMEM;
 	memset(slots, 0xff, (size_t)cap * sizeof(*slots));
 	prs_mem_hint_huge(slots, (size_t)cap * sizeof(*slots));
-	for (size_t id = 0; id < p->nsamples; id++) {
-		uint32_t i = hash_of(&p->samples[id], a->epoch[id]) & (cap - 1);
+	for (uint32_t k = 0; k < a->cap; k++) {
+		uint32_t i = a->slots[k].hash & (cap - 1);
 
-		/* a key split by a weight overflow: the newest of its records takes the slot */
-		while (slots[i] != PRS_MAP_NONE &&
-		       !same_key(&p->samples[slots[i]], a->epoch[slots[i]], &p->samples[id], a->epoch[id]))
+		if (a->slots[k].id == PRS_MAP_NONE)
+			continue;
+		while (slots[i].id != PRS_MAP_NONE)
 			i = (i + 1) & (cap - 1);
-		slots[i] = (uint32_t)id;
+		slots[i] = a->slots[k];
 	}
 	free(a->slots);
 	a->slots = slots;
@@ -87,14 +100,17 @@ static int grow(struct prs_profile *p, struct prs_profile_agg *a)
 	return 0;
 }
 
-int prs_profile_agg_enable(struct prs_profile *p)
+int prs_profile_agg_enable(struct prs_profile *p, bool keep_pending)
 {
 	if (p->index->agg)
-		return 0;
+		return p->index->agg->keep_pending == keep_pending ? 0 : -EINVAL;
 	if (p->nsamples)
 		return -EINVAL;
 	p->index->agg = calloc(1, sizeof(*p->index->agg));
-	return p->index->agg ? 0 : -ENOMEM;
+	if (!p->index->agg)
+		return -ENOMEM;
+	p->index->agg->keep_pending = keep_pending;
+	return 0;
 }
 
 void prs_profile_agg_free(struct prs_profile_agg *a)
@@ -107,9 +123,9 @@ void prs_profile_agg_free(struct prs_profile_agg *a)
 	free(a);
 }
 
-/* Appends s as a new record with its epoch, and points slot i at it. 0 or -ENOMEM. */
+/* Appends s as a new record with its epoch, and points slot i (of hash h) at it. 0 or -ENOMEM. */
 static int new_record(struct prs_profile *p, struct prs_profile_agg *a, const struct prs_sample *s,
-		      uint32_t epoch, uint32_t i)
+		      uint32_t epoch, uint32_t i, uint32_t h)
 {
 	struct prs_profile_index *ix = p->index;
 
@@ -122,30 +138,52 @@ static int new_record(struct prs_profile *p, struct prs_profile_agg *a, const st
 		return -ENOMEM;
 	a->epoch[p->nsamples] = epoch;
 	p->samples[p->nsamples] = *s;
-	a->slots[i] = (uint32_t)p->nsamples++;
+	a->slots[i] = (struct slot){ (uint32_t)p->nsamples++, h };
 	return 0;
 }
 
 /* Adds s (checked by the caller) to its record. 0 or -ENOMEM. */
 static int add_to_record(struct prs_profile *p, struct prs_profile_agg *a, const struct prs_sample *s)
 {
-	uint32_t epoch = epoch_of(p, s->time_ns), i;
+	uint32_t epoch = epoch_of(p, s->time_ns), h = hash_of(s, epoch), i, id;
 	struct prs_sample *r;
 
-	if (((size_t)p->nsamples + 1) * 4 > (size_t)a->cap * 3 && grow(p, a))
+	if (((size_t)p->nsamples + 1) * 4 > (size_t)a->cap * 3 && grow(a))
 		return -ENOMEM;
-	for (i = hash_of(s, epoch) & (a->cap - 1); a->slots[i] != PRS_MAP_NONE; i = (i + 1) & (a->cap - 1))
-		if (same_key(&p->samples[a->slots[i]], a->epoch[a->slots[i]], s, epoch))
+	for (i = h & (a->cap - 1); (id = a->slots[i].id) != PRS_MAP_NONE; i = (i + 1) & (a->cap - 1))
+		if (a->slots[i].hash == h && same_key(&p->samples[id], a->epoch[id], s, epoch))
 			break;
-	if (a->slots[i] == PRS_MAP_NONE)
-		return new_record(p, a, s, epoch, i);
-	r = &p->samples[a->slots[i]];
+	if (id == PRS_MAP_NONE)
+		return new_record(p, a, s, epoch, i, h);
+	r = &p->samples[id];
 	if (r->weight > UINT32_MAX - s->weight) /* full: a new record of the same key takes over */
-		return new_record(p, a, s, epoch, i);
+		return new_record(p, a, s, epoch, i, h);
 	r->weight += s->weight;
 	if (s->time_ns > r->time_ns)
 		r->time_ns = s->time_ns;
 	return 0;
+}
+
+void prs_profile_agg_prefetch(const struct prs_profile *p, const struct prs_sample *s, int stage)
+{
+	const struct prs_profile_agg *a = p->index->agg;
+	uint32_t h, i, id;
+
+	if (!a || !a->cap)
+		return;
+	h = hash_of(s, epoch_of(p, s->time_ns));
+	i = h & (a->cap - 1);
+	if (stage == 0) {
+		__builtin_prefetch(&a->slots[i]);
+		return;
+	}
+	/* the first record of this hash (its slot is in the cache by now): the one to update, mostly */
+	for (; (id = a->slots[i].id) != PRS_MAP_NONE; i = (i + 1) & (a->cap - 1))
+		if (a->slots[i].hash == h) {
+			__builtin_prefetch(&p->samples[id], 1);
+			__builtin_prefetch(&a->epoch[id]);
+			return;
+		}
 }
 
 int prs_profile_agg_sample(struct prs_profile *p, const struct prs_sample *s)
@@ -153,12 +191,13 @@ int prs_profile_agg_sample(struct prs_profile *p, const struct prs_sample *s)
 	struct prs_profile_agg *a = p->index->agg;
 	int rc;
 
-	if (a->npending >= a->cap_pending &&
+	if (a->keep_pending && a->npending >= a->cap_pending &&
 	    prs_array_grow((void **)&a->pending, &a->cap_pending, a->npending + 1, sizeof(*a->pending)))
 		return -ENOMEM;
 	if ((rc = add_to_record(p, a, s)) != 0)
 		return rc;
-	a->pending[a->npending++] = *s;
+	if (a->keep_pending)
+		a->pending[a->npending++] = *s;
 	return 0;
 }
 

@@ -35,10 +35,19 @@ struct prs_profile_index {
  * Aggregated samples (aggregate.c; the recorder's prs_recorder_aggregate): from now on p->samples
  * holds one record per distinct (stack, pid, tid, state, syscall, flags, process epoch), its
  * weight the sum of its samples' and its time_ns the latest of theirs; the samples themselves
- * wait in a pending array for the writer. -EINVAL once samples were added, else 0 or -ENOMEM.
+ * wait in a pending array for the writer (keep_pending: the recorder's), or are not kept (a
+ * reader's sums: the file has them). -EINVAL once samples were added, or when p aggregates already
+ * with the other keep_pending; else 0 or -ENOMEM.
  */
-int prs_profile_agg_enable(struct prs_profile *p);
+int prs_profile_agg_enable(struct prs_profile *p, bool keep_pending);
 void prs_profile_agg_free(struct prs_profile_agg *a);
+/*
+ * Cache hints for a reader that adds samples in bulk: each lookup of a big table is a cache miss on
+ * its slot, then one on the record it names. Stage 0 asks for s's slot, stage 1 (some samples
+ * later, the slot in the cache by then) for its record; prs_profile_sample adds it later still.
+ * Only hints: anything added in between is still found. No-op unless p aggregates.
+ */
+void prs_profile_agg_prefetch(const struct prs_profile *p, const struct prs_sample *s, int stage);
 /* prs_profile_sample of an aggregating profile (s checked). 0 or -ENOMEM. */
 int prs_profile_agg_sample(struct prs_profile *p, const struct prs_sample *s);
 /* The samples added since prs_profile_pending_taken (all of them, in order; none when p does not

@@ -10,6 +10,9 @@
  * frame costs its own records and those after it, and every frame before it is kept, with a
  * warning. Bad magic, a newer format version, or damage before any sample was saved fail with
  * -EINVAL and a message naming the file. Format: docs/pyrs-format.md.
+ *
+ * Read as sums (PRS_PYRS_SUMS), the samples are aggregated as they are parsed, the way the recorder
+ * keeps them (aggregate.c): memory then follows the distinct samples, not the file's length.
  */
 #include "profile/profile-internal.h"
 
@@ -30,6 +33,15 @@
  * is parsed as it comes (as every frame was before), and damage found later in it fails the read.
  */
 #define FRAME_HOLD_MAX (32u << 20)
+
+/*
+ * Read as sums, a decoded sample waits AHEAD samples before it is added: its table slot is asked
+ * for at once, the record that slot names STAGE1 samples later, so that the cache misses of
+ * several lookups overlap (each is a miss in a table of a few MB: 2 per sample, most of the
+ * reading time, unhidden). Powers of two.
+ */
+#define AHEAD 16u
+#define STAGE1 8u
 
 struct reader {
 	const char *name;
@@ -52,6 +64,9 @@ struct reader {
 	const char *damage;  /* what was wrong with it (zstd's words, or rd->detail) */
 	char detail[200];    /* the last invalid record: "record N: why" */
 	struct prs_err *err;
+	bool sums;           /* PRS_PYRS_SUMS */
+	struct prs_sample ahead[AHEAD]; /* sums: decoded samples not yet added, a ring */
+	unsigned ahead_first, nahead;
 };
 
 /* A cursor over one record's payload. */
@@ -102,11 +117,46 @@ static int corrupt(struct reader *rd, const char *fmt, ...)
 			   rd->records + 1, detail);
 }
 
+/* Adds the samples waiting in rd->ahead, in order. 0 or -ENOMEM. */
+static int drain(struct reader *rd)
+{
+	for (; rd->nahead; rd->nahead--, rd->ahead_first = (rd->ahead_first + 1) & (AHEAD - 1))
+		if (prs_profile_sample(rd->p, &rd->ahead[rd->ahead_first]))
+			return prs_err_set(rd->err, -ENOMEM, "%s: out of memory", rd->name);
+	return 0;
+}
+
+/* Adds s: at once, or read as sums after the AHEAD samples before it (see AHEAD). 0 or -ENOMEM. */
+static int add_sample(struct reader *rd, const struct prs_sample *s)
+{
+	struct prs_sample *ring = rd->ahead;
+
+	if (!rd->sums)
+		return prs_profile_sample(rd->p, s) ? prs_err_set(rd->err, -ENOMEM, "%s: out of memory",
+								    rd->name) : 0;
+	if (rd->nahead == AHEAD) {
+		if (prs_profile_sample(rd->p, &ring[rd->ahead_first]))
+			return prs_err_set(rd->err, -ENOMEM, "%s: out of memory", rd->name);
+		rd->ahead_first = (rd->ahead_first + 1) & (AHEAD - 1);
+		rd->nahead--;
+	}
+	ring[(rd->ahead_first + rd->nahead) & (AHEAD - 1)] = *s;
+	rd->nahead++;
+	prs_profile_agg_prefetch(rd->p, s, 0);
+	if (rd->nahead > STAGE1)
+		prs_profile_agg_prefetch(rd->p, &ring[(rd->ahead_first + rd->nahead - 1 - STAGE1) & (AHEAD - 1)], 1);
+	return 0;
+}
+
 static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, size_t len)
 {
 	struct prs_profile *p = rd->p;
 	struct cur c = { data, len, 0, false };
+	int rc;
 
+	/* what follows a sample may change how samples add up (a PROCESS entry, the END count) */
+	if (type != PRS_REC_SAMPLE && (rc = drain(rd)) != 0)
+		return rc;
 	switch (type) {
 	case PRS_REC_STRING:
 		if (len > PRS_PROFILE_MAX_STRING)
@@ -215,8 +265,8 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 		s.pid = c.off < c.len ? get_pid(&c) : prs_pyrs_pids_implied(&rd->pids, s.tid);
 		if (c.bad)
 			return corrupt(rd, "bad sample pid");
-		if (prs_profile_sample(p, &s))
-			goto nomem;
+		if ((rc = add_sample(rd, &s)) != 0)
+			return rc;
 		rd->last_time_ns = s.time_ns;
 		return 0;
 	}
@@ -264,7 +314,6 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 	case PRS_REC_EXPAND: {
 		uint32_t ids[PRS_MAX_STACK_FRAMES];
 		uint64_t frame = get(&c), n = get(&c), i;
-		int rc;
 
 		if (c.bad || n > PRS_MAX_STACK_FRAMES)
 			return corrupt(rd, "bad expansion record");
@@ -301,12 +350,12 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 		if (c.bad)
 			return corrupt(rd, "bad end record");
 		if (v[0] != p->nstrings || v[1] != p->nmappings || v[2] != p->nframes ||
-		    v[3] != p->nstacks || v[4] != p->nsamples || v[5] != p->nthreads ||
+		    v[3] != p->nstacks || v[4] != p->sample_count || v[5] != p->nthreads ||
 		    v[6] != p->nmeta || v[7] != rd->nexpand || v[8] != p->nacct || v[9] != p->nprocesses)
 			return corrupt(rd, "the end record counts %" PRIu64 " samples, the file holds %" PRIu64
 				       "; %" PRIu64 " accounting records, the file holds %" PRIu64
 				       "; %" PRIu64 " processes, the file holds %" PRIu64,
-				       v[4], (uint64_t)p->nsamples, v[8], (uint64_t)p->nacct, v[9],
+				       v[4], p->sample_count, v[8], (uint64_t)p->nacct, v[9],
 				       (uint64_t)p->nprocesses);
 		rd->ended = true;
 		return 0;
@@ -359,6 +408,12 @@ static int parse_pending(struct reader *rd)
 			break;
 		rd->records++;
 		off += 1 + used + (size_t)plen;
+	}
+	/* the samples before an invalid record stay; whatever comes next sees them all added */
+	if (rc != -ENOMEM) {
+		int drc = drain(rd);
+
+		rc = rc ? rc : drc;
 	}
 	if (off) {
 		memmove(rd->pending.data, d + off, len - off);
@@ -473,8 +528,8 @@ static int feed(struct reader *rd, const uint8_t *data, size_t len)
 		if (ZSTD_isError(ret))
 			return damaged(rd, ZSTD_getErrorName(ret),
 				       prs_err_set(rd->err, -EINVAL,
-						   "%s: corrupt profile (zstd: %s, after %zu samples)", rd->name,
-						   ZSTD_getErrorName(ret), rd->p->nsamples));
+						   "%s: corrupt profile (zstd: %s, after %" PRIu64 " samples)",
+						   rd->name, ZSTD_getErrorName(ret), rd->p->sample_count));
 		rd->frame.len += out.pos;
 		if (ret == 0) {
 			/* the frame ended and its checksum matched */
@@ -539,7 +594,7 @@ static int finish(struct reader *rd, struct prs_profile **out, char *warning, si
 	return 0;
 }
 
-static int reader_init(struct reader *rd, const char *name, struct prs_err *err)
+static int reader_init(struct reader *rd, const char *name, unsigned flags, struct prs_err *err)
 {
 	memset(rd, 0, sizeof(*rd));
 	rd->name = name;
@@ -549,7 +604,8 @@ static int reader_init(struct reader *rd, const char *name, struct prs_err *err)
 	prs_buf_init(&rd->frame);
 	rd->p = prs_profile_new();
 	rd->dctx = ZSTD_createDCtx();
-	if (!rd->p || !rd->dctx)
+	rd->sums = flags & PRS_PYRS_SUMS;
+	if (!rd->p || !rd->dctx || (rd->sums && prs_profile_agg_enable(rd->p, false)))
 		return prs_err_set(err, -ENOMEM, "%s: out of memory", name);
 	/* bound the decoder's window (16 MiB; the writer uses 2 MiB) so a hostile frame header
 	 * cannot make it allocate gigabytes */
@@ -566,8 +622,8 @@ static void reader_release(struct reader *rd)
 	prs_buf_release(&rd->frame);
 }
 
-int prs_pyrs_read_mem(const void *data, size_t len, struct prs_profile **out, char *warning,
-		      size_t wsize, struct prs_err *err)
+int prs_pyrs_read_mem_flags(const void *data, size_t len, unsigned flags, struct prs_profile **out,
+			    char *warning, size_t wsize, struct prs_err *err)
 {
 	struct reader rd;
 	int rc;
@@ -575,7 +631,7 @@ int prs_pyrs_read_mem(const void *data, size_t len, struct prs_profile **out, ch
 	*out = NULL;
 	if (warning && wsize)
 		warning[0] = '\0';
-	rc = reader_init(&rd, "profile", err);
+	rc = reader_init(&rd, "profile", flags, err);
 	if (!rc)
 		rc = feed(&rd, data, len);
 	if (!rc)
@@ -584,8 +640,14 @@ int prs_pyrs_read_mem(const void *data, size_t len, struct prs_profile **out, ch
 	return rc;
 }
 
-int prs_pyrs_read(const char *path, struct prs_profile **out, char *warning, size_t wsize,
-		  struct prs_err *err)
+int prs_pyrs_read_mem(const void *data, size_t len, struct prs_profile **out, char *warning,
+		      size_t wsize, struct prs_err *err)
+{
+	return prs_pyrs_read_mem_flags(data, len, 0, out, warning, wsize, err);
+}
+
+int prs_pyrs_read_flags(const char *path, unsigned flags, struct prs_profile **out, char *warning,
+			size_t wsize, struct prs_err *err)
 {
 	struct reader rd;
 	uint8_t *buf = NULL;
@@ -595,7 +657,7 @@ int prs_pyrs_read(const char *path, struct prs_profile **out, char *warning, siz
 	*out = NULL;
 	if (warning && wsize)
 		warning[0] = '\0';
-	rc = reader_init(&rd, path, err);
+	rc = reader_init(&rd, path, flags, err);
 	if (rc)
 		goto out;
 	buf = malloc(ZSTD_DStreamInSize());
@@ -630,6 +692,12 @@ out:
 	free(buf);
 	reader_release(&rd);
 	return rc;
+}
+
+int prs_pyrs_read(const char *path, struct prs_profile **out, char *warning, size_t wsize,
+		  struct prs_err *err)
+{
+	return prs_pyrs_read_flags(path, 0, out, warning, wsize, err);
 }
 
 bool prs_pyrs_sniff(const char *path)

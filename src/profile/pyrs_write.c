@@ -283,7 +283,7 @@ struct prs_profile *prs_recorder_profile(struct prs_recorder *r)
 
 int prs_recorder_aggregate(struct prs_recorder *r)
 {
-	return prs_profile_agg_enable(r->p);
+	return prs_profile_agg_enable(r->p, true);
 }
 
 int prs_recorder_flush(struct prs_recorder *r, struct prs_err *err)

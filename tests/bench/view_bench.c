@@ -7,9 +7,10 @@
  * trunk of native frames (symbolized: inline chains), 10-40 Python frames walking a call tree,
  * then 0-4 native frames in a library (two thirds symbolized), a fifth of the samples off-CPU in
  * one of six syscalls. Then times, in this process (CPU seconds, the machine may be shared):
- * writing it to a .pyrs and reading it back, and each consumer as the CLI runs it: the view
- * alone, folded, pprof, speedscope (to /dev/null), the flame graph (tree + SVG), per thread too,
- * and diff's numbers. --keep FILE.pyrs keeps the file (to time the CLI on it).
+ * writing it to a .pyrs and reading it back (every sample, and as sums: PRS_PYRS_SUMS), and each
+ * consumer as the CLI runs it: the view alone, folded, pprof, speedscope (to /dev/null), the
+ * flame graph (tree + SVG), per thread too, and diff's numbers; all but speedscope (a timeline:
+ * every sample) on the sums, as the CLI reads them. --keep FILE.pyrs keeps the file (to time the CLI on it).
  * Then the CLI on that file, as a user runs it (pyrsprof next to this program's folder, or
  * PYRSPROF): export folded, pprof, speedscope, report and diff, each in a child timed by wait4
  * (wall, CPU, peak RSS), against issue 13's goals: under 1 s wall and a peak RSS under twice the
@@ -326,10 +327,10 @@ int main(int argc, char **argv)
 	struct shape sh = { .samples = 1000000, .stacks = 5000, .threads = 50, .processes = 4 };
 	const char *keep = NULL, *cli = getenv("PYRSPROF");
 	char path[128], warn[256], cli_buf[4096], tmp[4096];
-	struct prs_profile *p;
+	struct prs_profile *p, *sums;
 	struct prs_err err;
 	struct stat stt;
-	double t0, t_write, t_read, times[16];
+	double t0, t_write, t_read, t_sums, times[16];
 	int runs = 3;
 	FILE *null;
 
@@ -365,6 +366,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	t_read = cpu_s() - t0;
+	t0 = cpu_s();
+	if (prs_pyrs_read_flags(keep ? keep : path, PRS_PYRS_SUMS, &sums, warn, sizeof(warn), &err)) {
+		fprintf(stderr, "view_bench: %s\n", err.msg);
+		return 1;
+	}
+	t_sums = cpu_s() - t0;
 	null = fopen("/dev/null", "w");
 	if (!null)
 		return 1;
@@ -374,10 +381,11 @@ int main(int argc, char **argv)
 	printf("%-42s %8s %8s %8s\n", "step (CPU s)", "median", "min", "max");
 	printf("%-42s %8.3f\n", "generate + write .pyrs", t_write);
 	printf("%-42s %8.3f\n", "read .pyrs", t_read);
+	printf("%-42s %8.3f  (%zu records)\n", "read .pyrs as sums", t_sums, sums->nsamples);
 	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
 		for (int r = 0; r < runs; r++) {
 			t0 = cpu_s();
-			if (run_step(p, &steps[k], null))
+			if (run_step(steps[k].kind == 3 ? p : sums, &steps[k], null))
 				return 1;
 			times[r] = cpu_s() - t0;
 		}
@@ -386,6 +394,7 @@ int main(int argc, char **argv)
 	}
 	fclose(null);
 	prs_profile_free(p);
+	prs_profile_free(sums);
 	if (!cli || !cli[0]) {
 		snprintf(tmp, sizeof(tmp), "%s", argv[0]);
 		snprintf(cli_buf, sizeof(cli_buf), "%s/../pyrsprof", dirname(tmp));

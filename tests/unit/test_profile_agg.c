@@ -5,7 +5,9 @@
  * summed weights and their latest time; an exec keeps the samples before and after it apart;
  * the pending samples are dropped once written (memory does not grow with samples); and what the
  * end of a recording draws from the records (folded views, per process and per thread, CPU and
- * wall; the classifier's facts) equals what the same file read back gives.
+ * wall; the classifier's facts) equals what the same file read back gives. Read as sums
+ * (PRS_PYRS_SUMS), a file gives the recorder's own records, and every output made of sums (folded,
+ * pprof, flame graph, facts, diff) equals that of the full read, on whole, cut and damaged files.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -15,7 +17,9 @@
 
 #include "profile/profile-internal.h"
 #include "pyrsprof/classify.h"
+#include "pyrsprof/diff.h"
 #include "pyrsprof/export.h"
+#include "pyrsprof/flamegraph.h"
 #include "pyrsprof/profile.h"
 
 #include "py_image.h"
@@ -333,4 +337,187 @@ Test(aggregate, only_before_the_first_sample, .init = unit_tmpdir_make, .fini = 
 	cr_assert_eq(prs_profile_sample(prs_recorder_profile(r), &s), 0);
 	cr_assert_eq(prs_recorder_aggregate(r), -EINVAL);
 	cr_assert_eq(prs_recorder_close(r, NULL, &err), 0);
+}
+
+/* ---- the reader's sums (PRS_PYRS_SUMS) ---- */
+
+/* What an output (call, writing to f, its error in err) writes: text, len bytes; rc 0 asserted. */
+#define CAPTURE(text, len, call)                                                                   \
+	do {                                                                                       \
+		FILE *f = open_memstream(&(text), &(len));                                        \
+                                                                                                   \
+		cr_assert(f);                                                                      \
+		cr_assert_eq((call), 0, "%s", err.msg);                                            \
+		fclose(f);                                                                         \
+	} while (0)
+
+static void append_line(void *arg, const char *line)
+{
+	FILE *f = arg;
+
+	fprintf(f, "%s\n", line);
+}
+
+/* Everything made of sums that p gives: folded views, pprof, flame graph SVGs, diff, facts. */
+static char *outputs(const struct prs_profile *p)
+{
+	static const struct prs_view_opts views[] = {
+		{ .view = PRS_VIEW_CPU },
+		{ .view = PRS_VIEW_WALL, .per_process = true, .per_thread = true, .lines = true },
+		{ .view = PRS_VIEW_WALL, .per_process = true, .merge_processes = true, .python_stacks = true },
+	};
+	char *all = NULL, *t;
+	size_t alen = 0, tlen;
+	FILE *out = open_memstream(&all, &alen);
+	struct prs_err err;
+	struct prs_facts fa;
+	struct prs_diff *d;
+
+	cr_assert(out);
+	for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++) {
+		struct prs_fg *fg = prs_fg_new();
+
+		fputs(t = folded(p, &views[v]), out);
+		free(t);
+		CAPTURE(t, tlen, prs_export_pprof_view(p, &views[v], f, &err));
+		fprintf(out, "pprof %zu bytes, %016llx\n", tlen, (unsigned long long)prs_hash_bytes(t, tlen));
+		free(t);
+		cr_assert_eq(prs_fg_from_profile(fg, p, &views[v], &err), 0, "%s", err.msg);
+		CAPTURE(t, tlen, prs_fg_write_svg(fg, f, NULL, &err));
+		fputs(t, out);
+		free(t);
+		prs_fg_free(fg);
+	}
+	cr_assert_eq(prs_diff_compute(p, p, &(struct prs_diff_opts){ .view = PRS_VIEW_WALL, .run_noise = -1 },
+				      &d, &err), 0, "%s", err.msg);
+	prs_diff_summary(d, append_line, out);
+	prs_diff_free(d);
+	cr_assert_eq(prs_facts_build(p, &fa, &err), 0, "%s", err.msg);
+	fprintf(out, "facts: %zu threads, %.17g samples, tick %.17g s\n", fa.nthreads, fa.samples, fa.tick_s);
+	for (size_t i = 0; i < fa.nthreads; i++) {
+		const struct prs_thread_facts *x = &fa.threads[i];
+
+		fprintf(out, "thread %d: %.17g %.17g %.17g %.17g", x->tid, x->samples, x->wall_s,
+			x->gil_hold, x->wait_syscall_share);
+		for (int r = 0; r < PRS_R__COUNT; r++)
+			fprintf(out, " %.17g", x->t[r]);
+		fputc('\n', out);
+	}
+	prs_facts_release(&fa);
+	fclose(out);
+	return all;
+}
+
+/*
+ * Reads data both ways: the same outcome (error and message, or warning, completeness, damage
+ * offset, the samples counted) and the same outputs; the sums hold fewer records when samples
+ * repeat. Returns the full read's sample count (0 on error).
+ */
+static size_t same_both_ways(const char *data, size_t len, const char *what)
+{
+	struct prs_profile *full, *sums;
+	struct prs_err ef = { 0 }, es = { 0 };
+	char wf[512], ws[512];
+	int rf = prs_pyrs_read_mem(data, len, &full, wf, sizeof(wf), &ef);
+	int rs = prs_pyrs_read_mem_flags(data, len, PRS_PYRS_SUMS, &sums, ws, sizeof(ws), &es);
+	size_t n;
+
+	cr_assert_eq(rs, rf, "%s: %s / %s", what, es.msg, ef.msg);
+	if (rf) {
+		cr_assert_str_eq(es.msg, ef.msg, "%s", what);
+		return 0;
+	}
+	cr_assert_str_eq(ws, wf, "%s", what);
+	cr_assert_eq(sums->complete, full->complete, "%s", what);
+	cr_assert_eq(sums->damaged_at, full->damaged_at, "%s", what);
+	cr_assert_eq(sums->sample_count, full->nsamples, "%s", what);
+	cr_assert_eq(sums->sample_times, full->sample_times, "%s", what);
+	cr_assert_leq(sums->nsamples, full->nsamples, "%s", what);
+	if (full->nsamples) {
+		char *a = outputs(full), *b = outputs(sums);
+
+		cr_assert_str_eq(b, a, "%s: the outputs differ", what);
+		free(a);
+		free(b);
+	}
+	n = full->nsamples;
+	prs_profile_free(full);
+	prs_profile_free(sums);
+	return n;
+}
+
+Test(sums, the_recorders_records, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
+{
+	struct prs_profile *agg, *back, *sums;
+	char path[128], warn[256];
+	struct prs_err err;
+
+	both(&agg, &back);
+	snprintf(path, sizeof(path), "%s/agg.pyrs", unit_tmpdir);
+	cr_assert_eq(prs_pyrs_read_flags(path, PRS_PYRS_SUMS, &sums, warn, sizeof(warn), &err), 0, "%s", err.msg);
+	cr_assert(sums->complete);
+	cr_assert_eq(sums->sample_count, 2400);
+	cr_assert_eq(sums->nsamples, agg->nsamples);
+	for (size_t i = 0; i < agg->nsamples; i++)
+		cr_assert_eq(memcmp(&sums->samples[i], &agg->samples[i], sizeof(agg->samples[i])), 0,
+			     "record %zu", i);
+	/* nothing pending for a writer: the file has the samples */
+	cr_assert_null(prs_profile_pending(sums, &(size_t){ 0 }));
+	prs_profile_free(sums);
+	prs_profile_free(agg);
+	prs_profile_free(back);
+}
+
+Test(sums, outputs_equal_the_full_read, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
+{
+	static const char *const fixtures[] = { "tests/fixtures/profile/tree.pyrs",
+						"tests/fixtures/profile/v1-small.pyrs" };
+	struct prs_profile *agg, *back;
+	char path[128], *data;
+	size_t len;
+
+	both(&agg, &back);
+	snprintf(path, sizeof(path), "%s/agg.pyrs", unit_tmpdir);
+	data = read_all(path, &len);
+	cr_assert_eq(same_both_ways(data, len, "recording"), 2400);
+	free(data);
+	for (size_t k = 0; k < sizeof(fixtures) / sizeof(fixtures[0]); k++) {
+		data = read_all(fixtures[k], &len);
+		cr_assert_gt(same_both_ways(data, len, fixtures[k]), 0);
+		free(data);
+	}
+	prs_profile_free(agg);
+	prs_profile_free(back);
+}
+
+/* Cut short and damaged: what precedes the cut or the damage is kept, the same both ways. */
+Test(sums, cut_and_damaged_files, .init = unit_tmpdir_make, .fini = unit_tmpdir_remove)
+{
+	struct prs_profile *agg, *back;
+	char path[128], what[64], *data, *bad;
+	size_t len, kept = 0, some = 0;
+
+	both(&agg, &back);
+	snprintf(path, sizeof(path), "%s/agg.pyrs", unit_tmpdir);
+	data = read_all(path, &len);
+	bad = malloc(len);
+	cr_assert(bad);
+	for (size_t k = 1; k <= 7; k++) {
+		size_t at = len * k / 8;
+
+		snprintf(what, sizeof(what), "cut at %zu of %zu", at, len);
+		kept = same_both_ways(data, at, what);
+		some += kept > 0 && kept < 2400;
+		memcpy(bad, data, len);
+		for (size_t j = 0; j < 64 && at + j < len; j++)
+			bad[at + j] ^= 0x5a;
+		snprintf(what, sizeof(what), "64 bytes flipped at %zu of %zu", at, len);
+		kept = same_both_ways(bad, len, what);
+		some += kept > 0 && kept < 2400;
+	}
+	cr_assert_geq(some, 8, "most cuts and flips keep some samples, not all (%zu did)", some);
+	free(bad);
+	free(data);
+	prs_profile_free(agg);
+	prs_profile_free(back);
 }
