@@ -3,8 +3,11 @@
  * The pprof export: a perftools.profiles.Profile (github.com/google/pprof/proto/profile.proto),
  * encoded by the protobuf-c code that mk/pprof.mk generates from pprof's own .proto, gzip'd with
  * zlib as `go tool pprof` expects. The profile is first built in plain arrays (strings, functions,
- * locations with their lines, aggregated samples), then wired into the generated structs and
- * packed straight into a deflate stream, so the encoded profile is never held in memory whole.
+ * locations with their lines; the samples are the view's stacks), then packed straight into a
+ * deflate stream, so the encoded profile is never held in memory whole: the samples one by one
+ * (a Sample message each, for as many as the view has stacks: most of the profile), the rest
+ * through the generated structs. The bytes are those protobuf-c packs for the whole Profile
+ * message (its fields in number order: sample_type, then sample, then the others).
  *
  * pprof's conventions followed here (profile.proto's comments): string_table[0] is "", ids of
  * mappings, locations and functions start at 1, a sample's location_id list is leaf first, and
@@ -58,7 +61,7 @@ struct pp {
 	size_t nlines, cap_lines;
 	uint32_t *frame_loc; /* view frame id -> location id (0: none yet) */
 	uint32_t main_map; /* mapping index listed first (id 1) */
-	uint64_t *ids; /* every sample's location ids, back to back */
+	uint64_t *ids; /* one sample's location ids */
 	size_t nids, cap_ids;
 };
 
@@ -217,14 +220,15 @@ static uint64_t frame_loc(struct pp *c, uint32_t id)
 	return loc;
 }
 
-/* Appends the location ids of view stack i, leaf first, at c->ids[*first], *n of them. 0 or -ENOMEM. */
-static int sample_locs(struct pp *c, size_t i, size_t *first, size_t *n)
+/* The location ids of view stack i, leaf first, in c->ids[0..c->nids) (each location made on first
+ * sight). 0 or -ENOMEM. */
+static int sample_locs(struct pp *c, size_t i)
 {
 	const uint32_t *ids;
 	size_t k = prs_view_frames(c->v, i, &ids, NULL);
 
-	*first = c->nids;
-	if (prs_array_grow((void **)&c->ids, &c->cap_ids, c->nids + k, sizeof(*c->ids)))
+	c->nids = 0;
+	if (prs_array_grow((void **)&c->ids, &c->cap_ids, k, sizeof(*c->ids)))
 		return -ENOMEM;
 	while (k-- > 0) {
 		uint64_t loc = frame_loc(c, ids[k]);
@@ -233,7 +237,6 @@ static int sample_locs(struct pp *c, size_t i, size_t *first, size_t *n)
 			return -ENOMEM;
 		c->ids[c->nids++] = loc;
 	}
-	*n = c->nids - *first;
 	return 0;
 }
 
@@ -399,12 +402,10 @@ struct pp_msgs {
 	Perftools__Profiles__Location **locp;
 	Perftools__Profiles__Line *lines;
 	Perftools__Profiles__Line **linep;
-	Perftools__Profiles__Sample *samples;
-	Perftools__Profiles__Sample **samplep;
-	Perftools__Profiles__Label *labels;
-	Perftools__Profiles__Label **labelp;
-	int64_t *values;
 	int64_t comment;
+	/* what each Sample needs (put_sample) */
+	int64_t s_thread, s_tname, s_pid;
+	uint64_t period;
 };
 
 static void msgs_free(struct pp_msgs *m)
@@ -417,11 +418,76 @@ static void msgs_free(struct pp_msgs *m)
 	free(m->locp);
 	free(m->lines);
 	free(m->linep);
-	free(m->samples);
-	free(m->samplep);
-	free(m->labels);
-	free(m->labelp);
-	free(m->values);
+}
+
+/* Appends v as a protobuf varint. */
+static void put_varint(struct gz_out *g, uint64_t v)
+{
+	uint8_t b[10];
+	size_t n = 0;
+
+	do {
+		b[n++] = (uint8_t)(v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+		v >>= 7;
+	} while (v);
+	gz_append(&g->base, n, b);
+}
+
+/*
+ * Packs view stack i as the Profile's next `sample` (field 2: its tag, length, then the Sample
+ * message, as protobuf-c packs a repeated message field). 0 or -ENOMEM.
+ */
+static int put_sample(struct pp *c, const struct pp_msgs *m, struct gz_out *g,
+		      const struct prs_view_stack *vs)
+{
+	Perftools__Profiles__Sample s;
+	Perftools__Profiles__Label labels[3], *labelp[3];
+	int64_t v[3];
+	size_t tnlen = 0, nl = 0;
+	const char *tn = prs_view_thread_name(c->v, vs->pid, vs->tid, &tnlen);
+	uint64_t w = vs->weight;
+
+	perftools__profiles__sample__init(&s);
+	s.n_location_id = c->nids;
+	s.location_id = c->ids;
+	v[0] = w > INT64_MAX ? INT64_MAX : (int64_t)w;
+	if (m->period) {
+		double ns = (double)w * (double)m->period;
+		int64_t vns = ns >= 9.2e18 ? INT64_MAX : (int64_t)w * (int64_t)m->period;
+
+		v[1] = vns;
+		v[2] = vs->leaf != PRS_VIEW_NONE ? 0 : vns;
+	}
+	s.n_value = m->prof.n_sample_type;
+	s.value = v;
+	for (nl = 0; nl < 3; nl++) {
+		perftools__profiles__label__init(&labels[nl]);
+		labelp[nl] = &labels[nl];
+	}
+	nl = 0;
+	/* folded input has no threads (tid 0, no name): no labels then */
+	if (vs->pid) {
+		labels[nl].key = m->s_pid;
+		labels[nl++].num = vs->pid;
+	}
+	if (vs->tid != 0 || tn) {
+		labels[nl].key = m->s_thread;
+		labels[nl++].num = vs->tid;
+	}
+	if (tn) {
+		int64_t ts = pp_str(c, tn, tnlen);
+
+		if (ts < 0)
+			return -ENOMEM;
+		labels[nl].key = m->s_tname;
+		labels[nl++].str = ts;
+	}
+	s.n_label = nl;
+	s.label = labelp;
+	put_varint(g, 2u << 3 | PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED);
+	put_varint(g, perftools__profiles__sample__get_packed_size(&s));
+	perftools__profiles__sample__pack_to_buffer(&s, &g->base);
+	return 0;
 }
 
 int prs_export_pprof(const struct prs_profile *p, enum prs_view view, FILE *out,
@@ -437,10 +503,9 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 	struct pp_msgs *m = calloc(1, sizeof(*m));
 	struct gz_out *g = NULL;
 	const struct prs_view_stack *vs;
-	size_t *agg_first = NULL, *agg_n = NULL;
 	uint64_t period = prs_profile_period_ns(p);
-	size_t nsamp = 0, i, nlabels = 0;
-	int64_t s_thread = 0, s_tname = 0, s_pid = 0;
+	size_t nsamp = 0, i;
+	Perftools__Profiles__Profile head;
 	const char *command = prs_profile_meta_get(p, "command");
 	unsigned nvt = period ? 3 : 1;
 	int rc = 0;
@@ -465,9 +530,7 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 		goto out;
 	vs = prs_view_stacks(c->v, &nsamp);
 	c->frame_loc = calloc(prs_view_nframes(c->v), sizeof(*c->frame_loc));
-	agg_first = malloc((nsamp ? nsamp : 1) * sizeof(*agg_first));
-	agg_n = malloc((nsamp ? nsamp : 1) * sizeof(*agg_n));
-	if (!c->frame_loc || !agg_first || !agg_n)
+	if (!c->frame_loc)
 		goto nomem;
 	/* the off-CPU leaves first, in the order the samples showed them: their locations have the
 	 * first ids, as they always had */
@@ -477,8 +540,9 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 		if (k >= PRS_KIND_OFF_IO && k <= PRS_KIND_OFF_OTHER && !frame_loc(c, (uint32_t)i))
 			goto nomem;
 	}
+	/* every location, in the order the samples show them (their ids); put_sample finds them */
 	for (i = 0; i < nsamp; i++)
-		if (sample_locs(c, i, &agg_first[i], &agg_n[i]))
+		if (sample_locs(c, i))
 			goto nomem;
 
 	/* the generated structs */
@@ -501,15 +565,16 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 		m->period_type = m->vt[0];
 		m->prof.period = 1;
 	}
-	s_thread = pp_cstr(c, "thread");
-	s_tname = pp_cstr(c, "thread_name");
+	m->s_thread = pp_cstr(c, "thread");
+	m->s_tname = pp_cstr(c, "thread_name");
 	m->comment = command ? pp_cstr(c, command) : 0;
+	m->period = period;
 	/* a pid label where the profile knows processes (folded input does not) */
-	for (i = 0; i < nsamp && !s_pid; i++)
+	for (i = 0; i < nsamp && !m->s_pid; i++)
 		if (vs[i].pid)
-			s_pid = pp_cstr(c, "pid");
+			m->s_pid = pp_cstr(c, "pid");
 	if (m->vt[0].type < 0 || m->vt[0].unit < 0 || m->vt[1].type < 0 || m->vt[1].unit < 0 ||
-	    m->vt[2].type < 0 || s_thread < 0 || s_tname < 0 || m->comment < 0 || s_pid < 0)
+	    m->vt[2].type < 0 || m->s_thread < 0 || m->s_tname < 0 || m->comment < 0 || m->s_pid < 0)
 		goto nomem;
 	m->prof.n_sample_type = nvt;
 	m->prof.sample_type = m->vtp;
@@ -591,69 +656,6 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 	m->prof.n_location = c->nlocs;
 	m->prof.location = m->locp;
 
-	m->samples = calloc(nsamp ? nsamp : 1, sizeof(*m->samples));
-	m->samplep = calloc(nsamp ? nsamp : 1, sizeof(*m->samplep));
-	m->values = calloc(nsamp ? 3 * nsamp : 1, sizeof(*m->values));
-	m->labels = calloc(nsamp ? 3 * nsamp : 1, sizeof(*m->labels));
-	m->labelp = calloc(nsamp ? 3 * nsamp : 1, sizeof(*m->labelp));
-	if (!m->samples || !m->samplep || !m->values || !m->labels || !m->labelp)
-		goto nomem;
-	for (i = 0; i < nsamp; i++) {
-		Perftools__Profiles__Sample *s = &m->samples[i];
-		int64_t *v = m->values + 3 * i;
-		size_t tnlen = 0, l0 = nlabels;
-		const char *tn = prs_view_thread_name(c->v, vs[i].pid, vs[i].tid, &tnlen);
-		uint64_t w = vs[i].weight;
-
-		perftools__profiles__sample__init(s);
-		s->n_location_id = agg_n[i];
-		s->location_id = c->ids + agg_first[i];
-		v[0] = w > INT64_MAX ? INT64_MAX : (int64_t)w;
-		if (period) {
-			double ns = (double)w * (double)period;
-			int64_t vns = ns >= 9.2e18 ? INT64_MAX : (int64_t)w * (int64_t)period;
-
-			v[1] = vns;
-			v[2] = vs[i].leaf != PRS_VIEW_NONE ? 0 : vns;
-		}
-		s->n_value = nvt;
-		s->value = v;
-		/* folded input has no threads (tid 0, no name): no labels then */
-		if (vs[i].pid) {
-			perftools__profiles__label__init(&m->labels[nlabels]);
-			m->labels[nlabels].key = s_pid;
-			m->labels[nlabels].num = vs[i].pid;
-			m->labelp[nlabels] = &m->labels[nlabels];
-			nlabels++;
-		}
-		if (vs[i].tid != 0 || tn) {
-			perftools__profiles__label__init(&m->labels[nlabels]);
-			m->labels[nlabels].key = s_thread;
-			m->labels[nlabels].num = vs[i].tid;
-			m->labelp[nlabels] = &m->labels[nlabels];
-			nlabels++;
-		}
-		if (tn) {
-			int64_t ts = pp_str(c, tn, tnlen);
-
-			if (ts < 0)
-				goto nomem;
-			perftools__profiles__label__init(&m->labels[nlabels]);
-			m->labels[nlabels].key = s_tname;
-			m->labels[nlabels].str = ts;
-			m->labelp[nlabels] = &m->labels[nlabels];
-			nlabels++;
-		}
-		s->n_label = nlabels - l0;
-		s->label = m->labelp + l0;
-		m->samplep[i] = s;
-	}
-	m->prof.n_sample = nsamp;
-	m->prof.sample = m->samplep;
-	/* last: thread names above may add strings */
-	m->prof.n_string_table = c->nstrs;
-	m->prof.string_table = c->strs;
-
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		goto nomem;
@@ -668,6 +670,19 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 		g = NULL;
 		goto nomem;
 	}
+	/* sample_type alone, the samples, then the rest: the fields in number order */
+	perftools__profiles__profile__init(&head);
+	head.n_sample_type = nvt;
+	head.sample_type = m->vtp;
+	perftools__profiles__profile__pack_to_buffer(&head, &g->base);
+	for (i = 0; i < nsamp && !g->rc; i++)
+		if (sample_locs(c, i) || put_sample(c, m, g, &vs[i]))
+			goto nomem_gz;
+	m->prof.n_sample_type = 0;
+	m->prof.sample_type = NULL;
+	/* last: the samples' thread names may add strings */
+	m->prof.n_string_table = c->nstrs;
+	m->prof.string_table = c->strs;
 	perftools__profiles__profile__pack_to_buffer(&m->prof, &g->base);
 	if (!g->rc)
 		gz_deflate(g, Z_FINISH);
@@ -675,12 +690,12 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 	if (g->rc || fflush(out) != 0 || ferror(out))
 		rc = prs_err_set(err, -EIO, "pprof output: write error");
 	goto out;
+nomem_gz:
+	deflateEnd(&g->zs);
 nomem:
 	rc = prs_err_set(err, -ENOMEM, "pprof export: out of memory");
 out:
 	free(g);
-	free(agg_first);
-	free(agg_n);
 	msgs_free(m);
 	free(m);
 	pp_release(c);
