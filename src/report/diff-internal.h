@@ -6,13 +6,14 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "pyrsprof/diff.h"
 
 /* The part of path after its last '/' (borrowed from path). */
 const char *prs_diff_basename(const char *path);
 
-/* diff.json's document (a new reference), or NULL when out of memory. */
-json_t *prs_diff_json(const struct prs_diff *d);
+/* Writes diff.json's document to f (no final newline). 0, -ENOMEM or -EIO. */
+int prs_diff_json_write(const struct prs_diff *d, FILE *f);
 
 #endif

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * diff.json (schema docs/diff.schema.json): every field of struct prs_diff for programs. A
- * quantity not measured is null, never 0; times in seconds, shares from 0 to 1.
+ * quantity not measured is null, never 0; times in seconds, shares from 0 to 1. Written as
+ * jansson writes the whole document (indent 1, 8 digits), its rows made one at a time.
  */
 #include "report/diff-internal.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pyrsprof/export.h"
@@ -158,30 +162,99 @@ static json_t *summary_json(const struct prs_diff *d)
 	return o;
 }
 
-json_t *prs_diff_json(const struct prs_diff *d)
-{
-	json_t *changes = json_array(), *noise = json_array(), *root;
-	bool both = d->side[0].have_verdict && d->side[1].have_verdict;
+/* diff.json is json_dumpf's text of the whole document at these flags */
+#define DUMP_FLAGS (JSON_INDENT(1) | JSON_REAL_PRECISION(8))
 
-	for (size_t i = 0; changes && noise && i < d->nrows; i++)
-		if (json_array_append_new(d->rows[i].significant ? changes : noise,
-					  row_json(d, &d->rows[i]))) {
-			json_decref(changes);
-			changes = NULL;
-		}
-	root = json_pack(
-		"{s:s, s:i, s:s, s:b, s:s, s:{s:f, s:f, s:f}, s:o, s:o, s:{s:o, s:o}, s:o, s:o, s:o, "
-		"s:{s:o, s:o, s:o}, s:o, s:{s:s, s:o, s:o}}",
+/* jansson's text of v (stolen) at depth `extra` of the document: each line after the first
+ * indented by extra more spaces (strings hold no raw newline: jansson escapes them). */
+static int put_at(FILE *f, json_t *v, int extra)
+{
+	char *t = v ? json_dumps(v, DUMP_FLAGS) : NULL;
+	int rc = 0;
+
+	json_decref(v);
+	if (!t)
+		return -ENOMEM;
+	for (const char *c = t; *c && !rc; c++)
+		if (fputc(*c, f) == EOF || (*c == '\n' && fprintf(f, "%*s", extra, "") < 0))
+			rc = -EIO;
+	free(t);
+	return rc;
+}
+
+/* The text of v (stolen) between its outer braces: what an enclosing object holds of it. */
+static int put_inside(FILE *f, json_t *v)
+{
+	char *t = v ? json_dumps(v, DUMP_FLAGS) : NULL;
+	size_t n = t ? strlen(t) : 0;
+	int rc = 0;
+
+	json_decref(v);
+	if (!t)
+		return -ENOMEM;
+	/* "{\n key...\n}": from after the "{" to before the last "\n}" */
+	if (n < 3 || fwrite(t + 1, 1, n - 3, f) != n - 3)
+		rc = n < 3 ? -ENOMEM : -EIO;
+	free(t);
+	return rc;
+}
+
+/* "key": [rows whose significant is `significant`], at depth 1, each row written as it is made. */
+static int put_rows(FILE *f, const struct prs_diff *d, const char *key, bool significant)
+{
+	size_t n = 0, k = 0;
+	int rc;
+
+	for (size_t i = 0; i < d->nrows; i++)
+		n += d->rows[i].significant == significant;
+	if (fprintf(f, ",\n \"%s\": %s", key, n ? "[" : "[]") < 0)
+		return -EIO;
+	for (size_t i = 0; n && i < d->nrows; i++) {
+		if (d->rows[i].significant != significant)
+			continue;
+		if (fputs(k++ ? ",\n  " : "\n  ", f) == EOF)
+			return -EIO;
+		if ((rc = put_at(f, row_json(d, &d->rows[i]), 2)) != 0)
+			return rc;
+	}
+	return n && fputs("\n ]", f) == EOF ? -EIO : 0;
+}
+
+/*
+ * The document, as json_dumpf of it whole would write it, but its rows (one per function: nearly
+ * all of it) made and written one at a time, so that the whole tree is never held.
+ */
+int prs_diff_json_write(const struct prs_diff *d, FILE *f)
+{
+	bool both = d->side[0].have_verdict && d->side[1].have_verdict;
+	json_t *head = json_pack(
+		"{s:s, s:i, s:s, s:b, s:s, s:{s:f, s:f, s:f}, s:o, s:o, s:{s:o, s:o}, s:o}",
 		"schema", "pyrsprof-diff", "version", PRS_DIFF_VERSION, "view",
 		d->view == PRS_VIEW_WALL ? "wall" : "cpu", "timed", d->timed, "unit",
 		d->timed ? "seconds" : "share", "threshold", "sigmas", PRS_CHANGE_SIGMAS, "min_share",
 		PRS_CHANGE_MIN_SHARE, "run_noise", d->timed ? d->run_noise : 0.0, "before",
 		side_json(&d->side[0]), "after", side_json(&d->side[1]), "speedup", "wall",
-		total_json(&d->wall), "cpu", total_json(&d->cpu), "summary", summary_json(d), "changes",
-		changes, "noise", noise, "verdict", "before", verdict_json(&d->side[0]), "after",
-		verdict_json(&d->side[1]), "changed", both ? json_boolean(d->verdict_changed) : json_null(),
-		"next", next_json(d), "matching", "by",
-		prs_diff_match_by_name(d->match) ? "name" : "name and module", "pairs", pairs_json(d),
-		"functions", fn_pairs_json(d));
-	return root;
+		total_json(&d->wall), "cpu", total_json(&d->cpu), "summary", summary_json(d));
+	json_t *tail;
+	int rc;
+
+	if (fputc('{', f) == EOF) {
+		json_decref(head);
+		return -EIO;
+	}
+	if ((rc = put_inside(f, head)) || (rc = put_rows(f, d, "changes", true)) ||
+	    (rc = put_rows(f, d, "noise", false)))
+		return rc;
+	tail = json_pack("{s:{s:o, s:o, s:o}, s:o, s:{s:s, s:o, s:o}}", "verdict", "before",
+			 verdict_json(&d->side[0]), "after", verdict_json(&d->side[1]), "changed",
+			 both ? json_boolean(d->verdict_changed) : json_null(), "next", next_json(d),
+			 "matching", "by", prs_diff_match_by_name(d->match) ? "name" : "name and module",
+			 "pairs", pairs_json(d), "functions", fn_pairs_json(d));
+	if (fputc(',', f) == EOF) {
+		json_decref(tail);
+		return -EIO;
+	}
+	if ((rc = put_inside(f, tail)) != 0)
+		return rc;
+	return fputs("\n}", f) == EOF ? -EIO : 0;
 }

@@ -347,15 +347,9 @@ static int write_md(FILE *f, void *arg)
 
 static int write_json(FILE *f, void *arg)
 {
-	json_t *root = prs_diff_json(arg);
-	int rc;
+	int rc = prs_diff_json_write(arg, f);
 
-	if (!root)
-		return -ENOMEM;
-	rc = json_dumpf(root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(8)) == 0 && fputc('\n', f) != EOF
-		     ? 0 : -EIO;
-	json_decref(root);
-	return rc;
+	return rc ? rc : fputc('\n', f) == EOF ? -EIO : 0;
 }
 
 int prs_diff_write(const struct prs_diff *d, const char *dir, struct prs_err *err)
