@@ -184,7 +184,7 @@ uint32_t prs_profile_named_frame(struct prs_profile *p, enum prs_kind kind, uint
 				 uint32_t file, uint32_t line);
 uint32_t prs_profile_stack(struct prs_profile *p, uint32_t parent, uint32_t frame);
 /* Appends (no interning; a profile that aggregates adds it to its record). Returns 0, -EINVAL
- * (stack or string id out of range, pid < 0) or -ENOMEM. */
+ * (stack or string id out of range, pid < 0, a profile read as sums) or -ENOMEM. */
 int prs_profile_sample(struct prs_profile *p, const struct prs_sample *s);
 /* A thread's name, in process pid (0: unknown); prs_profile_thread is prs_profile_thread_pid with pid 0. */
 int prs_profile_thread(struct prs_profile *p, int32_t tid, uint32_t name);
@@ -305,7 +305,8 @@ int prs_pyrs_read_mem(const void *data, size_t len, struct prs_profile **out, ch
  * Read as sums: the samples are aggregated as they are read, as prs_recorder_aggregate keeps
  * them (one record per distinct stack, pid, tid, state, syscall, flags and PROCESS entry in
  * effect; weight the sum, time_ns the latest), so memory follows the distinct samples, not the
- * recording's length. p->sample_count and p->sample_times still count the file's samples. Fit
+ * recording's length. p->sample_count and p->sample_times still count the file's samples; no
+ * sample can be added to it (prs_profile_sample fails with -EINVAL). Fit
  * for the views, graphs, folded and pprof exports, reports and diff; not for a timeline
  * (speedscope refuses such a profile; dump, top and snapshots read every sample).
  */

@@ -41,6 +41,7 @@ struct prs_profile_agg {
 	struct prs_sample *pending;
 	size_t npending, cap_pending;
 	bool keep_pending;
+	bool sealed; /* prs_profile_agg_seal: no table, no more samples */
 };
 
 static uint32_t epoch_of(const struct prs_profile *p, uint64_t time_ns)
@@ -186,11 +187,35 @@ void prs_profile_agg_prefetch(const struct prs_profile *p, const struct prs_samp
 		}
 }
 
+void prs_profile_agg_seal(struct prs_profile *p)
+{
+	struct prs_profile_agg *a = p->index->agg;
+	struct prs_sample *fit;
+
+	if (!a)
+		return;
+	free(a->slots);
+	free(a->epoch);
+	a->slots = NULL;
+	a->epoch = NULL;
+	a->cap = 0;
+	a->cap_epoch = 0;
+	a->sealed = true;
+	/* the records' array to its size (the doubling left up to half of it unused) */
+	fit = p->nsamples ? realloc(p->samples, p->nsamples * sizeof(*p->samples)) : NULL;
+	if (fit) {
+		p->samples = fit;
+		p->index->cap_samples = p->nsamples;
+	}
+}
+
 int prs_profile_agg_sample(struct prs_profile *p, const struct prs_sample *s)
 {
 	struct prs_profile_agg *a = p->index->agg;
 	int rc;
 
+	if (a->sealed)
+		return -EINVAL;
 	if (a->keep_pending && a->npending >= a->cap_pending &&
 	    prs_array_grow((void **)&a->pending, &a->cap_pending, a->npending + 1, sizeof(*a->pending)))
 		return -ENOMEM;

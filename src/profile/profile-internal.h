@@ -48,7 +48,10 @@ void prs_profile_agg_free(struct prs_profile_agg *a);
  * Only hints: anything added in between is still found. No-op unless p aggregates.
  */
 void prs_profile_agg_prefetch(const struct prs_profile *p, const struct prs_sample *s, int stage);
-/* prs_profile_sample of an aggregating profile (s checked). 0 or -ENOMEM. */
+/* Frees the table of an aggregating profile and fits its records' array: a reader's sums once
+ * read. The records stay; adding a sample then fails (-EINVAL). */
+void prs_profile_agg_seal(struct prs_profile *p);
+/* prs_profile_sample of an aggregating profile (s checked). 0, -ENOMEM, or -EINVAL once sealed. */
 int prs_profile_agg_sample(struct prs_profile *p, const struct prs_sample *s);
 /* The samples added since prs_profile_pending_taken (all of them, in order; none when p does not
  * aggregate: then they are p->samples). */

@@ -577,6 +577,8 @@ static int finish(struct reader *rd, struct prs_profile **out, char *warning, si
 				   "%s: corrupt profile (%s in the zstd frame at byte %" PRIu64
 				   ", before any sample)", rd->name, rd->damage, rd->p->damaged_at);
 	rd->p->complete = rd->ended;
+	if (rd->sums) /* read: its table is of no more use */
+		prs_profile_agg_seal(rd->p);
 	/* the samples as every output counts them: a record stands for its weight (a thread that
 	 * waited through ticks for its stop carries them) */
 	for (size_t i = 0; i < rd->p->nsamples && (rd->damaged || !rd->ended); i++)

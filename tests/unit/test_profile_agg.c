@@ -461,8 +461,10 @@ Test(sums, the_recorders_records, .init = unit_tmpdir_make, .fini = unit_tmpdir_
 	for (size_t i = 0; i < agg->nsamples; i++)
 		cr_assert_eq(memcmp(&sums->samples[i], &agg->samples[i], sizeof(agg->samples[i])), 0,
 			     "record %zu", i);
-	/* nothing pending for a writer: the file has the samples */
+	/* nothing pending for a writer: the file has the samples; read, it takes no more */
 	cr_assert_null(prs_profile_pending(sums, &(size_t){ 0 }));
+	cr_assert_eq(prs_profile_sample(sums, &sums->samples[0]), -EINVAL);
+	cr_assert_eq(sums->sample_count, 2400);
 	prs_profile_free(sums);
 	prs_profile_free(agg);
 	prs_profile_free(back);
