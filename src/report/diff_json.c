@@ -175,9 +175,14 @@ static int put_at(FILE *f, json_t *v, int extra)
 	json_decref(v);
 	if (!t)
 		return -ENOMEM;
-	for (const char *c = t; *c && !rc; c++)
-		if (fputc(*c, f) == EOF || (*c == '\n' && fprintf(f, "%*s", extra, "") < 0))
+	for (const char *c = t, *nl; *c && !rc; c = nl ? nl + 1 : c + strlen(c)) {
+		size_t n;
+
+		nl = strchr(c, '\n');
+		n = nl ? (size_t)(nl - c) + 1 : strlen(c);
+		if (fwrite(c, 1, n, f) != n || (nl && fprintf(f, "%*s", extra, "") < 0))
 			rc = -EIO;
+	}
 	free(t);
 	return rc;
 }
