@@ -240,6 +240,22 @@ static int sample_locs(struct pp *c, size_t i)
 	return 0;
 }
 
+/*
+ * Makes the locations of view stack i (of a walk over the stacks in order) as sample_locs meets
+ * them, leaf first: the frames it shares with the stack before it (on the root side) have
+ * theirs already. 0 or -ENOMEM.
+ */
+static int stack_new_locs(struct pp *c, size_t i)
+{
+	const uint32_t *ids;
+	size_t shared, k = prs_view_frames(c->v, i, &ids, &shared);
+
+	while (k-- > shared)
+		if (!frame_loc(c, ids[k]))
+			return -ENOMEM;
+	return 0;
+}
+
 /* ---- gzip output: a ProtobufCBuffer that deflates into a FILE ---- */
 
 struct gz_out {
@@ -542,7 +558,7 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 	}
 	/* every location, in the order the samples show them (their ids); put_sample finds them */
 	for (i = 0; i < nsamp; i++)
-		if (sample_locs(c, i))
+		if (stack_new_locs(c, i))
 			goto nomem;
 
 	/* the generated structs */
