@@ -297,6 +297,16 @@ static void gz_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 {
 	struct gz_out *g = (struct gz_out *)b;
 
+	/* protobuf-c appends a field's tag or varint at a time (1 to 10 bytes): copied in place,
+	 * without a call to memcpy, while they fit */
+	if (len <= 16 && len < sizeof(g->in) - g->nin) {
+		uint8_t *d = g->in + g->nin;
+
+		g->nin += len;
+		while (len--)
+			*d++ = *data++;
+		return;
+	}
 	while (len && !g->rc) {
 		size_t k = sizeof(g->in) - g->nin;
 
