@@ -122,6 +122,13 @@ static void out_flush(struct ss_out *o)
 
 static int out_put(struct ss_out *o, const void *s, size_t len)
 {
+	/* a big block (the frame table, a thread's weights) goes out as it is, not copied here */
+	if (len >= SS_FLUSH) {
+		out_flush(o);
+		if (fwrite(s, 1, len, o->f) != len)
+			o->failed = true;
+		return 0;
+	}
 	if (prs_buf_append(&o->b, s, len))
 		return -ENOMEM;
 	if (o->b.len >= SS_FLUSH)
