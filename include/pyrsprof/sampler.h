@@ -105,6 +105,9 @@ struct prs_sampler_stats {
 	 * last sample (reused_samples), or its native frames with Python frames read now
 	 * (reused_native); reuse_lost: found asleep, but it woke during the tick */
 	uint64_t reused_samples, reused_native, reuse_lost;
+	/* ptrace: threads found asleep in the kernel and read from /proc and their memory without
+	 * being stopped (their native stack from the registers they entered the kernel with) */
+	uint64_t read_asleep;
 	uint64_t unwind_errors, unwind_truncated, read_errors;
 	uint64_t signals_forwarded;
 	/* kernel stacks: perf samples read from the threads' rings (each cost its thread a timer

@@ -65,6 +65,7 @@ int cli_write_stats(const char *dir, const struct prs_sampler_stats *st, double 
 	json_object_set_new(j, "reused", json_pack("{s:I, s:I, s:I}", "samples", (json_int_t)st->reused_samples,
 						   "native", (json_int_t)st->reused_native, "lost",
 						   (json_int_t)st->reuse_lost));
+	json_object_set_new(j, "read_asleep", json_integer((json_int_t)st->read_asleep));
 	if (sym)
 		json_object_set_new(j, "symbols",
 				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",

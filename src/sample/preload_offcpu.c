@@ -19,10 +19,7 @@
  * ptrace syscall itself is not used). Nothing is sent to the sleeping thread: no blocking call
  * sees EINTR because of pyrsprof.
  *
- * Only SP and PC are known (not RBP or the other callee-saved registers): the unwind from a
- * syscall wrapper holds while the frames' CFA is SP-based or their RBP was saved on the stack
- * below, which is the case for glibc's wrappers and -O2 code (measured on the e2e targets);
- * otherwise the stack ends early (the frames found are kept).
+ * The sleepers are read by asleep.c (only SP and PC are known: see there).
  */
 #include <string.h>
 
@@ -72,33 +69,6 @@ static void list_threads(struct prs_sampler *s, struct prs_target *tg)
 		if (t)
 			prs_thr_record_name(&tg->thr, t, s->prof);
 	}
-}
-
-/*
- * Whether t sleeps in the kernel now, and how: its state, syscall (a sleep restarted after a
- * signal shows as restart_syscall: the first one is kept) and the registers it entered with.
- * False for a running or runnable thread (its CPU samples are the agent's), a zombie, or a thread
- * gone.
- */
-static bool asleep(struct prs_target *tg, struct prs_thr *t, struct prs_task_sys *sys)
-{
-	char c;
-
-	if (prs_thr_syscall(&tg->thr, t, sys) != 0 || sys->running)
-		return false;
-	c = prs_task_state_fd(tg->pid, t->tid, &t->stat_fd);
-	if (c == 0 || c == 'R' || c == 'Z' || c == 'X')
-		return false;
-	t->state = c == 'D' ? PRS_STATE_DISK : PRS_STATE_BLOCKED;
-	t->syscall = -1;
-	t->wait_addr = 0;
-	if (sys->nr >= 0) {
-		t->syscall = sys->nr == PRS_SYS_RESTART_SYSCALL && t->blocked_in >= 0 ? t->blocked_in
-										     : sys->nr;
-		t->wait_addr = t->syscall == PRS_SYS_FUTEX ? sys->args[0] : 0;
-	}
-	t->blocked_in = t->syscall;
-	return true;
 }
 
 /*
@@ -159,21 +129,6 @@ static void record_runqueue(struct prs_sampler *s, struct prs_target *tg, struct
 	off->runqueue += n;
 }
 
-/* Takes t's stack from the SP it sleeps with: t->regs and t->stack hold the snapshot. */
-static void snapshot(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
-		     const struct prs_task_sys *sys)
-{
-	ssize_t n;
-
-	memset(&t->regs, 0, sizeof(t->regs));
-	t->regs.r[PRS_REG_RSP] = sys->sp;
-	t->regs.r[PRS_REG_RIP] = sys->pc;
-	t->regs.orig_rax = (uint64_t)(int64_t)sys->nr;
-	n = sys->sp ? prs_read_stack(tg->pid, sys->sp, t->stack, s->opts.stack_bytes) : 0;
-	t->stack_len = n > 0 ? (size_t)n : 0;
-	t->sampled = sys->sp != 0;
-}
-
 /* Records t, found asleep this tick (its snapshot taken), with its Python frames if any. */
 static void record_asleep(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
 			  uint64_t tick_ns, uint32_t w, struct prs_offcpu *off)
@@ -205,7 +160,6 @@ static void record_asleep(struct prs_sampler *s, struct prs_target *tg, struct p
 void prs_preload_offcpu(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns,
 			struct prs_offcpu *off)
 {
-	struct prs_task_sys sys;
 	uint64_t tick_ns = prs_now_ns();
 	bool fresh = false;
 	uint32_t w;
@@ -233,13 +187,12 @@ void prs_preload_offcpu(struct prs_sampler *s, struct prs_target *tg, uint64_t n
 		t->sampled = false;
 		if (t->reuse == PRS_REUSE_ALL)
 			continue;
-		if (!asleep(tg, t, &sys)) {
+		if (!prs_asleep_read(s, tg, t)) {
 			t->reuse = PRS_REUSE_NONE;
 			t->kept.valid = false;
 			t->state = PRS_STATE_RUNNING;
 			continue;
 		}
-		snapshot(s, tg, t, &sys);
 		fresh = true;
 	}
 	if (fresh && tg->py && prs_target_py_sample(s, tg) == 0)

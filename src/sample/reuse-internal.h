@@ -70,6 +70,8 @@ enum prs_reuse {
 	PRS_REUSE_NONE = 0, /* read it: stopped (ptrace), or its memory read (vm) */
 	PRS_REUSE_ALL,      /* it has not run since its kept sample: record that again */
 	PRS_REUSE_NATIVE,   /* ptrace: asleep where it was stopped: kept native frames, Python read now */
+	PRS_REUSE_ASLEEP,   /* ptrace: asleep in the kernel elsewhere: read from /proc and its memory
+			     * without a stop (asleep.c), its Python frames read now */
 };
 
 /*

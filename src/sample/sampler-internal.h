@@ -80,6 +80,7 @@ struct prs_tick {
 	size_t nstop;    /* threads to stop */
 	size_t ninterrupted; /* threads sent PTRACE_INTERRUPT */
 	size_t nnative;  /* threads found asleep where they were stopped (PRS_REUSE_NATIVE) */
+	size_t nasleep;  /* threads found asleep elsewhere, read without a stop (PRS_REUSE_ASLEEP) */
 	size_t nheld;    /* threads held stopped for the Python read */
 	uint64_t warm_ns, py_ns;
 };
@@ -310,6 +311,21 @@ int prs_preload_unwind(struct prs_sampler *s, struct prs_target *tg, const struc
  */
 void prs_preload_offcpu(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns,
 			struct prs_offcpu *off);
+
+/* ---- asleep.c: a sleeping thread read without stopping it ---- */
+
+/*
+ * When t sleeps in the kernel now (/proc: its syscall file, its state letter): sets its state
+ * (BLOCKED, or DISK in D), syscall and futex word, takes its snapshot (t->regs holds only RSP,
+ * RIP, the syscall and its first argument; t->sampled when its SP was known), and returns true.
+ * False for a thread running or runnable, a zombie, or gone. The caller tells whether it ran
+ * during the reads (its schedstat).
+ */
+bool prs_asleep_read(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t);
+/* Unwinds t's snapshot taken by prs_asleep_read (RBP guessed from the stack) into s->pcs and
+ * s->frame_ids. Returns the frames (0 without a snapshot or an unwinder). */
+int prs_asleep_unwind(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+		      struct prs_unwind_info *info);
 
 /* ---- offcpu_rbp.c ---- */
 

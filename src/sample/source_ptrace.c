@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The ptrace sample source. Per tick of a target: PTRACE_INTERRUPT every running thread (but
- * those asleep since their last sample, see reuse-internal.h), and as each one stops read its
+ * those asleep since their last sample, see reuse-internal.h, and those asleep in the kernel,
+ * read from /proc and their memory without a stop, asleep.c), and as each one stops read its
  * registers and one stack snapshot and resume it at once (the stop window is only that); when the
  * target is Python, the stopped threads are held until its frames are read, so that the Python
  * frames and the native stacks are of one consistent moment. Then, with every thread running
@@ -295,8 +296,29 @@ static void collect_late(struct prs_sampler *s)
 
 /* ---- one tick ---- */
 
+/*
+ * True when t sleeps in the kernel and was read without a stop (prs_asleep_read): it is not
+ * interrupted. Its schedstat, read before (prs_reuse_check), must not have moved by the end of
+ * the reads: then it ran none of its code meanwhile, and its stack copy is of one moment. (An
+ * interrupt would wake it only to stop it: a sleeper needs a CPU to enter its stop, 70 us and
+ * more on a busy machine, while the threads already stopped wait for it; and its sleep would be
+ * cut short.) dump (wait_every_stop) stops every thread.
+ */
+static bool read_asleep(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t)
+{
+	struct prs_schedstat ss;
+	bool ok;
+
+	if (s->opts.wait_every_stop || s->opts.read_idle || !t->tick_ss_ok || !tg->uw)
+		return false;
+	ok = prs_asleep_read(s, tg, t) && t->sampled &&
+	     prs_thr_schedstat(&tg->thr, t, &ss) == 0 && prs_same_schedstat(&ss, &t->tick_ss);
+	t->sampled = false; /* (its snapshot is recorded by record_asleep) */
+	return ok;
+}
+
 /* Decides how each thread is sampled this tick: those not running (held, job-control stopped,
- * new, or owing a stop from an earlier tick) are not interrupted again. */
+ * new, or owing a stop from an earlier tick) are not interrupted again, nor those asleep. */
 static void plan(struct prs_sampler *s, struct prs_target *tg, struct prs_tick *k)
 {
 	for (size_t i = 0; i < tg->thr.n; i++) {
@@ -310,8 +332,11 @@ static void plan(struct prs_sampler *s, struct prs_target *tg, struct prs_tick *
 		if (t->life != PRS_THR_RUNNING)
 			continue;
 		prs_reuse_check(s, tg, t, true);
+		if (t->reuse == PRS_REUSE_NONE && read_asleep(s, tg, t))
+			t->reuse = PRS_REUSE_ASLEEP;
 		k->nstop += t->reuse == PRS_REUSE_NONE;
 		k->nnative += t->reuse == PRS_REUSE_NATIVE;
+		k->nasleep += t->reuse == PRS_REUSE_ASLEEP;
 	}
 }
 
@@ -376,7 +401,7 @@ static void read_python(struct prs_sampler *s, struct prs_target *tg, struct prs
 	}
 	if (!tg->py)
 		return;
-	if (!k->nheld && !k->nnative && !nlate) {
+	if (!k->nheld && !k->nnative && !k->nasleep && !nlate) {
 		tg->npyt = 0; /* every thread sleeps where its kept sample shows it */
 		return;
 	}
@@ -417,10 +442,47 @@ static bool defer(struct prs_target *tg, struct prs_thr *t, uint64_t tick_ns)
 	return true;
 }
 
+/*
+ * PRS_REUSE_ASLEEP, after the Python read: if t stayed asleep through its reads and the Python
+ * read (its schedstat unchanged), records its snapshot with this tick's Python frames, at rest
+ * from then on. Returns false when it ran meanwhile (the caller records it as a thread that did
+ * not stop).
+ */
+static bool record_asleep(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			  uint64_t tick_ns, uint64_t share_ns)
+{
+	struct prs_schedstat now;
+	struct prs_unwind_info info;
+	struct prs_sample smp;
+	uint64_t c0 = prs_now_ns();
+	int n;
+
+	if (prs_thr_schedstat(&tg->thr, t, &now) != 0 || !prs_same_schedstat(&now, &t->tick_ss)) {
+		s->st.reuse_lost++;
+		return false;
+	}
+	t->sampled = true; /* (the snapshot prs_asleep_read took) */
+	n = prs_asleep_unwind(s, tg, t, &info);
+	memset(&smp, 0, sizeof(smp));
+	smp.state = (uint8_t)t->state;
+	smp.syscall = (int16_t)t->syscall;
+	prs_record_stack(s, tg, t, tick_ns, s->pcs, s->frame_ids, n, prs_target_py_thread(tg, t->tid),
+			 &smp);
+	prs_reuse_keep_native(s, tg, t, n, &info);
+	t->sampled = false;
+	t->kept.at_rest = t->kept.valid;
+	t->kept.rest = now;
+	s->st.read_asleep++;
+	prs_durations_add(&s->d_cost, t->check_ns + (prs_now_ns() - c0) + share_ns);
+	prs_cpu_balance_blocked(&t->bal, &now);
+	return true;
+}
+
 static void record_all(struct prs_sampler *s, struct prs_target *tg, const struct prs_tick *k)
 {
-	size_t nsampled = 0;
-	uint64_t warm_share;
+	size_t nsampled = 0, nread = k->nnative + k->nasleep;
+	/* the Python read is in the stop of the held threads; else it is theirs */
+	uint64_t warm_share, py_share = k->nheld || !nread ? 0 : k->py_ns / nread;
 
 	for (size_t i = 0; i < tg->thr.n; i++)
 		nsampled += tg->thr.v[i].sampled;
@@ -433,9 +495,10 @@ static void record_all(struct prs_sampler *s, struct prs_target *tg, const struc
 		} else if (t->reuse == PRS_REUSE_ALL) {
 			prs_reuse_record_all(s, tg, t, k->tick_ns, t->check_ns, 1);
 		} else if (t->reuse == PRS_REUSE_NATIVE) {
-			/* the Python read is in the stop of the held threads; else it is theirs */
-			if (!prs_reuse_record_native(s, tg, t, k->tick_ns,
-						     k->nheld ? 0 : k->py_ns / k->nnative))
+			if (!prs_reuse_record_native(s, tg, t, k->tick_ns, py_share))
+				prs_record_unstopped(s, tg, t, k->tick_ns, false);
+		} else if (t->reuse == PRS_REUSE_ASLEEP) {
+			if (!record_asleep(s, tg, t, k->tick_ns, py_share))
 				prs_record_unstopped(s, tg, t, k->tick_ns, false);
 		} else if (prs_thr_interrupt_owed(t)) {
 			/* Did not stop by the end of the tick: waiting for a CPU, its sample is taken
@@ -491,13 +554,31 @@ static void ptrace_tick_begin(struct prs_sampler *s, struct prs_target *tg, uint
 		s->window_start = w0; /* the session tick's first interrupt */
 }
 
+/*
+ * How long the threads held for the Python read wait for the others' stops: the spin, from the
+ * session tick's first interrupt. A thread that has not stopped by then was not on a CPU (the
+ * sleepers were read without a stop: read_asleep): it waits for one, and the interrupt keeps it
+ * from running any of its code until its stop, so its Python frames read now and its stop taken
+ * when it comes (collect_late, or between ticks: deferred) are both of the tick's moment. Waiting
+ * for it would hold the threads that did stop for nothing. dump (wait_every_stop) waits for every
+ * stop, up to its budget.
+ */
+static uint64_t stops_deadline(const struct prs_sampler *s)
+{
+	uint64_t budget = stop_budget_ns(s);
+
+	if (s->opts.wait_every_stop || budget < STOP_SPIN_NS)
+		return s->window_start + budget;
+	return s->window_start + STOP_SPIN_NS;
+}
+
 static void ptrace_tick_collect(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
 {
 	struct prs_tick *k = &tg->tick;
 
 	(void)now_ns;
 	if (k->ninterrupted > 0)
-		wait_for_stops(s, tg, s->window_start + stop_budget_ns(s));
+		wait_for_stops(s, tg, stops_deadline(s));
 	read_python(s, tg, k);
 	release_held(tg);
 }
