@@ -445,8 +445,7 @@ static bool defer(struct prs_target *tg, struct prs_thr *t, uint64_t tick_ns)
 /*
  * PRS_REUSE_ASLEEP, after the Python read: if t stayed asleep through its reads and the Python
  * read (its schedstat unchanged), records its snapshot with this tick's Python frames, at rest
- * from then on. Returns false when it ran meanwhile (the caller records it as a thread that did
- * not stop).
+ * from then on. Returns false when it ran meanwhile (then record_woken).
  */
 static bool record_asleep(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
 			  uint64_t tick_ns, uint64_t share_ns)
@@ -478,6 +477,21 @@ static bool record_asleep(struct prs_sampler *s, struct prs_target *tg, struct p
 	return true;
 }
 
+/*
+ * PRS_REUSE_ASLEEP, woken during the tick (after its reads, before the end of the Python read):
+ * at the tick's moment it slept, in the state and syscall read then; its Python frames (read
+ * after) are kept, its native frames are not (the two may be of different moments). Not its
+ * state now: a sleeper that woke would count as a CPU sample.
+ */
+static void record_woken(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			 uint64_t tick_ns)
+{
+	s->st.not_stopped++;
+	t->sampled = false;
+	prs_record_thread(s, tg, t, tick_ns, 0);
+	prs_cpu_balance_blocked(&t->bal, &t->tick_ss);
+}
+
 static void record_all(struct prs_sampler *s, struct prs_target *tg, const struct prs_tick *k)
 {
 	size_t nsampled = 0, nread = k->nnative + k->nasleep;
@@ -499,7 +513,7 @@ static void record_all(struct prs_sampler *s, struct prs_target *tg, const struc
 				prs_record_unstopped(s, tg, t, k->tick_ns, false);
 		} else if (t->reuse == PRS_REUSE_ASLEEP) {
 			if (!record_asleep(s, tg, t, k->tick_ns, py_share))
-				prs_record_unstopped(s, tg, t, k->tick_ns, false);
+				record_woken(s, tg, t, k->tick_ns);
 		} else if (prs_thr_interrupt_owed(t)) {
 			/* Did not stop by the end of the tick: waiting for a CPU, its sample is taken
 			 * from its stop; else (in uninterruptible sleep, or late for many ticks) ask
