@@ -25,10 +25,12 @@
 
 /*
  * The stop window of a tick: from its first PTRACE_INTERRUPT to the release of the last thread
- * held for the Python read. The threads that stopped wait in it for those that have not, so the
- * wait is bounded by a budget: a STOP_BUDGET_DIV-th of the period, within [MIN, MAX] (500 us at
- * 100 Hz). With several processes (--subprocesses), the budget is the session tick's: it counts
- * from the first interrupt of any of them, and every target's wait ends at that one deadline. A
+ * held for the Python read. The threads that stopped wait in it for those that have not only the
+ * spin (stops_deadline; sleepers are not interrupted at all: read_asleep). With several
+ * processes (--subprocesses), the spin is the session tick's: it counts from the first interrupt
+ * of any of them, and every target's wait ends at that one deadline. (dump waits for every stop
+ * up to a budget: a STOP_BUDGET_DIV-th of the period, within [MIN, MAX], 500 us at 100 Hz; the
+ * budget is also collect_late's margin before the next tick.) A
  * thread that has not stopped by then is late: the others are let go without it, and its stop
  * is taken when it comes, until the next tick is almost due (collect_late); one still waiting
  * for a CPU then has the tick's sample deferred to its stop (defer), one in D is recorded from
