@@ -95,6 +95,9 @@ def test_thread_per_request_server_attached_under_load(run_prs, server, outdir):
     check_tick_stats(st)
     # a thread per request: the new threads were followed
     assert st["threads"] > 8, st["threads"]
+    # threads asleep in the kernel at a tick (the listener between requests, handlers waiting
+    # on their sockets) are read from /proc and their stack copies, not interrupted
+    assert st["read_asleep"] > 0, st
     summary_warns(res.stderr.decode(errors="replace"), st)
     # the server still answers after the recording
     after = subprocess.run([PY, str(LOADGEN), str(port), "2", "0.5"], capture_output=True,
