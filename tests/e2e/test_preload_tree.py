@@ -70,7 +70,7 @@ def test_tree_every_worker_with_its_split(tree, run_prs, outdir, export_folded):
     """Every worker of the four pools is a process of the profile, its CPU samples split between
     part_a and part_b within 5 points of the CPU times it measured (at least 40 samples). The
     clocks are the workers' own CPU time, so a starved worker has fewer samples, not a skewed
-    split: slices of 40 ms of CPU at 1 ms periods err by a sample per slice. A recording where
+    split: slices of 10 ms of CPU at 1 ms periods err by a sample per slice. A recording where
     pyrsprof itself was starved (ASan on a machine at load 10: rings full, samples named after
     their worker's exit) is taken again once, and said."""
     errors, starved = split_errors(tree, export_folded)
