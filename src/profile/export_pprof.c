@@ -370,17 +370,30 @@ static const char *base_of(const char *path, size_t *len)
 	return b;
 }
 
+/* True when name[0..len) is prog[0..plen) followed by a version only ("python3.11" for
+ * "python3" or "python"). */
+static bool versioned(const char *name, size_t len, const char *prog, size_t plen)
+{
+	if (!plen || len <= plen || memcmp(name, prog, plen) != 0)
+		return false;
+	for (size_t i = plen; i < len; i++)
+		if (!(name[i] >= '0' && name[i] <= '9') && name[i] != '.')
+			return false;
+	return true;
+}
+
 /*
  * The mapping to list first: pprof shows mapping[0] as "the main binary". The one named like the
- * command's program, else the first file that is not a shared library or a [pseudo] mapping,
- * else the first one.
+ * command's program; else named like it with a version after (`python3 app.py` runs
+ * python3.11, and under pyenv the shim's bash was mapped first, before its exec); else the first
+ * file that is not a shared library or a [pseudo] mapping; else the first one.
  */
 static uint32_t main_mapping(const struct prs_profile *p)
 {
 	const char *cmd = prs_profile_meta_get(p, "command");
 	size_t clen = cmd ? strcspn(cmd, " ") : 0;
 	const char *cbase = cmd ? base_of(cmd, &clen) : NULL;
-	uint32_t i, other = UINT32_MAX;
+	uint32_t i, version = UINT32_MAX, other = UINT32_MAX;
 
 	for (i = 0; i < p->nmappings; i++) {
 		uint32_t ps = p->mappings[i].path;
@@ -389,10 +402,12 @@ static uint32_t main_mapping(const struct prs_profile *p)
 
 		if (cbase && clen && len == clen && memcmp(b, cbase, len) == 0)
 			return i;
+		if (version == UINT32_MAX && cbase && versioned(b, len, cbase, clen))
+			version = i;
 		if (other == UINT32_MAX && len && b[0] != '[' && !memmem(b, len, ".so", 3))
 			other = i;
 	}
-	return other != UINT32_MAX ? other : 0;
+	return version != UINT32_MAX ? version : other != UINT32_MAX ? other : 0;
 }
 
 /* ---- the export ---- */

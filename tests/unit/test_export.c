@@ -897,6 +897,37 @@ Test(export_pprof, main_binary_first_and_names_cleaned)
 	prs_profile_free(p);
 }
 
+Test(export_pprof, main_binary_is_the_versioned_program)
+{
+	/* `python3 app.py` under pyenv: the shim's bash is mapped first (before its exec), then
+	 * python3.11 and libpython; pprof's main binary must be python3.11, not bash */
+	const char *paths[] = { "/usr/bin/bash", "/root/.pyenv/versions/3.11.7/bin/python3.11",
+				"/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0" };
+	struct prs_profile *p = prs_profile_new();
+	uint32_t s = 0;
+	size_t len;
+	char *gz;
+	Perftools__Profiles__Profile *pr;
+
+	for (unsigned k = 0; k < 3; k++) {
+		struct prs_mapping m = { .start = 0x400000 + 0x100000 * k, .end = 0x480000 + 0x100000 * k };
+		uint32_t map;
+
+		m.path = str(p, paths[k]);
+		map = prs_profile_mapping(p, &m);
+		s = prs_profile_stack(p, s, prs_profile_raw_frame(p, map, m.start + 0x10, false));
+	}
+	add_sample(p, 5, 0, s, 1, PRS_STATE_RUNNING, -1);
+	prs_profile_meta(p, "command", "python3 app.py");
+	gz = run_export(prs_export_pprof, p, PRS_VIEW_CPU, &len);
+	pr = decode_pprof(gz, len);
+	cr_assert_eq(pr->n_mapping, 3);
+	cr_assert_str_eq(pstr(pr, pr->mapping[0]->filename), paths[1]);
+	perftools__profiles__profile__free_unpacked(pr, NULL);
+	free(gz);
+	prs_profile_free(p);
+}
+
 /* ---- a process tree (tests/fixtures/profile/tree.pyrs, described in its README) ---- */
 
 static struct prs_profile *load_tree(void)
