@@ -483,7 +483,12 @@ int prs_facts_build(const struct prs_profile *p, struct prs_facts *f, struct prs
 	f->have_ticks = prs_profile_meta_get(p, "ticks") != NULL;
 	s = prs_profile_meta_get(p, "gil_wait");
 	f->gil_measured = s && strcmp(s, "1") == 0;
-	ticks = p->sample_times; /* the distinct tick times (samples of one tick share a time) */
+	/* The session's ticks (meta "ticks"); else, for a recording cut short, the distinct sample
+	 * times (the samples of one target's tick share a time). Not the times alone: with several
+	 * processes each target stamps its tick with its own time, and preload's CPU samples each
+	 * have the time of their signal, which made a tick look 5x (a 4-worker pool) or 4x (4 busy
+	 * threads) shorter than it was, and cores_used as many times too small. */
+	ticks = f->have_ticks && f->ticks ? f->ticks : p->sample_times;
 	if (f->duration_s <= 0 && ticks && f->rate_hz > 0)
 		f->duration_s = (double)ticks / f->rate_hz; /* an interrupted recording */
 	tick_s = ticks && f->duration_s > 0 ? f->duration_s / (double)ticks

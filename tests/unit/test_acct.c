@@ -324,6 +324,36 @@ Test(acct, facts_kernel_accounting_replaces_samples)
 	prs_profile_free(p);
 }
 
+Test(acct, facts_ticks_from_the_session_not_the_sample_times)
+{
+	/* 5 processes (one thread each) on 2 CPUs for 1 s at 100 Hz: each tick stamps every
+	 * process's sample with that target's own time (1 us apart), and 4 of them run at every tick:
+	 * 400 CPU samples of 10 ms, 4 s of CPU in 1 s: 4 cores used, not 400 / 500 ticks' worth */
+	struct prs_profile *p = prs_profile_new();
+	uint32_t f = prs_profile_named_frame(p, PRS_KIND_NATIVE, prs_profile_string(p, "main", 4), 0, 0);
+	uint32_t st = prs_profile_stack(p, 0, f);
+	struct prs_facts fa;
+
+	prs_profile_meta(p, "duration_s", "1");
+	prs_profile_meta(p, "rate_hz", "100");
+	prs_profile_meta(p, "ticks", "100");
+	for (int k = 0; k < 100; k++)
+		for (int pid = 0; pid < 5; pid++) {
+			struct prs_sample s = { (uint64_t)k * 10000000 + (uint64_t)pid * 1000, 100 + pid,
+						pid ? PRS_STATE_RUNNING : PRS_STATE_BLOCKED, pid ? -1 : 7, st,
+						1, 0 };
+
+			s.pid = 100 + pid;
+			cr_assert_eq(prs_profile_sample(p, &s), 0);
+		}
+	cr_assert_eq(p->sample_times, 500); /* what the tick count was taken from before */
+	cr_assert_eq(prs_facts_build(p, &fa, NULL), 0);
+	cr_assert_float_eq(fa.tick_s, 0.01, 1e-12);
+	cr_assert_float_eq(fa.budget.U, 4.0, 1e-9);
+	prs_facts_release(&fa);
+	prs_profile_free(p);
+}
+
 Test(acct, facts_unseen_waits_with_storage_traffic_are_disk)
 {
 	struct prs_profile *p = profile_of(40, 60, 0, -1);
