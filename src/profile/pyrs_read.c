@@ -117,29 +117,45 @@ static int corrupt(struct reader *rd, const char *fmt, ...)
 			   rd->records + 1, detail);
 }
 
+/* Adds s to the profile now. 0 or -ENOMEM. */
+static int add_now(struct reader *rd, const struct prs_sample *s)
+{
+	return prs_profile_sample(rd->p, s) ? prs_err_set(rd->err, -ENOMEM, "%s: out of memory", rd->name)
+					    : 0;
+}
+
+/* Adds the oldest sample waiting in rd->ahead (there is one). 0 or -ENOMEM. */
+static int add_oldest(struct reader *rd)
+{
+	int rc = add_now(rd, &rd->ahead[rd->ahead_first]);
+
+	if (rc == 0) {
+		rd->ahead_first = (rd->ahead_first + 1) & (AHEAD - 1);
+		rd->nahead--;
+	}
+	return rc;
+}
+
 /* Adds the samples waiting in rd->ahead, in order. 0 or -ENOMEM. */
 static int drain(struct reader *rd)
 {
-	for (; rd->nahead; rd->nahead--, rd->ahead_first = (rd->ahead_first + 1) & (AHEAD - 1))
-		if (prs_profile_sample(rd->p, &rd->ahead[rd->ahead_first]))
-			return prs_err_set(rd->err, -ENOMEM, "%s: out of memory", rd->name);
-	return 0;
+	int rc = 0;
+
+	while (rd->nahead && (rc = add_oldest(rd)) == 0)
+		;
+	return rc;
 }
 
 /* Adds s: at once, or read as sums after the AHEAD samples before it (see AHEAD). 0 or -ENOMEM. */
 static int add_sample(struct reader *rd, const struct prs_sample *s)
 {
 	struct prs_sample *ring = rd->ahead;
+	int rc;
 
 	if (!rd->sums)
-		return prs_profile_sample(rd->p, s) ? prs_err_set(rd->err, -ENOMEM, "%s: out of memory",
-								    rd->name) : 0;
-	if (rd->nahead == AHEAD) {
-		if (prs_profile_sample(rd->p, &ring[rd->ahead_first]))
-			return prs_err_set(rd->err, -ENOMEM, "%s: out of memory", rd->name);
-		rd->ahead_first = (rd->ahead_first + 1) & (AHEAD - 1);
-		rd->nahead--;
-	}
+		return add_now(rd, s);
+	if (rd->nahead == AHEAD && (rc = add_oldest(rd)) != 0)
+		return rc;
 	ring[(rd->ahead_first + rd->nahead) & (AHEAD - 1)] = *s;
 	rd->nahead++;
 	prs_profile_agg_prefetch(rd->p, s, 0);
