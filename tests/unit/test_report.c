@@ -18,6 +18,7 @@
 
 #include "pyrsprof/acct.h"
 #include "pyrsprof/report.h"
+#include "report/report-internal.h"
 
 #include "util/banned.h"
 
@@ -484,8 +485,8 @@ Test(report, phase4_json_and_stop_hint)
 	json_decref(j);
 	/* a hostile name is escaped in the Markdown */
 	slurp("phase4.md", md, sizeof(md));
-	cr_assert(strstr(md, "cold\\|\\*\\<b\\>"), "%s", md);
-	cr_assert_null(strstr(md, "<b>"));
+	cr_assert(strstr(md, "cold\\|\\*\\<b>"), "%s", md);
+	cr_assert_null(strstr(md, "*<b>"), "every '<' escaped");
 	cleanup();
 	prs_profile_free(p);
 }
@@ -555,4 +556,18 @@ Test(report, summary_lines)
 	prs_facts_release(&f);
 	cleanup();
 	prs_profile_free(p);
+}
+
+/* Markdown text: what could open a tag, a code span, emphasis, a link or a table cell is escaped;
+ * '>' only where it could start a block quote (the text's first character: line breaks become
+ * spaces), so that an arrow in a note reads as written. */
+Test(report, md_text_escapes_what_markdown_reads)
+{
+	char out[256] = { 0 };
+	FILE *f = fmemopen(out, sizeof(out) - 1, "w");
+
+	cr_assert_not_null(f);
+	prs_md_text(f, "> quote\n<b>|x_y* 0.30 -> 0.26 `c` [l](u) #h & ~s\\");
+	fclose(f);
+	cr_assert_str_eq(out, "\\> quote \\<b>\\|x\\_y\\* 0.30 -> 0.26 \\`c\\` \\[l\\](u) \\#h \\& \\~s\\\\");
 }
