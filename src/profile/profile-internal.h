@@ -97,7 +97,8 @@ int prs_profile_meta_ids(struct prs_profile *p, uint32_t key, uint32_t value);
 #define PRS_PYRS_MAGIC "PYRSPROF"
 #define PRS_PYRS_MAGIC_LEN 8
 #define PRS_PYRS_HEADER_LEN 16 /* magic, u32 version, u32 flags (little-endian) */
-#define PRS_PYRS_VERSION 1u
+/* 2: STACK's parent is a distance back from the stack's own id; samples come in SAMPLES blocks */
+#define PRS_PYRS_VERSION 2u
 #define PRS_PYRS_MAX_PAYLOAD (PRS_PROFILE_MAX_STRING + 4096u) /* longest record payload accepted */
 
 enum prs_pyrs_record {
@@ -112,6 +113,26 @@ enum prs_pyrs_record {
 	PRS_REC_END = 9,
 	PRS_REC_PROCESS = 10,
 	/* 11..19: the accounting records (PRS_ACCT_REC_FIRST..LAST) */
+	PRS_REC_SAMPLES = 20,
+};
+
+/*
+ * A SAMPLES record (version 2) holds up to this many samples as columns, one field of every
+ * sample after another (docs/pyrs-format.md): a thread's sample that repeats its previous one but
+ * for the time costs a bit of the repeat column. In this order:
+ */
+#define PRS_PYRS_BLOCK_MAX 4096u
+enum prs_pyrs_column {
+	PRS_COL_TID,     /* every sample: tid minus the previous sample's (sleb) */
+	PRS_COL_TIME,    /* every sample: ns since the previous sample of the file (sleb) */
+	PRS_COL_REPEAT,  /* a bit per sample, 8 a byte from bit 0: same as its tid's previous sample */
+	PRS_COL_STATE,   /* the other columns: one value per sample that is not a repeat */
+	PRS_COL_SYSCALL, /* syscall + 1 */
+	PRS_COL_STACK,
+	PRS_COL_WEIGHT,
+	PRS_COL_FLAGS,
+	PRS_COL_PID,     /* 0: the pid implied by the tid's THREAD record; else pid + 1 */
+	PRS_PYRS_NCOLS
 };
 
 /*

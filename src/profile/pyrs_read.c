@@ -67,6 +67,28 @@ struct reader {
 	bool sums;           /* PRS_PYRS_SUMS */
 	struct prs_sample ahead[AHEAD]; /* sums: decoded samples not yet added, a ring */
 	unsigned ahead_first, nahead;
+	uint32_t version;    /* of the file's format */
+	/* version 2: each thread's latest sample, which a SAMPLES record may repeat */
+	struct prs_map64 last_of_tid; /* tid -> index in last */
+	struct last_sample *last;
+	size_t nlast, last_cap;
+	struct block *blk;   /* a SAMPLES record decoded (made at the first) */
+	uint64_t nblocks;    /* SAMPLES records decoded */
+};
+
+struct last_sample {
+	struct prs_sample s;
+	bool valid;        /* s holds the tid's latest sample (else the tid was only looked up) */
+	uint64_t in_block; /* the block (nblocks + 1 while it is decoded) where it was last seen */
+	uint32_t at;       /* then: its index there */
+};
+
+/* A SAMPLES record, decoded whole and checked before any of its samples is added. */
+struct block {
+	struct prs_sample s[PRS_PYRS_BLOCK_MAX];
+	uint32_t last[PRS_PYRS_BLOCK_MAX]; /* index in reader.last of each sample's tid */
+	int64_t dt[PRS_PYRS_BLOCK_MAX];
+	uint64_t v[PRS_PYRS_NCOLS - PRS_COL_STATE][PRS_PYRS_BLOCK_MAX]; /* the movers' columns */
 };
 
 /* A cursor over one record's payload. */
@@ -164,6 +186,162 @@ static int add_sample(struct reader *rd, const struct prs_sample *s)
 	return 0;
 }
 
+/* A sample's state, syscall + 1, stack and weight as read, checked into s. 0 or -EINVAL. */
+static int sample_fields(struct reader *rd, struct prs_sample *s, uint64_t state, uint64_t sc,
+			 uint64_t stack, uint64_t weight)
+{
+	if (state > UINT8_MAX || sc > 32768 || weight > UINT32_MAX)
+		return corrupt(rd, "bad sample record");
+	if (stack >= rd->p->nstacks)
+		return corrupt(rd, "sample stack %" PRIu64 " of %" PRIu64, stack, (uint64_t)rd->p->nstacks);
+	s->state = (uint8_t)state;
+	s->syscall = (int16_t)((int64_t)sc - 1);
+	s->stack = (uint32_t)stack;
+	s->weight = (uint32_t)weight;
+	return 0;
+}
+
+/* *t = prev + dt, checked to stay in 0..INT64_MAX. 0 or -EINVAL. */
+static int sample_time(struct reader *rd, uint64_t prev, int64_t dt, uint64_t *t)
+{
+	if ((dt < 0 && (uint64_t)-(dt + 1) >= prev) || (dt > 0 && (uint64_t)dt > INT64_MAX - prev))
+		return corrupt(rd, "sample time out of range");
+	*t = prev + (uint64_t)dt;
+	return 0;
+}
+
+/* The entry of tid in rd->last (made, not valid, for a new tid): its index, or -ENOMEM. */
+static int64_t last_index(struct reader *rd, int32_t tid)
+{
+	uint32_t k;
+	int rc = prs_map64_intern(&rd->last_of_tid, (uint32_t)tid, (uint32_t)rd->nlast, &k);
+
+	if (rc < 0)
+		return -ENOMEM;
+	if (rc == 1) {
+		if (prs_array_grow((void **)&rd->last, &rd->last_cap, rd->nlast + 1, sizeof(*rd->last)) < 0)
+			return -ENOMEM;
+		rd->last[rd->nlast++] = (struct last_sample){ .valid = false };
+	}
+	return k;
+}
+
+/*
+ * A SAMPLES record's columns (docs/pyrs-format.md) into rd->blk: the tids, the time deltas, the
+ * repeat bits, then the fields of the samples that are not repeats. Sets *n. 0 or -EINVAL.
+ */
+static int block_columns(struct reader *rd, struct cur *c, size_t *n)
+{
+	struct block *b = rd->blk;
+	uint64_t count = get(c), movers = 0;
+	int64_t tid = 0;
+	const uint8_t *bits;
+
+	if (c->bad || count == 0 || count > PRS_PYRS_BLOCK_MAX)
+		return corrupt(rd, "samples record of %" PRIu64 " samples (1 to %u)", count,
+			       PRS_PYRS_BLOCK_MAX);
+	for (size_t k = 0; k < count; k++) {
+		tid += prs_zigzag_decode(get(c));
+		if (c->bad || tid < INT32_MIN || tid > INT32_MAX)
+			return corrupt(rd, "bad sample tid");
+		memset(&b->s[k], 0, sizeof(b->s[k])); /* padding too: records are compared whole */
+		b->s[k].tid = (int32_t)tid;
+	}
+	for (size_t k = 0; k < count; k++)
+		b->dt[k] = prs_zigzag_decode(get(c));
+	if (c->bad || c->len - c->off < (count + 7) / 8)
+		return corrupt(rd, "bad samples record");
+	bits = c->p + c->off;
+	c->off += (count + 7) / 8;
+	for (size_t k = 0; k < count; k++)
+		b->s[k].flags = bits[k / 8] >> (k % 8) & 1; /* the repeat bit, for now */
+	for (size_t k = 0; k < count; k++)
+		movers += !b->s[k].flags;
+	for (unsigned col = 0; col < PRS_PYRS_NCOLS - PRS_COL_STATE; col++)
+		for (size_t j = 0; j < movers; j++)
+			b->v[col][j] = get(c);
+	if (c->bad)
+		return corrupt(rd, "bad samples record");
+	*n = count;
+	return 0;
+}
+
+/* The block's samples made whole and checked (rd->last untouched but for new, not valid
+ * entries). 0, -EINVAL or -ENOMEM. */
+static int block_samples(struct reader *rd, size_t n)
+{
+	struct block *b = rd->blk;
+	uint64_t t = rd->last_time_ns, seq = rd->nblocks + 1;
+	size_t j = 0;
+	int rc;
+
+	for (size_t k = 0; k < n; k++) {
+		struct prs_sample *s = &b->s[k];
+		int64_t e = last_index(rd, s->tid);
+		struct last_sample *l;
+		int32_t tid = s->tid;
+
+		if (e < 0)
+			return prs_err_set(rd->err, -ENOMEM, "%s: out of memory", rd->name);
+		l = &rd->last[e];
+		b->last[k] = (uint32_t)e;
+		if (s->flags) { /* a repeat of the tid's previous sample, in this block or before */
+			if (l->in_block == seq)
+				*s = b->s[l->at];
+			else if (l->valid)
+				*s = l->s;
+			else
+				return corrupt(rd, "sample %zu repeats thread %d's previous sample, which "
+					       "has none", k, (int)tid);
+		} else {
+			uint64_t flags = b->v[PRS_COL_FLAGS - PRS_COL_STATE][j];
+			uint64_t pid = b->v[PRS_COL_PID - PRS_COL_STATE][j];
+
+			if ((rc = sample_fields(rd, s, b->v[0][j], b->v[1][j], b->v[2][j], b->v[3][j])))
+				return rc;
+			if (flags > UINT8_MAX || pid > (uint64_t)INT32_MAX + 1)
+				return corrupt(rd, "bad sample flags or pid");
+			s->flags = (uint8_t)flags;
+			s->pid = pid ? (int32_t)(pid - 1) : prs_pyrs_pids_implied(&rd->pids, tid);
+			j++;
+		}
+		s->tid = tid;
+		if ((rc = sample_time(rd, t, b->dt[k], &s->time_ns)))
+			return rc;
+		t = s->time_ns;
+		l->in_block = seq;
+		l->at = (uint32_t)k;
+	}
+	return 0;
+}
+
+/* A SAMPLES record (version 2): decoded and checked whole, then its samples added in order. */
+static int parse_samples(struct reader *rd, struct cur *c)
+{
+	struct block *b = rd->blk;
+	size_t n = 0;
+	int rc;
+
+	if (!b && !(b = rd->blk = malloc(sizeof(*b))))
+		return prs_err_set(rd->err, -ENOMEM, "%s: out of memory", rd->name);
+	rc = block_columns(rd, c, &n);
+	if (!rc)
+		rc = block_samples(rd, n);
+	rd->nblocks++; /* (a block that failed leaves its in_block marks stale, never current) */
+	if (rc)
+		return rc;
+	for (size_t k = 0; k < n; k++) {
+		struct last_sample *l = &rd->last[b->last[k]];
+
+		l->s = b->s[k];
+		l->valid = true;
+		if ((rc = add_sample(rd, &b->s[k])))
+			return rc;
+	}
+	rd->last_time_ns = b->s[n - 1].time_ns;
+	return 0;
+}
+
 static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, size_t len)
 {
 	struct prs_profile *p = rd->p;
@@ -171,7 +349,7 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 	int rc;
 
 	/* what follows a sample may change how samples add up (a PROCESS entry, the END count) */
-	if (type != PRS_REC_SAMPLE && (rc = drain(rd)) != 0)
+	if (type != PRS_REC_SAMPLE && type != PRS_REC_SAMPLES && (rc = drain(rd)) != 0)
 		return rc;
 	switch (type) {
 	case PRS_REC_STRING:
@@ -239,6 +417,13 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 
 		if (c.bad)
 			return corrupt(rd, "bad stack record");
+		if (rd->version >= 2) {
+			/* the distance back from this stack's id (p->nstacks) to its parent's */
+			if (parent == 0 || parent > p->nstacks)
+				return corrupt(rd, "stack parent %" PRIu64 " back of %" PRIu64, parent,
+					       (uint64_t)p->nstacks);
+			parent = p->nstacks - parent;
+		}
 		if (parent >= p->nstacks)
 			return corrupt(rd, "stack parent %" PRIu64 " of %" PRIu64, parent, (uint64_t)p->nstacks);
 		if (frame >= p->nframes)
@@ -254,20 +439,12 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 		int64_t tid = prs_zigzag_decode(get(&c)), dt = prs_zigzag_decode(get(&c));
 		uint64_t state = get(&c), sc = get(&c), stack = get(&c), weight = get(&c);
 
-		if (c.bad || tid < INT32_MIN || tid > INT32_MAX || state > UINT8_MAX || sc > 32768 ||
-		    weight > UINT32_MAX)
+		if (c.bad || tid < INT32_MIN || tid > INT32_MAX)
 			return corrupt(rd, "bad sample record");
-		if (stack >= p->nstacks)
-			return corrupt(rd, "sample stack %" PRIu64 " of %" PRIu64, stack, (uint64_t)p->nstacks);
-		if ((dt < 0 && (uint64_t)-(dt + 1) >= rd->last_time_ns) ||
-		    (dt > 0 && (uint64_t)dt > INT64_MAX - rd->last_time_ns))
-			return corrupt(rd, "sample time out of range");
-		s.time_ns = rd->last_time_ns + (uint64_t)dt;
+		if ((rc = sample_fields(rd, &s, state, sc, stack, weight)) ||
+		    (rc = sample_time(rd, rd->last_time_ns, dt, &s.time_ns)))
+			return rc;
 		s.tid = (int32_t)tid;
-		s.state = (uint8_t)state;
-		s.syscall = (int16_t)((int64_t)sc - 1);
-		s.stack = (uint32_t)stack;
-		s.weight = (uint32_t)weight;
 		s.flags = 0;
 		/* Appended fields (see docs/pyrs-format.md), absent in older files: flags, then the
 		 * pid where it is not that of the tid's THREAD record */
@@ -286,6 +463,8 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 		rd->last_time_ns = s.time_ns;
 		return 0;
 	}
+	case PRS_REC_SAMPLES:
+		return parse_samples(rd, &c);
 	case PRS_REC_THREAD: {
 		int64_t tid = prs_zigzag_decode(get(&c));
 		uint64_t name = get(&c);
@@ -454,7 +633,8 @@ static int check_header(struct reader *rd)
 				   rd->name, version, PRS_PYRS_VERSION);
 	if (version == 0)
 		return prs_err_set(rd->err, -EINVAL, "%s: bad profile format version 0", rd->name);
-	/* flags (bytes 12..15): none defined in version 1; unknown flags are ignored */
+	rd->version = version;
+	/* flags (bytes 12..15): none defined in versions 1 and 2; unknown flags are ignored */
 	return 0;
 }
 
@@ -619,6 +799,7 @@ static int reader_init(struct reader *rd, const char *name, unsigned flags, stru
 	rd->err = err;
 	prs_buf_init(&rd->pending);
 	prs_pyrs_pids_init(&rd->pids);
+	prs_map64_init(&rd->last_of_tid);
 	prs_buf_init(&rd->frame);
 	rd->p = prs_profile_new();
 	rd->dctx = ZSTD_createDCtx();
@@ -637,6 +818,9 @@ static void reader_release(struct reader *rd)
 	ZSTD_freeDCtx(rd->dctx);
 	prs_buf_release(&rd->pending);
 	prs_pyrs_pids_release(&rd->pids);
+	prs_map64_release(&rd->last_of_tid);
+	free(rd->last);
+	free(rd->blk);
 	prs_buf_release(&rd->frame);
 }
 

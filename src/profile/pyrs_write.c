@@ -39,9 +39,14 @@ struct prs_recorder {
 	/* what has been written so far: index of the first entry not yet written */
 	uint32_t w_strings, w_mappings, w_frames, w_stacks, w_threads, w_processes, w_meta, w_acct;
 	size_t w_samples, w_expand; /* w_samples: in p->samples, or in the pending samples when aggregated */
-	uint64_t n_samples;         /* SAMPLE records written */
+	uint64_t n_samples;         /* samples written */
 	uint64_t last_time_ns;
 	struct prs_pyrs_pids pids; /* what a reader infers for a sample without a pid field */
+	/* each thread's latest sample written (a repeat of it costs a bit): tid -> index in last */
+	struct prs_map64 last_of_tid;
+	struct prs_sample *last;
+	size_t nlast, last_cap;
+	struct prs_buf col[PRS_PYRS_NCOLS]; /* a SAMPLES block's columns */
 };
 
 static int write_all(struct prs_recorder *r, const void *data, size_t len)
@@ -107,6 +112,102 @@ static int chunk(struct prs_recorder *r, struct prs_err *err)
 	return r->rec.len >= CHUNK_BYTES ? compress_out(r, ZSTD_e_end, err) : 0;
 }
 
+/* The writer no longer knows what the reader holds as each thread's latest sample. */
+static void forget_last(struct prs_recorder *r)
+{
+	prs_map64_release(&r->last_of_tid);
+	prs_map64_init(&r->last_of_tid);
+	r->nlast = 0;
+}
+
+static bool same_but_time(const struct prs_sample *a, const struct prs_sample *b)
+{
+	return a->state == b->state && a->syscall == b->syscall && a->stack == b->stack &&
+	       a->weight == b->weight && a->flags == b->flags && a->pid == b->pid;
+}
+
+/* s's entry in the latest samples (made for a new tid, NULL when out of memory); *seen says
+ * whether it held a sample before. */
+static struct prs_sample *last_of(struct prs_recorder *r, int32_t tid, bool *seen)
+{
+	uint32_t k;
+	int rc = prs_map64_intern(&r->last_of_tid, (uint32_t)tid, (uint32_t)r->nlast, &k);
+
+	if (rc < 0)
+		return NULL;
+	*seen = rc == 0;
+	if (!*seen) {
+		if (prs_array_grow((void **)&r->last, &r->last_cap, r->nlast + 1, sizeof(*r->last)) < 0) {
+			forget_last(r);
+			return NULL;
+		}
+		r->nlast++;
+	}
+	return &r->last[k];
+}
+
+/*
+ * One SAMPLES record of the n samples smp[0..n) (docs/pyrs-format.md): the fields as columns, a
+ * sample that repeats its thread's previous one but for the time as a bit. 0 or -ENOMEM (the
+ * caller then forgets the latest samples: some may have been updated for a block never written).
+ */
+static int fill_block(struct prs_recorder *r, const struct prs_sample *smp, size_t n)
+{
+	struct prs_buf *col = r->col;
+	uint8_t bits = 0;
+	int32_t tid = 0;
+	int rc = 0;
+
+	for (unsigned c = 0; c < PRS_PYRS_NCOLS; c++)
+		prs_buf_reset(&col[c]);
+	for (size_t k = 0; k < n && !rc; k++) {
+		const struct prs_sample *s = &smp[k];
+		bool seen = false;
+		struct prs_sample *last = last_of(r, s->tid, &seen);
+		bool repeat = last && seen && same_but_time(s, last);
+
+		if (!last)
+			return -ENOMEM;
+		rc = prs_buf_put_sleb(&col[PRS_COL_TID], (int64_t)s->tid - tid);
+		if (!rc)
+			rc = prs_buf_put_sleb(&col[PRS_COL_TIME], (int64_t)(s->time_ns - r->last_time_ns));
+		r->last_time_ns = s->time_ns;
+		tid = s->tid;
+		*last = *s;
+		bits |= (uint8_t)(repeat << (k % 8));
+		if (!rc && (k % 8 == 7 || k == n - 1)) {
+			rc = prs_buf_putc(&col[PRS_COL_REPEAT], bits);
+			bits = 0;
+		}
+		if (repeat || rc)
+			continue;
+		if ((rc = prs_buf_put_uleb(&col[PRS_COL_STATE], s->state)) ||
+		    (rc = prs_buf_put_uleb(&col[PRS_COL_SYSCALL], (uint64_t)((int64_t)s->syscall + 1))) ||
+		    (rc = prs_buf_put_uleb(&col[PRS_COL_STACK], s->stack)) ||
+		    (rc = prs_buf_put_uleb(&col[PRS_COL_WEIGHT], s->weight)) ||
+		    (rc = prs_buf_put_uleb(&col[PRS_COL_FLAGS], s->flags)))
+			break;
+		rc = prs_buf_put_uleb(&col[PRS_COL_PID], s->pid == prs_pyrs_pids_implied(&r->pids, s->tid)
+								 ? 0 : (uint64_t)s->pid + 1);
+	}
+	if (rc || (rc = put(r, n)))
+		return rc;
+	for (unsigned c = 0; c < PRS_PYRS_NCOLS; c++)
+		if ((rc = prs_buf_append(&r->payload, col[c].data, col[c].len)))
+			return rc;
+	return end_record(r, PRS_REC_SAMPLES);
+}
+
+static int encode_block(struct prs_recorder *r, const struct prs_sample *smp, size_t n)
+{
+	uint64_t t = r->last_time_ns;
+	int rc = fill_block(r, smp, n);
+
+	if (rc)
+		r->last_time_ns = t; /* the times of the next try count from the last sample written */
+	return rc;
+}
+
 static int encode_new(struct prs_recorder *r, struct prs_err *err)
 {
 	struct prs_profile *p = r->p;
@@ -144,7 +245,8 @@ static int encode_new(struct prs_recorder *r, struct prs_err *err)
 	for (; r->w_stacks < p->nstacks; r->w_stacks++) {
 		const struct prs_stack *st = &p->stacks[r->w_stacks];
 
-		if ((rc = put(r, st->parent)) || (rc = put(r, st->frame)) ||
+		/* the parent as a distance back: mostly the stack just before (a path is made in order) */
+		if ((rc = put(r, r->w_stacks - st->parent)) || (rc = put(r, st->frame)) ||
 		    (rc = end_record(r, PRS_REC_STACK)) || (rc = chunk(r, err)))
 			goto out;
 	}
@@ -178,21 +280,15 @@ static int encode_new(struct prs_recorder *r, struct prs_err *err)
 		smp = p->samples;
 		nsmp = p->nsamples;
 	}
-	for (; r->w_samples < nsmp; r->w_samples++) {
-		const struct prs_sample *s = &smp[r->w_samples];
-		/* the pid only where the reader would not infer it from the tid's THREAD record */
-		bool pid = s->pid != prs_pyrs_pids_implied(&r->pids, s->tid);
+	while (r->w_samples < nsmp) {
+		size_t n = nsmp - r->w_samples < PRS_PYRS_BLOCK_MAX ? nsmp - r->w_samples : PRS_PYRS_BLOCK_MAX;
 
-		if ((rc = prs_buf_put_sleb(&r->payload, s->tid)) ||
-		    (rc = prs_buf_put_sleb(&r->payload, (int64_t)(s->time_ns - r->last_time_ns))) ||
-		    (rc = put(r, s->state)) || (rc = put(r, (uint64_t)((int64_t)s->syscall + 1))) ||
-		    (rc = put(r, s->stack)) || (rc = put(r, s->weight)) ||
-		    ((s->flags || pid) && (rc = put(r, s->flags))) ||
-		    (pid && (rc = prs_buf_put_sleb(&r->payload, s->pid))) ||
-		    (rc = end_record(r, PRS_REC_SAMPLE)) || (rc = chunk(r, err)))
+		if ((rc = encode_block(r, smp + r->w_samples, n)) || (rc = chunk(r, err))) {
+			forget_last(r); /* the block is not in the file: no later sample may repeat it */
 			goto out;
-		r->last_time_ns = s->time_ns;
-		r->n_samples++;
+		}
+		r->w_samples += n;
+		r->n_samples += n;
 	}
 	if (smp != p->samples) {
 		prs_profile_pending_taken(p);
@@ -241,6 +337,9 @@ int prs_recorder_open(const char *path, struct prs_recorder **out, struct prs_er
 	prs_buf_init(&r->rec);
 	prs_buf_init(&r->payload);
 	prs_pyrs_pids_init(&r->pids);
+	prs_map64_init(&r->last_of_tid);
+	for (i = 0; i < PRS_PYRS_NCOLS; i++)
+		prs_buf_init(&r->col[i]);
 	r->path = strdup(path);
 	r->p = prs_profile_new();
 	r->cctx = ZSTD_createCCtx();
@@ -345,6 +444,10 @@ int prs_recorder_close(struct prs_recorder *r, struct prs_profile **profile, str
 	prs_buf_release(&r->rec);
 	prs_buf_release(&r->payload);
 	prs_pyrs_pids_release(&r->pids);
+	prs_map64_release(&r->last_of_tid);
+	free(r->last);
+	for (int i = 0; i < PRS_PYRS_NCOLS; i++)
+		prs_buf_release(&r->col[i]);
 	free(r->zout);
 	free(r->path);
 	free(r);

@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -549,7 +550,7 @@ Test(pyrs, empty_and_foreign_files, .init = unit_tmpdir_make, .fini = unit_tmpdi
 		{ png, sizeof(png), "not a pyrsprof profile (bad magic)" },
 		{ text, sizeof(text) - 1, "not a pyrsprof profile (bad magic)" },
 		{ "PYRS", 4, "not a pyrsprof profile (file too short: 4 bytes)" },
-		{ "PYRSPROF\x02\0\0\0\0\0\0\0", 16, "format version 2 is newer" },
+		{ "PYRSPROF\x03\0\0\0\0\0\0\0", 16, "format version 3 is newer" },
 		{ "PYRSPROF\0\0\0\0\0\0\0\0", 16, "bad profile format version 0" },
 	};
 	char path[128], want[256], warn[64];
@@ -579,7 +580,7 @@ Test(pyrs, empty_and_foreign_files, .init = unit_tmpdir_make, .fini = unit_tmpdi
 /* record types as docs/pyrs-format.md numbers them (deliberately not the implementation's enum) */
 enum {
 	PRS_REC_STRING = 1, PRS_REC_MAPPING = 2, PRS_REC_FRAME = 3, PRS_REC_STACK = 4, PRS_REC_SAMPLE = 5,
-	PRS_REC_THREAD = 6, PRS_REC_END = 9, PRS_REC_PROCESS = 10,
+	PRS_REC_THREAD = 6, PRS_REC_END = 9, PRS_REC_PROCESS = 10, PRS_REC_SAMPLES = 20,
 };
 
 static void rec(struct prs_buf *b, uint8_t type, const uint64_t *fields, size_t n, const char *bytes)
@@ -598,19 +599,27 @@ static void rec(struct prs_buf *b, uint8_t type, const uint64_t *fields, size_t 
 	prs_buf_release(&pl);
 }
 
-static int read_records(const struct prs_buf *recs, struct prs_profile **r, char *warn, size_t wsize,
-			struct prs_err *err)
+/* recs as a file of format version `version`, read. */
+static int read_records_v(const struct prs_buf *recs, uint8_t version, struct prs_profile **r,
+			  char *warn, size_t wsize, struct prs_err *err)
 {
 	size_t cap = ZSTD_compressBound(recs->len) + 16, n;
 	char *file = malloc(cap);
 	int rc;
 
 	memcpy(file, "PYRSPROF\x01\0\0\0\0\0\0\0", 16);
+	file[8] = (char)version;
 	n = ZSTD_compress(file + 16, cap - 16, recs->data, recs->len, 3);
 	cr_assert(!ZSTD_isError(n));
 	rc = prs_pyrs_read_mem(file, n + 16, r, warn, wsize, err);
 	free(file);
 	return rc;
+}
+
+static int read_records(const struct prs_buf *recs, struct prs_profile **r, char *warn, size_t wsize,
+			struct prs_err *err)
+{
+	return read_records_v(recs, 1, r, warn, wsize, err);
 }
 
 /*
@@ -670,7 +679,7 @@ static struct prs_profile *record_tree(const char *path, bool pids)
 	return out;
 }
 
-/* The payload lengths of the SAMPLE records of a .pyrs file, in order (at most max). */
+/* The payload lengths of the SAMPLES records of a .pyrs file, in order (at most max). */
 static size_t sample_payloads(const char *path, size_t *lens, size_t max)
 {
 	static uint8_t out[1 << 16];
@@ -688,7 +697,7 @@ static size_t sample_payloads(const char *path, size_t *lens, size_t max)
 		size_t used;
 
 		cr_assert_eq(prs_uleb128_decode(out + off + 1, ob.pos - off - 1, &plen, &used), 0);
-		if (out[off] == PRS_REC_SAMPLE && n < max)
+		if (out[off] == PRS_REC_SAMPLES && n < max)
 			lens[n++] = (size_t)plen;
 		off += 1 + used + (size_t)plen;
 	}
@@ -720,17 +729,15 @@ Test(pyrs, processes_round_trip, .init = unit_tmpdir_make, .fini = unit_tmpdir_r
 	cr_assert_eq(r->samples[31].pid, 0);
 	cr_assert_eq(r->samples[31].flags, PRS_SAMPLE_GIL_WAIT);
 	cr_assert_eq(r->samples[33].pid, 0);
-	/* sample records: the same bytes as without pids, but for the two whose pid the reader
-	 * could not infer (tid 12 of process 11 before its THREAD record; pid 0 of thread 10) */
+	/* the samples' records: a pid the reader infers from the THREAD record is the pid column's
+	 * 0, as without pids; a sample whose pid differs from its thread's previous one is no repeat
+	 * (6 one-byte fields more than without pids): tid 12 of process 11 in the first flush, pid 0
+	 * of thread 10 in the second */
 	n = sample_payloads(path, with, 64);
-	cr_assert_eq(n, 34);
+	cr_assert_eq(n, 2, "a SAMPLES record per flush");
 	cr_assert_eq(sample_payloads(path0, without, 64), n);
-	for (k = 0; k < n; k++) {
-		if (k == 30 || k == 33)
-			cr_assert_gt(with[k], without[k], "sample %zu", k);
-		else
-			cr_assert_eq(with[k], without[k], "sample %zu", k);
-	}
+	for (k = 0; k < n; k++)
+		cr_assert_eq(with[k], without[k] + 6, "record %zu: %zu vs %zu bytes", k, with[k], without[k]);
 	prs_profile_free(w);
 	prs_profile_free(w0);
 	prs_profile_free(r);
@@ -841,6 +848,181 @@ Test(pyrs, hostile_records)
 	cr_assert_eq(read_records(&b, &r, NULL, 0, &err), -EINVAL);
 	cr_assert(strstr(err.msg, "NUL"), "%s", err.msg);
 	prs_buf_release(&b);
+}
+
+/* ---- version 2: stacks by distance, samples in SAMPLES blocks ---- */
+
+/* A hand-made sample of a SAMPLES block: repeat, or the fields of a sample that is not one. */
+struct hsample {
+	int32_t tid;
+	int64_t dt;
+	bool repeat;
+	uint64_t state, sc, stack, weight, flags, pid; /* sc: syscall + 1; pid: 0 implied, else + 1 */
+};
+
+/* Appends a SAMPLES record of the n samples hs, laid out as docs/pyrs-format.md says. */
+static void samples_rec(struct prs_buf *b, const struct hsample *hs, size_t n)
+{
+	struct prs_buf pl;
+	int32_t tid = 0;
+	uint8_t bits = 0;
+
+	prs_buf_init(&pl);
+	prs_buf_put_uleb(&pl, n);
+	for (size_t k = 0; k < n; k++) {
+		prs_buf_put_sleb(&pl, (int64_t)hs[k].tid - tid);
+		tid = hs[k].tid;
+	}
+	for (size_t k = 0; k < n; k++)
+		prs_buf_put_sleb(&pl, hs[k].dt);
+	for (size_t k = 0; k < n; k++) {
+		bits |= (uint8_t)(hs[k].repeat << (k % 8));
+		if (k % 8 == 7 || k == n - 1) {
+			prs_buf_putc(&pl, bits);
+			bits = 0;
+		}
+	}
+	for (unsigned col = 0; col < 6; col++)
+		for (size_t k = 0; k < n; k++) {
+			const struct hsample *h = &hs[k];
+			uint64_t v[6] = { h->state, h->sc, h->stack, h->weight, h->flags, h->pid };
+
+			if (!h->repeat)
+				prs_buf_put_uleb(&pl, v[col]);
+		}
+	prs_buf_putc(b, PRS_REC_SAMPLES);
+	prs_buf_put_uleb(b, pl.len);
+	prs_buf_append(b, pl.data, pl.len);
+	prs_buf_release(&pl);
+}
+
+/* The strings, frames and stacks of the hand-made version-2 files: stack 1 = f, stack 2 = f -> g
+ * (parents as distances back), a THREAD record giving tid 7 the pid 70. */
+static void v2_head(struct prs_buf *b)
+{
+	static const uint64_t f[] = { 0, PRS_KIND_PYTHON, 0, 0, 1, 0, 3 };
+	static const uint64_t g[] = { 0, PRS_KIND_PYTHON, 0, 0, 2, 0, 4 };
+	static const uint64_t s1[] = { 1, 0 }, s2[] = { 1, 1 };
+	static const uint64_t thread[] = { 14 /* zigzag(7) */, 0, 140 /* zigzag(70) */ };
+
+	rec(b, PRS_REC_STRING, NULL, 0, "f");
+	rec(b, PRS_REC_STRING, NULL, 0, "g");
+	rec(b, PRS_REC_FRAME, f, 7, NULL);
+	rec(b, PRS_REC_FRAME, g, 7, NULL);
+	rec(b, PRS_REC_STACK, s1, 2, NULL);
+	rec(b, PRS_REC_STACK, s2, 2, NULL);
+	rec(b, PRS_REC_THREAD, thread, 3, NULL);
+}
+
+Test(pyrs, version2_blocks)
+{
+	/* block 1: tid 7 runs in g, tid 8 blocked in f (syscall 0: read) with its pid said, tid 7
+	 * again (a repeat within the block); block 2: both repeat, then tid 7 moves to f */
+	static const struct hsample b1[] = {
+		{ .tid = 7, .dt = 1000, .stack = 2, .weight = 1 },
+		{ .tid = 8, .dt = 0, .state = PRS_STATE_BLOCKED, .sc = 1, .stack = 1, .weight = 1,
+		  .flags = PRS_SAMPLE_GIL_WAIT, .pid = 81 },
+		{ .tid = 7, .dt = 10, .repeat = true },
+	};
+	static const struct hsample b2[] = {
+		{ .tid = 8, .dt = 5, .repeat = true },
+		{ .tid = 7, .dt = 0, .repeat = true },
+		{ .tid = 7, .dt = 7, .stack = 1, .weight = 2, .flags = PRS_SAMPLE_GIL },
+	};
+	static const struct prs_sample want[] = {
+		{ .time_ns = 1000, .tid = 7, .state = PRS_STATE_RUNNING, .syscall = -1, .stack = 2, .weight = 1, .pid = 70 },
+		{ .time_ns = 1000, .tid = 8, .state = PRS_STATE_BLOCKED, .syscall = 0, .stack = 1, .weight = 1,
+		  .flags = PRS_SAMPLE_GIL_WAIT, .pid = 80 },
+		{ .time_ns = 1010, .tid = 7, .state = PRS_STATE_RUNNING, .syscall = -1, .stack = 2, .weight = 1, .pid = 70 },
+		{ .time_ns = 1015, .tid = 8, .state = PRS_STATE_BLOCKED, .syscall = 0, .stack = 1, .weight = 1,
+		  .flags = PRS_SAMPLE_GIL_WAIT, .pid = 80 },
+		{ .time_ns = 1015, .tid = 7, .state = PRS_STATE_RUNNING, .syscall = -1, .stack = 2, .weight = 1, .pid = 70 },
+		{ .time_ns = 1022, .tid = 7, .state = PRS_STATE_RUNNING, .syscall = -1, .stack = 1, .weight = 2,
+		  .flags = PRS_SAMPLE_GIL, .pid = 70 },
+	};
+	struct prs_profile *r;
+	struct prs_buf b;
+	struct prs_err err;
+
+	prs_buf_init(&b);
+	v2_head(&b);
+	samples_rec(&b, b1, 3);
+	samples_rec(&b, b2, 3);
+	rec(&b, PRS_REC_END, (const uint64_t[]){ 3, 0, 2, 3, 6, 1, 0, 0 }, 8, NULL);
+	cr_assert_eq(read_records_v(&b, 2, &r, NULL, 0, &err), 0, "%s", err.msg);
+	cr_assert(r->complete);
+	cr_assert_eq(r->stacks[1].parent, 0);
+	cr_assert_eq(r->stacks[2].parent, 1);
+	cr_assert_eq(r->stacks[2].frame, 1);
+	cr_assert_eq(r->nsamples, 6);
+	for (size_t k = 0; k < 6; k++) {
+		const struct prs_sample *g = &r->samples[k], *w = &want[k];
+
+		cr_assert(g->time_ns == w->time_ns && g->tid == w->tid && g->state == w->state &&
+			  g->syscall == w->syscall && g->stack == w->stack && g->weight == w->weight &&
+			  g->flags == w->flags && g->pid == w->pid,
+			  "sample %zu: t %" PRIu64 " tid %d state %d sc %d stack %u weight %u flags %d pid %d",
+			  k, g->time_ns, g->tid, g->state, g->syscall, g->stack, g->weight, g->flags, g->pid);
+	}
+	prs_profile_free(r);
+	prs_buf_release(&b);
+}
+
+Test(pyrs, version2_hostile_blocks)
+{
+	static const struct hsample ok = { .tid = 7, .dt = 1, .stack = 1, .weight = 1 };
+	static const struct { struct hsample s[2]; size_t n; const char *msg; } cases[] = {
+		{ { { .tid = 9, .dt = 1, .repeat = true } }, 1, "repeats thread 9's previous sample, which has none" },
+		{ { { .tid = 7, .dt = 1, .stack = 3, .weight = 1 } }, 1, "sample stack 3 of 3" },
+		{ { { .tid = 7, .dt = 1, .stack = 1, .weight = 1, .pid = (1ull << 31) + 1 } }, 1, "bad sample flags or pid" },
+		{ { { .tid = 7, .dt = 1, .stack = 1, .weight = 1, .flags = 256 } }, 1, "bad sample flags or pid" },
+		{ { { .tid = 7, .dt = 1, .state = 256, .stack = 1, .weight = 1 } }, 1, "bad sample record" },
+		{ { { .tid = 7, .dt = -5, .stack = 1, .weight = 1 } }, 1, "sample time out of range" },
+		/* the bad sample second: none of the block's samples is kept */
+		{ { { .tid = 7, .dt = 1, .stack = 1, .weight = 1 }, { .tid = 8, .dt = 0, .repeat = true } }, 2,
+		  "repeats thread 8's previous sample, which has none" },
+	};
+	static const uint64_t stack_d0[] = { 0, 0 }, stack_far[] = { 4, 0 };
+	static const uint64_t count0[] = { 0 }, count_big[] = { 4097 }, cut[] = { 2, 14, 16 };
+	struct prs_profile *r;
+	struct prs_buf b;
+	struct prs_err err;
+	char warn[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		prs_buf_init(&b);
+		v2_head(&b);
+		samples_rec(&b, cases[i].s, cases[i].n);
+		cr_assert_eq(read_records_v(&b, 2, &r, NULL, 0, &err), -EINVAL, "case %zu", i);
+		cr_assert(strstr(err.msg, cases[i].msg), "case %zu: %s", i, err.msg);
+		prs_buf_release(&b);
+		/* after a good block: the good one is kept, nothing of the bad one */
+		prs_buf_init(&b);
+		v2_head(&b);
+		samples_rec(&b, &ok, 1);
+		samples_rec(&b, cases[i].s, cases[i].n);
+		cr_assert_eq(read_records_v(&b, 2, &r, warn, sizeof(warn), &err), 0, "case %zu: %s", i, err.msg);
+		cr_assert_eq(r->nsamples, 1, "case %zu", i);
+		cr_assert_not(r->complete);
+		cr_assert(strstr(warn, cases[i].msg), "case %zu: %s", i, warn);
+		prs_profile_free(r);
+		prs_buf_release(&b);
+	}
+	static const struct { uint8_t type; const uint64_t *f; size_t n; const char *msg; } recs[] = {
+		{ PRS_REC_STACK, stack_d0, 2, "stack parent 0 back of 3" },
+		{ PRS_REC_STACK, stack_far, 2, "stack parent 4 back of 3" },
+		{ PRS_REC_SAMPLES, count0, 1, "samples record of 0 samples (1 to 4096)" },
+		{ PRS_REC_SAMPLES, count_big, 1, "samples record of 4097 samples" },
+		{ PRS_REC_SAMPLES, cut, 3, "bad samples record" },
+	};
+	for (size_t i = 0; i < sizeof(recs) / sizeof(recs[0]); i++) {
+		prs_buf_init(&b);
+		v2_head(&b);
+		rec(&b, recs[i].type, recs[i].f, recs[i].n, NULL);
+		cr_assert_eq(read_records_v(&b, 2, &r, NULL, 0, &err), -EINVAL, "record %zu", i);
+		cr_assert(strstr(err.msg, recs[i].msg), "record %zu: %s", i, err.msg);
+		prs_buf_release(&b);
+	}
 }
 
 /* ---- randomized round trip ---- */
@@ -976,9 +1158,9 @@ Test(pyrs, matches_the_documented_example, .init = unit_tmpdir_make, .fini = uni
 		0x01, 0x07, 'c', 'o', 'm', 'p', 'u', 't', 'e',
 		0x03, 0x07, 0x00, 0x04, 0x00, 0x00, 0x01, 0x00, 0x00,
 		0x03, 0x07, 0x00, 0x04, 0x00, 0x00, 0x02, 0x00, 0x00,
-		0x04, 0x02, 0x00, 0x00,
+		0x04, 0x02, 0x01, 0x00,
 		0x04, 0x02, 0x01, 0x01,
-		0x05, 0x0a, 0xc8, 0x01, 0x80, 0xad, 0xe2, 0x04, 0x00, 0x00, 0x02, 0x01,
+		0x14, 0x0e, 0x01, 0xc8, 0x01, 0x80, 0xad, 0xe2, 0x04, 0x00, 0x00, 0x00, 0x02, 0x01, 0x00, 0x00,
 		0x09, 0x08, 0x03, 0x00, 0x02, 0x03, 0x01, 0x00, 0x00, 0x00,
 	};
 	struct prs_recorder *r;
@@ -1001,7 +1183,7 @@ Test(pyrs, matches_the_documented_example, .init = unit_tmpdir_make, .fini = uni
 		.stack = prs_profile_stack(p, prs_profile_stack(p, 0, f0), f1), .weight = 1 });
 	cr_assert_eq(prs_recorder_close(r, NULL, &err), 0);
 	file = read_all(path, &len);
-	cr_assert_eq(memcmp(file, "PYRSPROF\x01\0\0\0\0\0\0\0", 16), 0);
+	cr_assert_eq(memcmp(file, "PYRSPROF\x02\0\0\0\0\0\0\0", 16), 0);
 	in = (ZSTD_inBuffer){ file + 16, len - 16, 0 };
 	while (in.pos < in.size)
 		cr_assert(!ZSTD_isError(ZSTD_decompressStream(d, &ob, &in)));
