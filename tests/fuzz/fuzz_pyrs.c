@@ -5,19 +5,48 @@
  * (PRS_PYRS_SUMS, the read of report, flamegraph, diff, folded and pprof), consumed the same way.
  * The two reads parse the same records: one accepting what the other refuses, or counting other
  * samples, is a bug (abort). Seeds: recorded profiles.
+ *
+ * An input that does not start with the profile's magic is a decompressed record stream: its
+ * first byte picks the format version (1 or 2), the rest is compressed into one zstd
+ * frame behind a header. Mutations of a recorded profile mostly break zstd's checksums and stop
+ * there; these reach the record parser itself (seeds: records-*.bin, streams of recorded
+ * profiles).
  */
 #include "fuzz.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "pyrsprof/profile.h"
 
 #include "util/banned.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* The profile made of a record stream (see above): malloc'd, *len set; NULL when not one. */
+static uint8_t *from_records(const uint8_t *data, size_t size, size_t *len)
 {
+	size_t cap = ZSTD_compressBound(size) + 16, n;
+	uint8_t *file;
+
+	if (size < 1 || (size >= 8 && memcmp(data, "PYRSPROF", 8) == 0) || !(file = malloc(cap)))
+		return NULL;
+	memcpy(file, "PYRSPROF\x01\0\0\0\0\0\0\0", 16);
+	file[8] = (uint8_t)(1 + data[0] % 2);
+	n = ZSTD_compress(file + 16, cap - 16, data + 1, size - 1, 1);
+	if (ZSTD_isError(n)) {
+		free(file);
+		return NULL;
+	}
+	*len = n + 16;
+	return file;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *in, size_t insize)
+{
+	size_t size = insize;
+	uint8_t *made = from_records(in, insize, &size);
+	const uint8_t *data = made ? made : in;
 	struct prs_profile *p = NULL, *sums = NULL;
 	struct prs_err err = { 0 }, serr = { 0 };
 	char warning[512] = "", swarning[512] = "";
@@ -37,5 +66,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	prs_profile_free(p);
 	prs_profile_free(sums);
+	free(made);
 	return 0;
 }
