@@ -629,7 +629,8 @@ static int check_header(struct reader *rd)
 		version |= (uint32_t)rd->hdr[8 + i] << (8 * i);
 	if (version > PRS_PYRS_VERSION)
 		return prs_err_set(rd->err, -EINVAL,
-				   "%s: profile format version %u is newer than this pyrsprof reads (%u)",
+				   "%s: profile format version %u is newer than this pyrsprof reads (%u): "
+				   "read it with the pyrsprof that wrote it, or a newer one",
 				   rd->name, version, PRS_PYRS_VERSION);
 	if (version == 0)
 		return prs_err_set(rd->err, -EINVAL, "%s: bad profile format version 0", rd->name);
