@@ -111,8 +111,10 @@ struct prs_sampler_stats {
 	uint64_t unwind_errors, unwind_truncated, read_errors;
 	uint64_t signals_forwarded;
 	/* kernel stacks: perf samples read from the threads' rings (each cost its thread a timer
-	 * interrupt: about one per tick of CPU time), and thread-samples given kernel frames */
-	uint64_t kstack_perf_samples, kstack_matched;
+	 * interrupt: 2 per tick of CPU time at most), thread-samples given kernel frames, on-CPU
+	 * thread-samples whose thread's event was at the lowered rate (it stayed in user mode:
+	 * src/sample/kstack_rate-internal.h), and the changes of rate made */
+	uint64_t kstack_perf_samples, kstack_matched, kstack_lowered_samples, kstack_period_changes;
 	/* processes sampled (the root and, with subprocesses, every process of its tree) */
 	uint64_t processes;
 	/* Without subprocesses: the CPU time of the root's children that it waited for (so not

@@ -4,7 +4,8 @@
  * of a thread: the work the kernel did for it (zeroing the pages a NumPy allocation faults in,
  * copying a read()) is charged to the user frame that trapped, and named nowhere. Where permitted
  * (root, CAP_PERFMON, or kernel.perf_event_paranoid <= 1) each traced thread gets a perf_event_open
- * cpu-clock event sampling at PRS_KSTACK_OVERSAMPLE times the tick rate, with the kernel part of
+ * cpu-clock event sampling at twice the tick rate (lowered where the thread stays in user mode:
+ * kstack_rate-internal.h), with the kernel part of
  * the callchain only (exclude_callchain_user) and CLOCK_MONOTONIC times, into a small mmap'd ring.
  *
  * The rate is the cost: each perf sample is a timer interrupt in the target, 19 us of its time in
@@ -47,9 +48,15 @@
 #include <sys/types.h>
 
 #include "pyrsprof/profile.h"
+#include "sample/kstack_rate-internal.h"
 
-#define PRS_KSTACK_OVERSAMPLE 2 /* perf samples per tick period of CPU time */
 #define PRS_KSTACK_MAX 64       /* kernel frames kept per sample */
+/* In preload mode, the kernel's delivery of the agent's signal before its handler starts (the
+ * timer interrupt's exit to user mode: signal frame set-up, and a reschedule): measured 7-40 us
+ * before the handler's clock on a pure-user spinner at 1000 Hz (busy, load 2). Its perf samples
+ * are the agent's path, not the program's: matched, they gave a user-only spinner a kernel share
+ * of 2-3 % at 1000 Hz, and their kernel mode kept its event from the lowered rate. */
+#define PRS_KSTACK_SIGNAL_NS 50000
 
 struct prs_kstack;
 struct prs_sampler;
@@ -64,6 +71,8 @@ struct prs_kthr {
 	uint64_t pcs[PRS_KSTACK_MAX]; /* the kernel frames matched this tick, innermost first */
 	int n;
 	uint64_t user_ip;       /* the user PC of that perf sample */
+	struct prs_krate rate;  /* the rate its perf samples ask for (kstack_rate.c) */
+	bool ev_lowered;        /* its event is at the lowered rate */
 };
 
 /* A tick's stop of a thread, as the kernel frames are matched with it. */
@@ -83,9 +92,16 @@ struct prs_kstop {
 struct prs_kstack *prs_kstack_new(uint64_t period_ns, struct prs_profile *prof);
 bool prs_kstack_on(const struct prs_kstack *ks);
 const char *prs_kstack_why(const struct prs_kstack *ks);
-/* The perf samples read from the rings so far, and the thread-samples given kernel frames (0 for
- * NULL). */
-void prs_kstack_counts(const struct prs_kstack *ks, uint64_t *perf_samples, uint64_t *matched);
+/* What the kernel stacks did so far (stats.json kernel_stacks). */
+struct prs_kstack_count {
+	uint64_t perf_samples;    /* perf samples read from the rings */
+	uint64_t matched;         /* thread-samples given kernel frames */
+	uint64_t lowered_samples; /* on-CPU thread-samples whose thread's event was at the lowered
+				   * rate (kstack_rate.c): their kernel part was seen that rarely */
+	uint64_t period_changes;  /* PERF_EVENT_IOC_PERIOD calls made */
+};
+/* Fills c (zeros for NULL). */
+void prs_kstack_counts(const struct prs_kstack *ks, struct prs_kstack_count *c);
 /* NULL is fine. */
 void prs_kstack_free(struct prs_kstack *ks);
 /* Whether s asks for kernel stacks with a source that can have them (ptrace, preload). */

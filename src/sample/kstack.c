@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -18,6 +19,7 @@
 
 #include "pyrsprof/counters.h"
 #include "pyrsprof/kallsyms.h"
+#include "sample/kstack_rate-internal.h"
 #include "sample/sampler-internal.h"
 #include "util/banned.h"
 
@@ -30,10 +32,11 @@
 
 struct prs_kstack {
 	uint32_t mapping;       /* the profile's kernel mapping: kernel PCs are its raw frames */
-	uint64_t sample_ns;     /* the events' period of CPU time */
+	uint64_t sample_ns;     /* the events' full-rate period of CPU time (kstack_rate.c) */
 	int nevents;            /* threads with an open event (MAX_EVENTS at most) */
 	uint64_t opened;        /* events ever opened on the target's threads */
 	uint64_t perf_samples, matched; /* (prs_kstack_counts) */
+	uint64_t lowered_samples, period_changes; /* (prs_kstack_counts) */
 	bool on;
 	char why[320];
 };
@@ -96,10 +99,9 @@ struct prs_kstack *prs_kstack_new(uint64_t period_ns, struct prs_profile *prof)
 	/* A little longer than a tick's share: in preload mode the agent's timer counts the same CPU
 	 * time, and at exactly period/2 the lag from the last perf sample to the agent's would be
 	 * the same all run long (matching well or badly for the whole run, by the luck of the start);
-	 * 1/64 longer, it sweeps through every lag every ~32 samples, as ptrace's wall-clock ticks do. */
-	ks->sample_ns = period_ns / PRS_KSTACK_OVERSAMPLE + period_ns / 128;
-	if (ks->sample_ns < 100000)
-		ks->sample_ns = 100000;
+	 * 1/64 longer, it sweeps through every lag every ~32 samples, as ptrace's wall-clock ticks do.
+	 * Capped at 1000 per CPU second (at 1000 Hz: 1 per tick). */
+	ks->sample_ns = prs_krate_full_ns(period_ns);
 	/* the same event on ourselves: refused when it would be on the target's threads (traced, they
 	 * give ptrace access; in preload mode the first refusal there is said: kthr_new) */
 	fd = open_event(0, ks->sample_ns);
@@ -133,10 +135,15 @@ const char *prs_kstack_why(const struct prs_kstack *ks)
 	return ks ? ks->why : "";
 }
 
-void prs_kstack_counts(const struct prs_kstack *ks, uint64_t *perf_samples, uint64_t *matched)
+void prs_kstack_counts(const struct prs_kstack *ks, struct prs_kstack_count *c)
 {
-	*perf_samples = ks ? ks->perf_samples : 0;
-	*matched = ks ? ks->matched : 0;
+	memset(c, 0, sizeof(*c));
+	if (!ks)
+		return;
+	c->perf_samples = ks->perf_samples;
+	c->matched = ks->matched;
+	c->lowered_samples = ks->lowered_samples;
+	c->period_changes = ks->period_changes;
 }
 
 void prs_kstack_free(struct prs_kstack *ks)
@@ -178,6 +185,7 @@ static struct prs_kthr *kthr_new(struct prs_kstack *ks, pid_t tid)
 		return kt; /* (a thread exiting, or one too many): it stays without kernel frames */
 	ks->nevents++;
 	ks->opened++;
+	prs_krate_init(&kt->rate, ks->sample_ns);
 	kt->ring_len = (size_t)page * (1 + RING_PAGES);
 	kt->ring = mmap(NULL, kt->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, kt->fd, 0);
 	return kt;
@@ -276,6 +284,7 @@ static void drain(struct prs_kstack *ks, struct prs_kthr *kt, uint64_t until_ns)
 			ks->perf_samples++;
 			/* (samples of the previous stop's own path are skipped) */
 			if (k.time <= kt->prev_intr_ns || k.time > kt->prev_stop_ns) {
+				prs_krate_see(&kt->rate, k.ip >= KERNEL_HALF);
 				kt->n = 0;
 				kt->user_ip = k.user_ip;
 				if (k.ip >= KERNEL_HALF)
@@ -285,6 +294,21 @@ static void drain(struct prs_kstack *ks, struct prs_kthr *kt, uint64_t until_ns)
 		tail += h.size;
 	}
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+/* Sets kt's event to the period its rate asks for (kstack_rate.c), when it changed. */
+static void apply_rate(struct prs_kstack *ks, struct prs_kthr *kt)
+{
+	uint64_t ns = ks->sample_ns * (kt->rate.lowered ? PRS_KRATE_LOWER : 1);
+
+	if (kt->rate.lowered == kt->ev_lowered)
+		return;
+	if (ioctl(kt->fd, PERF_EVENT_IOC_PERIOD, &ns) != 0) {
+		prs_krate_undo(&kt->rate, kt->ev_lowered); /* (tried again after another run) */
+		return;
+	}
+	kt->ev_lowered = kt->rate.lowered;
+	ks->period_changes++;
 }
 
 uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct prs_kthr **kt,
@@ -305,7 +329,11 @@ uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct
 	k = *kt;
 	if (k->ring == MAP_FAILED)
 		return stack;
+	/* the rate the perf samples before this tick were taken at */
+	if (on_cpu && k->ev_lowered)
+		ks->lowered_samples++;
 	drain(ks, k, on_cpu ? stop->interrupt_ns : UINT64_MAX);
+	apply_rate(ks, k);
 	if (!on_cpu)
 		return stack;
 	k->prev_intr_ns = stop->interrupt_ns;

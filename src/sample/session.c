@@ -580,10 +580,15 @@ bool prs_sampler_target_exited(const struct prs_sampler *s)
 void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats *stats)
 {
 	struct prs_py_stats ps = s->py_gone;
+	struct prs_kstack_count kc;
 
 	*stats = s->st;
 	stats->threads_seen = s->thr_common.seen;
-	prs_kstack_counts(s->kstack, &stats->kstack_perf_samples, &stats->kstack_matched);
+	prs_kstack_counts(s->kstack, &kc);
+	stats->kstack_perf_samples = kc.perf_samples;
+	stats->kstack_matched = kc.matched;
+	stats->kstack_lowered_samples = kc.lowered_samples;
+	stats->kstack_period_changes = kc.period_changes;
 	for (size_t i = 0; i < s->ntargets; i++)
 		add_py_stats(&ps, s->targets[i]);
 	stats->py_read_errors = ps.read_errors;

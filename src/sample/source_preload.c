@@ -258,10 +258,11 @@ static void record_slot(struct prs_sampler *s, struct prs_target *tg, struct prs
 	smp.syscall = -1;
 	smp.weight = sl->weight >= 1 && sl->weight <= 10000 ? sl->weight : 1;
 	t->wait_addr = 0;
-	/* kernel frames (kstack.c): the perf samples up to the signal, of the PC it interrupted;
-	 * those of the handler itself left out. Not for a thread gone: no event of its own. */
+	/* kernel frames (kstack.c): the perf samples up to the signal's delivery, of the PC it
+	 * interrupted; those of the delivery and the handler left out. Not for a thread gone: no
+	 * event of its own. */
 	kstop.on_cpu = true;
-	kstop.interrupt_ns = sl->time_ns;
+	kstop.interrupt_ns = sl->time_ns > PRS_KSTACK_SIGNAL_NS ? sl->time_ns - PRS_KSTACK_SIGNAL_NS : 0;
 	kstop.cont_ns = sl->time_ns + (sl->handler_ns < (uint64_t)s->period_ns ? sl->handler_ns
 									: (uint64_t)s->period_ns);
 	kstop.user_pc = sl->regs[PRS_REG_RIP];

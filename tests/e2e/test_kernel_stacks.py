@@ -121,6 +121,10 @@ def check_frames_under_the_faulting_user_frame(r, cpu):
     ticks = json.loads((r.dir / "stats.json").read_text())["ticks"]["taken"]
     assert ks["matched"] == n, (ks, n)
     assert n <= ks["perf_samples"] <= 2 * ticks + 2, (ks, ticks)
+    # the kernel works for kwork every 40 ms: its event keeps the full rate, 2 per tick of CPU
+    # time (kstack_rate.c lowers it only after 160 ms of user-only samples)
+    assert ks["lowered_samples"] <= 0.05 * total(cpu), (ks, total(cpu))
+    assert ks["perf_samples"] >= 1.5 * total(cpu), (ks, total(cpu))
 
 
 def test_kernel_frames_under_the_faulting_user_frame(kwork):
@@ -141,6 +145,19 @@ def test_preload_mode_has_them_too(kwork_preload, perf_share):
     ours = kernel_share(cpu)
     assert abs(ours - perf_share) <= TOLERANCE, \
         f"preload: kernel share {ours:.3f}, perf's {perf_share:.3f} (tolerance {TOLERANCE})"
+
+
+def test_pure_user_thread_is_sampled_at_the_lowered_rate(record, export_folded, permitted):
+    """A thread that only computes in user space: after 32 user-mode perf samples (160 ms of its
+    CPU time) its event's period is raised 16 times (kstack_rate.c), so over 2 s it pays about
+    32 + 184 / 8 = 55 timer interrupts instead of 2 per tick (400); kwork, which the kernel works
+    for, keeps the full rate (check_frames_under_the_faulting_user_frame)."""
+    r = record("busy", "threads", "1", "2", extra=["--no-classify"])
+    cpu = total(export_folded(r.pyrs, view="cpu", lines=False))
+    ks = r.stats()["kernel_stacks"]
+    assert cpu >= 100, r.res.describe()
+    assert ks["period_changes"] >= 1 and ks["lowered_samples"] >= 0.7 * cpu, (ks, cpu)
+    assert ks["perf_samples"] <= 0.4 * cpu, (ks, cpu)
 
 
 def test_numpy_page_zeroing_under_the_allocating_line(run_prs, export_folded, outdir, permitted):

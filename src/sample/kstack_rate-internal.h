@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel-stack events' rate (kstack.c), per thread: full where the kernel works for the
+ * thread, lowered where it does not. Each perf sample is a timer interrupt in the target (19 us of
+ * its time here), and a thread that computes in user space gets no kernel frames from them: at
+ * the full rate (2 per tick) they cost it 0.38 % of its time at 100 Hz and 3.8 % at 1000 Hz for
+ * nothing. So a thread whose last perf samples were all taken in user mode (PRS_KRATE_USER_RUN of
+ * them in a row, and PRS_KRATE_USER_NS of its CPU time: longer than the phases of a program that
+ * alternates, as kwork's 40 ms) gets its event's period raised PRS_KRATE_LOWER times (1 per 8
+ * ticks at 100 Hz), and the full rate back at its
+ * first perf sample taken in the kernel. The period is changed by PERF_EVENT_IOC_PERIOD (13 us, an
+ * IPI to the thread's CPU), only at a change. The full rate is capped at PRS_KRATE_MIN_NS of CPU
+ * time per perf sample: at 1000 Hz, 1 per tick instead of 2.
+ *
+ * What it costs the kernel share: while a thread's event is lowered, a tick can match only a
+ * kernel perf sample that just turned it back to full, so the kernel work of a thread that
+ * starts after a long user-only stretch is missed for up to one lowered period (8 ticks) of its
+ * CPU time; a thread whose perf samples are user-only 32 in a row spends at most a few % of its
+ * time in the kernel (a 10 % kernel share has 32 user samples in a row 3 % of the time). Nothing
+ * is scaled or guessed: those samples are user-only, and stats.json kernel_stacks.lowered_samples
+ * counts them, so the reader knows how many were seen at the lowered rate.
+ *
+ * Pure logic, unit-tested in tests/unit/test_kstack_rate.c.
+ */
+#ifndef PYRSPROF_SAMPLE_KSTACK_RATE_INTERNAL_H
+#define PYRSPROF_SAMPLE_KSTACK_RATE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define PRS_KRATE_USER_RUN 32     /* user-mode perf samples in a row before the rate is lowered, */
+#define PRS_KRATE_USER_NS 160000000u /* and at least this much CPU time at the full rate */
+#define PRS_KRATE_LOWER 16        /* the lowered period: this many full ones */
+#define PRS_KRATE_MIN_NS 1000000u /* the full rate's shortest period (CPU time per perf sample) */
+
+/* One thread's rate (prs_krate_init): full rate, no sample yet. */
+struct prs_krate {
+	uint32_t need;          /* user-mode samples in a row that lower the rate */
+	uint32_t user_run;      /* perf samples in user mode since the last one in the kernel */
+	bool lowered;           /* the period asked for is the lowered one */
+};
+
+/* What a perf sample calls for. */
+enum prs_krate_change {
+	PRS_KRATE_KEEP,         /* the period stays */
+	PRS_KRATE_TO_LOW,       /* lower the rate: the thread has stayed in user mode */
+	PRS_KRATE_TO_FULL,      /* back to the full rate: the kernel works for the thread */
+};
+
+/* The rate of an event opened at the full rate, of period full_ns (prs_krate_full_ns). */
+void prs_krate_init(struct prs_krate *r, uint64_t full_ns);
+
+/* Sees one perf sample of the thread, taken in the kernel or not: the change it calls for. */
+enum prs_krate_change prs_krate_see(struct prs_krate *r, bool kernel);
+
+/* A change could not be made (the ioctl failed): r asks for `lowered` again, its run restarted. */
+void prs_krate_undo(struct prs_krate *r, bool lowered);
+
+/*
+ * The full rate's period for a sampling period of period_ns: a little over half of it (2 per
+ * tick, 1/64 longer so that the lag to preload's CPU-time ticks sweeps: kstack.c), never under
+ * PRS_KRATE_MIN_NS (then 1/128 over it, for the same sweep). The lowered one is PRS_KRATE_LOWER
+ * times it.
+ */
+uint64_t prs_krate_full_ns(uint64_t period_ns);
+
+#endif

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel-stack events' rate (src/sample/kstack_rate.c): a sequence of perf samples, each in
+ * user mode or in the kernel, and the period changes it calls for. The truth is the rule in
+ * kstack_rate-internal.h: lowered after `need` user-mode samples in a row (32, or 160 ms of CPU
+ * time at the full rate when that is more), back to full at the first kernel-mode sample, each
+ * change said once; the full period a little over half the tick, never under 1 ms.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "sample/kstack_rate-internal.h"
+
+#include "util/banned.h"
+
+#define P100 10000000ull /* 100 Hz */
+#define P1000 1000000ull /* 1000 Hz */
+
+/* Feeds seq ('u' user, 'k' kernel) and writes the changes, one letter per sample: '.' keep,
+ * 'L' lower, 'F' back to full. */
+static void feed(struct prs_krate *r, const char *seq, char *out)
+{
+	size_t i;
+
+	for (i = 0; seq[i]; i++) {
+		enum prs_krate_change c = prs_krate_see(r, seq[i] == 'k');
+
+		out[i] = c == PRS_KRATE_TO_LOW ? 'L' : c == PRS_KRATE_TO_FULL ? 'F' : '.';
+	}
+	out[i] = '\0';
+}
+
+/* n copies of c, then tail. */
+static void rep(char *buf, char c, size_t n, const char *tail)
+{
+	memset(buf, c, n);
+	memcpy(buf + n, tail, strlen(tail) + 1);
+}
+
+/* pat, times over. */
+static void cycle(char *buf, const char *pat, int times)
+{
+	size_t len = strlen(pat);
+
+	for (int i = 0; i < times; i++)
+		memcpy(buf + (size_t)i * len, pat, len);
+	buf[(size_t)times * len] = '\0';
+}
+
+Test(kstack_rate, full_period_is_half_a_tick_and_a_little_capped_at_1ms)
+{
+	cr_assert_eq(prs_krate_full_ns(P100), P100 / 2 + P100 / 128);  /* 2 per tick at 100 Hz */
+	cr_assert_eq(prs_krate_full_ns(P100 / 2), P100 / 4 + P100 / 256); /* and at 200 Hz */
+	/* 1000 Hz: 1 per tick, a little over, so that the lag to preload's ticks still sweeps */
+	cr_assert_eq(prs_krate_full_ns(P1000), 1000000 + 1000000 / 128);
+	cr_assert_eq(prs_krate_full_ns(P1000 / 4), 1000000 + 1000000 / 128);
+}
+
+Test(kstack_rate, need_is_32_samples_or_160ms_of_cpu)
+{
+	struct prs_krate r;
+
+	prs_krate_init(&r, prs_krate_full_ns(P100)); /* 5.08 ms: 160 ms is 31.5 samples */
+	cr_assert_eq(r.need, 32);
+	prs_krate_init(&r, prs_krate_full_ns(P1000)); /* 1.008 ms: 158 samples */
+	cr_assert_eq(r.need, 158);
+	cr_assert(!r.lowered && r.user_run == 0);
+}
+
+Test(kstack_rate, a_pure_user_thread_is_lowered_once_after_its_run)
+{
+	struct prs_krate r;
+	char seq[128], out[128], want[128];
+
+	prs_krate_init(&r, prs_krate_full_ns(P100));
+	rep(seq, 'u', 100, "");
+	feed(&r, seq, out);
+	rep(want, '.', 31, "L");
+	memset(want + 32, '.', 68);
+	want[100] = '\0';
+	cr_assert_str_eq(out, want, "the 32nd user sample lowers, and only it");
+	cr_assert(r.lowered);
+}
+
+Test(kstack_rate, a_kernel_sample_restores_the_full_rate_at_once)
+{
+	struct prs_krate r;
+	char seq[128], out[128];
+
+	prs_krate_init(&r, prs_krate_full_ns(P100));
+	rep(seq, 'u', 32, "uuukkuu");
+	feed(&r, seq, out);
+	cr_assert_str_eq(out + 31, "L...F...", "lowered, then full at the first kernel sample only");
+	cr_assert(!r.lowered);
+	cr_assert_eq(r.user_run, 2);
+}
+
+Test(kstack_rate, a_thread_the_kernel_works_for_keeps_the_full_rate)
+{
+	struct prs_krate r;
+	char seq[600], out[600];
+
+	/* kwork-like: 31 user samples, then one in the kernel, over and over; never lowered */
+	prs_krate_init(&r, prs_krate_full_ns(P100));
+	cycle(seq, "uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuk", 18);
+	feed(&r, seq, out);
+	cr_assert_null(strpbrk(out, "LF"), "%s", out);
+	/* a syscall-heavy one: every other sample in the kernel */
+	prs_krate_init(&r, prs_krate_full_ns(P100));
+	cycle(seq, "uk", 250);
+	feed(&r, seq, out);
+	cr_assert_null(strpbrk(out, "LF"), "%s", out);
+}
+
+Test(kstack_rate, at_1000hz_the_run_is_160ms_of_cpu)
+{
+	struct prs_krate r;
+	char seq[200], out[200];
+
+	prs_krate_init(&r, prs_krate_full_ns(P1000));
+	rep(seq, 'u', 158, "");
+	feed(&r, seq, out);
+	cr_assert_eq(strchr(out, 'L'), out + 157, "lowered at the 158th user sample: %s", out);
+}
+
+Test(kstack_rate, a_failed_change_starts_a_new_run)
+{
+	struct prs_krate r;
+	char seq[64], out[64];
+
+	prs_krate_init(&r, prs_krate_full_ns(P100));
+	rep(seq, 'u', 32, "");
+	feed(&r, seq, out);
+	cr_assert(r.lowered);
+	prs_krate_undo(&r, false); /* the ioctl failed: the event is still at the full rate */
+	cr_assert(!r.lowered);
+	rep(seq, 'u', 31, "");
+	feed(&r, seq, out);
+	cr_assert_null(strchr(out, 'L'), "asked again only after a whole new run");
+	feed(&r, "u", out);
+	cr_assert_str_eq(out, "L");
+}
