@@ -49,6 +49,7 @@ enum prs_reason prs_sample_reason(const struct prs_sample *s);
 
 struct prs_thread_facts {
 	int32_t tid;
+	int32_t pid, ppid;             /* its process and that one's parent (0: not known) */
 	char name[64];
 	double wall_s;                 /* time the thread existed in the recording */
 	double t[PRS_R__COUNT];        /* seconds by reason; they sum to wall_s */

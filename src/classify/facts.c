@@ -32,6 +32,8 @@
 #define PRS_DISK_RATE (1e6)        /* storage bytes/s that make unseen waits disk IO */
 #define PRS_IDLE_CPU_SHARE 0.01    /* an idle worker uses less than this share of the process CPU */
 #define PRS_IDLE_WAIT_SHARE 0.95   /* ... and waits in one syscall this share of its time */
+#define PRS_CHILD_WAIT_SHARE 0.5   /* a parent waiting for its children's results waits this share */
+#define PRS_TREE_DEPTH 8           /* process generations looked up for a busy descendant */
 
 void prs_facts_note(struct prs_facts *f, const char *fmt, ...)
 {
@@ -387,12 +389,88 @@ static void attribute_unseen(struct prs_facts *f)
 		       "moved %.1f MB/s to or from storage", unseen, rate / 1e6);
 }
 
+/* On a CPU or wanting one at least half its time. */
+static bool busy_thread(const struct prs_thread_facts *t)
+{
+	return t->wall_s > 0 && t->t[PRS_R_CPU] + t->t[PRS_R_RUNQ] >= 0.5 * t->wall_s;
+}
+
+/* The parent pid of process pid, from its threads' facts (0: not known). */
+static int32_t parent_of(const struct prs_facts *f, int32_t pid)
+{
+	for (size_t i = 0; i < f->nthreads; i++)
+		if (f->threads[i].pid == pid && f->threads[i].ppid > 0)
+			return f->threads[i].ppid;
+	return 0;
+}
+
+/* Whether a descendant process of pid (a child, or its child, ...) has a busy thread. */
+static bool busy_descendant(const struct prs_facts *f, int32_t pid)
+{
+	for (size_t i = 0; i < f->nthreads; i++) {
+		int32_t q = f->threads[i].ppid;
+
+		if (!busy_thread(&f->threads[i]) || f->threads[i].pid == pid)
+			continue;
+		for (int d = 0; d < PRS_TREE_DEPTH && q > 0; d++, q = parent_of(f, q))
+			if (q == pid)
+				return true;
+	}
+	return false;
+}
+
+/*
+ * A thread waiting for its child processes' results: a multiprocessing pool's parent in
+ * pool.map() waits on a futex (the result's event, set by its result-handler thread, which
+ * reads the workers' pipe) or on the pipe, 70-90 % of its time, and read as lock contention
+ * (issue 11: a 4-worker fork pool on 2 CPUs got "lock-contended" first). It is an idle waiter,
+ * as a parked pool worker is: not busy itself, its waits (lock, network/event, child) most of
+ * its time, no other thread of its process busy (none can be holding a lock it contends for:
+ * its sibling threads are the pool's parked handlers), and a descendant process busy.
+ */
+struct pid_memo {
+	int32_t pid[64];
+	bool yes[64];             /* its children work, and no thread of its own does */
+	unsigned n;
+};
+
+/* Whether process pid's descendants work while none of its own threads does (memo: each process
+ * is looked at once, its tree walk being quadratic in the threads). */
+static bool children_work(const struct prs_facts *f, int32_t pid, struct pid_memo *m)
+{
+	bool yes = true;
+
+	for (unsigned k = 0; k < m->n; k++)
+		if (m->pid[k] == pid)
+			return m->yes[k];
+	for (size_t i = 0; i < f->nthreads && yes; i++)
+		if (f->threads[i].pid == pid && busy_thread(&f->threads[i]))
+			yes = false;
+	yes = yes && busy_descendant(f, pid);
+	if (m->n < 64) {
+		m->pid[m->n] = pid;
+		m->yes[m->n++] = yes;
+	}
+	return yes;
+}
+
+static bool waits_for_children(const struct prs_facts *f, const struct prs_thread_facts *t,
+			       struct pid_memo *m)
+{
+	double waits = t->t[PRS_R_LOCK] + t->t[PRS_R_IO_NET] + t->t[PRS_R_CHILD];
+
+	if (t->pid <= 0 || busy_thread(t) || waits < PRS_CHILD_WAIT_SHARE * t->wall_s)
+		return false;
+	return children_work(f, t->pid, m);
+}
+
 void prs_facts_budget(struct prs_facts *f)
 {
 	struct prs_budget *b = &f->budget;
 	double total_cpu = 0, wmax = 0, sum = 0;
 	unsigned nidle = 0, nlive = 0;
 	bool busy = false;
+	struct pid_memo memo = { .n = 0 };
 
 	memset(b, 0, sizeof(*b));
 	for (size_t i = 0; i < f->nthreads; i++) {
@@ -403,13 +481,10 @@ void prs_facts_budget(struct prs_facts *f)
 	/* idle workers: next to no CPU, parked in one syscall (design note §1.4). A pool's parking
 	 * (futex) or a timer's sleep is idle whatever else runs; a thread parked in an IO wait is
 	 * idle only beside a thread that is busy on a CPU (else the waiting is the program's work:
-	 * an IO-bound main thread uses next to no CPU too) */
-	for (size_t i = 0; i < f->nthreads; i++) {
-		const struct prs_thread_facts *t = &f->threads[i];
-
-		if (t->wall_s > 0 && t->t[PRS_R_CPU] + t->t[PRS_R_RUNQ] >= 0.5 * t->wall_s)
-			busy = true;
-	}
+	 * an IO-bound main thread uses next to no CPU too). And a thread waiting for its child
+	 * processes' results (waits_for_children) */
+	for (size_t i = 0; i < f->nthreads; i++)
+		busy |= busy_thread(&f->threads[i]);
 	for (size_t i = 0; i < f->nthreads; i++) {
 		struct prs_thread_facts *t = &f->threads[i];
 		enum prs_kind k;
@@ -418,6 +493,11 @@ void prs_facts_budget(struct prs_facts *f)
 		if (t->wall_s <= 0)
 			continue;
 		nlive++;
+		if (waits_for_children(f, t, &memo)) {
+			t->idle = true;
+			nidle++;
+			continue;
+		}
 		if (t->t[PRS_R_CPU] > PRS_IDLE_CPU_SHARE * total_cpu &&
 		    t->t[PRS_R_CPU] > PRS_IDLE_CPU_SHARE * t->wall_s)
 			continue;

@@ -145,6 +145,15 @@ static void top_syscalls(struct prs_facts *f, const struct sc_count *sc, size_t 
 			? f->threads[i].wait_syscall_share / f->threads[i].samples : 0;
 }
 
+/* Each thread's process's parent, from the profile's process tree (its latest entry). */
+static void parents(const struct prs_profile *p, struct prs_facts *f)
+{
+	for (uint32_t k = 0; k < p->nprocesses; k++)
+		for (size_t i = 0; i < f->nthreads; i++)
+			if (f->threads[i].pid == p->processes[k].pid && p->processes[k].ppid > 0)
+				f->threads[i].ppid = p->processes[k].ppid;
+}
+
 int prs_facts_from_samples(const struct prs_profile *p, struct prs_facts *f, double tick_s)
 {
 	size_t cap = 0, nsc = 0, capsc = 0;
@@ -175,6 +184,8 @@ int prs_facts_from_samples(const struct prs_profile *p, struct prs_facts *f, dou
 			rc = -ENOMEM;
 			goto out;
 		}
+		if (s->pid > 0)
+			t->pid = s->pid;
 		t->samples += w;
 		t->sampled[r] += w; /* (times below: the same however the samples were summed) */
 		if (s->stack < p->nstacks && py[s->stack])
@@ -241,6 +252,7 @@ int prs_facts_from_samples(const struct prs_profile *p, struct prs_facts *f, dou
 		snprintf(f->copy_top, sizeof(f->copy_top), "%s",
 			 prs_profile_frame_label(p, leaves[best].frame, label, sizeof(label)));
 	}
+	parents(p, f);
 	for (uint32_t i = 0; i < p->nthreads; i++) {
 		struct prs_thread_facts *t = NULL;
 

@@ -510,3 +510,87 @@ Test(acct, sample_reasons)
 	s.state = PRS_STATE_STOPPED;
 	cr_assert_eq(prs_sample_reason(&s), PRS_R_OTHER);
 }
+
+/* A thread of process pid: of 100 ticks (10 ms apart, 1 s), `run` on a CPU, `runq` waiting for
+ * one, the rest blocked in syscall nr but the last `tail`, blocked in nr2. */
+static void add_thread2(struct prs_profile *p, uint32_t st, int32_t pid, int32_t tid, int run,
+			int runq, int nr, int tail, int nr2)
+{
+	for (int k = 0; k < 100; k++) {
+		struct prs_sample s = { (uint64_t)k * 10000000 + (uint64_t)tid, tid, PRS_STATE_RUNNING,
+					-1, st, 1, 0 };
+
+		s.pid = pid;
+		if (k >= run + runq) {
+			s.state = PRS_STATE_BLOCKED;
+			s.syscall = (int16_t)(k >= 100 - tail ? nr2 : nr);
+		} else if (k >= run) {
+			s.state = PRS_STATE_RUNQUEUE;
+		}
+		cr_assert_eq(prs_profile_sample(p, &s), 0);
+	}
+}
+
+static void add_thread(struct prs_profile *p, uint32_t st, int32_t pid, int32_t tid, int run,
+		       int runq, int nr)
+{
+	add_thread2(p, st, pid, tid, run, runq, nr, 0, nr);
+}
+
+/* A multiprocessing pool's parent waiting for its results (pool.map: the main thread on the
+ * result's futex 72 %, the pipe 15 %; its handler threads parked in read and futex) beside 4
+ * busy worker processes, its children, on 2 CPUs: the parent is an idle waiter, not lock
+ * contention, and the verdict is the workers' CPU saturation. */
+static struct prs_profile *pool_profile(bool children)
+{
+	struct prs_profile *p = prs_profile_new();
+	uint32_t f = prs_profile_named_frame(p, PRS_KIND_NATIVE, prs_profile_string(p, "main", 4), 0, 0);
+	uint32_t st = prs_profile_stack(p, 0, f), cmd = prs_profile_string(p, "python3 pool.py", 15);
+
+	prs_profile_meta(p, "duration_s", "1");
+	prs_profile_meta(p, "rate_hz", "100");
+	prs_profile_meta(p, "ticks", "100");
+	cr_assert_eq(prs_profile_process(p, 1000, 1, cmd, 0), 0);
+	add_thread2(p, st, 1000, 1000, 3, 10, SYS_futex, 15, SYS_read);
+	add_thread(p, st, 1000, 1001, 0, 1, SYS_read);  /* _handle_workers */
+	add_thread(p, st, 1000, 1002, 0, 0, SYS_futex); /* _handle_tasks */
+	add_thread(p, st, 1000, 1003, 0, 1, SYS_read);  /* _handle_results */
+	for (int w = 0; w < 4; w++) {
+		/* workers: children of the parent, or (children false) of nobody we know */
+		cr_assert_eq(prs_profile_process(p, 2000 + w, children ? 1000 : 0, cmd, 0), 0);
+		add_thread(p, st, 2000 + w, 2000 + w, 45, 50, SYS_futex);
+	}
+	return p;
+}
+
+Test(acct, pool_parent_waiting_for_its_children_is_idle_not_lock_contention)
+{
+	struct prs_profile *p = pool_profile(true);
+	struct prs_facts f;
+	struct prs_verdict v;
+
+	cr_assert_eq(prs_facts_build(p, &f, NULL), 0);
+	cr_assert_eq(f.nthreads, 8);
+	cr_assert_eq(f.threads[0].tid, 1000);
+	cr_assert_eq(f.threads[0].pid, 1000);
+	cr_assert_eq(f.threads[4].ppid, 1000, "the workers' parent, from the process tree");
+	cr_assert_float_eq(f.threads[0].t[PRS_R_LOCK], 0.72, 1e-9);
+	cr_assert(f.threads[0].idle, "the parent's main thread waits for its children's results");
+	cr_assert_eq(f.budget.active, 4);
+	cr_assert_eq(f.budget.idle, 4);
+	cr_assert_float_eq(f.budget.f[PRS_R_LOCK], 0.05, 1e-9); /* the workers' own 5 % */
+	prs_classify(&f, &v);
+	cr_assert_eq(v.primary.rule, PRS_RULE_SATURATED);
+	for (unsigned i = 0; i < v.nalso; i++)
+		cr_assert_neq(v.also[i].rule, PRS_RULE_LOCK);
+	prs_facts_release(&f);
+	prs_profile_free(p);
+	/* the same parent, the workers not known as its children: its lock waits count (what the
+	 * lock rule then says of them is the rule's business: 0.72 of 5 threads' time) */
+	p = pool_profile(false);
+	cr_assert_eq(prs_facts_build(p, &f, NULL), 0);
+	cr_assert(!f.threads[0].idle);
+	cr_assert_eq(f.budget.active, 5);
+	prs_facts_release(&f);
+	prs_profile_free(p);
+}
