@@ -115,6 +115,8 @@ struct prs_sampler_stats {
 	 * thread-samples whose thread's event was at the lowered rate (it stayed in user mode:
 	 * src/sample/kstack_rate-internal.h), and the changes of rate made */
 	uint64_t kstack_perf_samples, kstack_matched, kstack_lowered_samples, kstack_period_changes;
+	/* the kernel-mode share of those perf samples, each weighed by its rate's period */
+	double kstack_perf_kernel_share;
 	/* processes sampled (the root and, with subprocesses, every process of its tree) */
 	uint64_t processes;
 	/* Without subprocesses: the CPU time of the root's children that it waited for (so not

@@ -60,10 +60,12 @@ int cli_write_stats(const char *dir, const struct prs_sampler_stats *st, double 
 						    "late_sampled", (json_int_t)st->late_sampled, "new",
 						    (json_int_t)st->skipped_new));
 	json_object_set_new(j, "kernel_stacks",
-			    json_pack("{s:I, s:I, s:I, s:I}", "perf_samples", (json_int_t)st->kstack_perf_samples,
-				      "matched", (json_int_t)st->kstack_matched, "lowered_samples",
+			    json_pack("{s:I, s:I, s:I, s:I, s:f}", "perf_samples",
+				      (json_int_t)st->kstack_perf_samples, "matched",
+				      (json_int_t)st->kstack_matched, "lowered_samples",
 				      (json_int_t)st->kstack_lowered_samples, "period_changes",
-				      (json_int_t)st->kstack_period_changes));
+				      (json_int_t)st->kstack_period_changes, "perf_kernel_share",
+				      st->kstack_perf_kernel_share));
 	json_object_set_new(j, "reused", json_pack("{s:I, s:I, s:I}", "samples", (json_int_t)st->reused_samples,
 						   "native", (json_int_t)st->reused_native, "lost",
 						   (json_int_t)st->reuse_lost));

@@ -99,6 +99,10 @@ struct prs_kstack_count {
 	uint64_t lowered_samples; /* on-CPU thread-samples whose thread's event was at the lowered
 				   * rate (kstack_rate.c): their kernel part was seen that rarely */
 	uint64_t period_changes;  /* PERF_EVENT_IOC_PERIOD calls made */
+	/* the share of the perf samples (outside the stops, each weighed by the CPU time its rate
+	 * made it stand for) taken in the kernel: perf's own estimate of the kernel share, beside
+	 * the matched samples' (which need the stop and the perf sample before it to agree) */
+	double perf_kernel_share;
 };
 /* Fills c (zeros for NULL). */
 void prs_kstack_counts(const struct prs_kstack *ks, struct prs_kstack_count *c);

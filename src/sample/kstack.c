@@ -37,6 +37,7 @@ struct prs_kstack {
 	uint64_t opened;        /* events ever opened on the target's threads */
 	uint64_t perf_samples, matched; /* (prs_kstack_counts) */
 	uint64_t lowered_samples, period_changes; /* (prs_kstack_counts) */
+	uint64_t w_all, w_kernel; /* (prs_kstack_counts) */
 	bool on;
 	char why[320];
 };
@@ -144,6 +145,7 @@ void prs_kstack_counts(const struct prs_kstack *ks, struct prs_kstack_count *c)
 	c->matched = ks->matched;
 	c->lowered_samples = ks->lowered_samples;
 	c->period_changes = ks->period_changes;
+	c->perf_kernel_share = ks->w_all ? (double)ks->w_kernel / (double)ks->w_all : 0;
 }
 
 void prs_kstack_free(struct prs_kstack *ks)
@@ -284,6 +286,11 @@ static void drain(struct prs_kstack *ks, struct prs_kthr *kt, uint64_t until_ns)
 			ks->perf_samples++;
 			/* (samples of the previous stop's own path are skipped) */
 			if (k.time <= kt->prev_intr_ns || k.time > kt->prev_stop_ns) {
+				/* weighed by the CPU time each stands for (a lowered one: 16 periods) */
+				uint64_t w = kt->ev_lowered ? PRS_KRATE_LOWER : 1;
+
+				ks->w_all += w;
+				ks->w_kernel += k.ip >= KERNEL_HALF ? w : 0;
 				prs_krate_see(&kt->rate, k.ip >= KERNEL_HALF);
 				kt->n = 0;
 				kt->user_ip = k.user_ip;

@@ -589,6 +589,7 @@ void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats
 	stats->kstack_matched = kc.matched;
 	stats->kstack_lowered_samples = kc.lowered_samples;
 	stats->kstack_period_changes = kc.period_changes;
+	stats->kstack_perf_kernel_share = kc.perf_kernel_share;
 	for (size_t i = 0; i < s->ntargets; i++)
 		add_py_stats(&ps, s->targets[i]);
 	stats->py_read_errors = ps.read_errors;

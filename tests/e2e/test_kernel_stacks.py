@@ -135,6 +135,12 @@ def test_kernel_share_is_perfs(kwork, perf_share):
     ours = kernel_share(kwork[1])
     assert abs(ours - perf_share) <= TOLERANCE, \
         f"kernel share {ours:.3f}, perf's {perf_share:.3f} (tolerance {TOLERANCE})"
+    # the perf samples themselves (weighed by the CPU time their rate made each stand for) are
+    # perf's own estimate: the matched share reads a few points under it (a tick counts only
+    # when it and the perf sample before it agree), theirs must not
+    rings = kwork[0].stats()["kernel_stacks"]["perf_kernel_share"]
+    assert abs(rings - perf_share) <= TOLERANCE, \
+        f"perf samples' kernel share {rings:.3f}, perf's {perf_share:.3f} (tolerance {TOLERANCE})"
 
 
 def test_preload_mode_has_them_too(kwork_preload, perf_share):
