@@ -30,6 +30,13 @@ static void feed(struct prs_krate *r, const char *seq, char *out)
 	out[i] = '\0';
 }
 
+/* A new thread's rate at sampling period period_ns, fed seq. */
+static void fresh(struct prs_krate *r, uint64_t period_ns, const char *seq, char *out)
+{
+	prs_krate_init(r, prs_krate_full_ns(period_ns));
+	feed(r, seq, out);
+}
+
 /* n copies of c, then tail. */
 static void rep(char *buf, char c, size_t n, const char *tail)
 {
@@ -72,9 +79,8 @@ Test(kstack_rate, a_pure_user_thread_is_lowered_once_after_its_run)
 	struct prs_krate r;
 	char seq[128], out[128], want[128];
 
-	prs_krate_init(&r, prs_krate_full_ns(P100));
 	rep(seq, 'u', 100, "");
-	feed(&r, seq, out);
+	fresh(&r, P100, seq, out);
 	rep(want, '.', 31, "L");
 	memset(want + 32, '.', 68);
 	want[100] = '\0';
@@ -87,9 +93,8 @@ Test(kstack_rate, a_kernel_sample_restores_the_full_rate_at_once)
 	struct prs_krate r;
 	char seq[128], out[128];
 
-	prs_krate_init(&r, prs_krate_full_ns(P100));
 	rep(seq, 'u', 32, "uuukkuu");
-	feed(&r, seq, out);
+	fresh(&r, P100, seq, out);
 	cr_assert_str_eq(out + 31, "L...F...", "lowered, then full at the first kernel sample only");
 	cr_assert(!r.lowered);
 	cr_assert_eq(r.user_run, 2);
@@ -101,14 +106,12 @@ Test(kstack_rate, a_thread_the_kernel_works_for_keeps_the_full_rate)
 	char seq[600], out[600];
 
 	/* kwork-like: 31 user samples, then one in the kernel, over and over; never lowered */
-	prs_krate_init(&r, prs_krate_full_ns(P100));
 	cycle(seq, "uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuk", 18);
-	feed(&r, seq, out);
+	fresh(&r, P100, seq, out);
 	cr_assert_null(strpbrk(out, "LF"), "%s", out);
 	/* a syscall-heavy one: every other sample in the kernel */
-	prs_krate_init(&r, prs_krate_full_ns(P100));
 	cycle(seq, "uk", 250);
-	feed(&r, seq, out);
+	fresh(&r, P100, seq, out);
 	cr_assert_null(strpbrk(out, "LF"), "%s", out);
 }
 
@@ -117,9 +120,8 @@ Test(kstack_rate, at_1000hz_the_run_is_160ms_of_cpu)
 	struct prs_krate r;
 	char seq[200], out[200];
 
-	prs_krate_init(&r, prs_krate_full_ns(P1000));
 	rep(seq, 'u', 158, "");
-	feed(&r, seq, out);
+	fresh(&r, P1000, seq, out);
 	cr_assert_eq(strchr(out, 'L'), out + 157, "lowered at the 158th user sample: %s", out);
 }
 
@@ -128,9 +130,8 @@ Test(kstack_rate, a_failed_change_starts_a_new_run)
 	struct prs_krate r;
 	char seq[64], out[64];
 
-	prs_krate_init(&r, prs_krate_full_ns(P100));
 	rep(seq, 'u', 32, "");
-	feed(&r, seq, out);
+	fresh(&r, P100, seq, out);
 	cr_assert(r.lowered);
 	prs_krate_undo(&r, false); /* the ioctl failed: the event is still at the full rate */
 	cr_assert(!r.lowered);
