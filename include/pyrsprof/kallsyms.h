@@ -31,6 +31,14 @@ int prs_kallsyms_load(const char *path, struct prs_kallsyms **out, struct prs_er
 /* The name of the symbol containing addr (the last one starting at or below it, not past the
  * last text symbol), or NULL. Borrowed until free. */
 const char *prs_kallsyms_lookup(const struct prs_kallsyms *k, uint64_t addr);
+/* An address range [start, end) of the kernel's text. */
+struct prs_krange {
+	uint64_t start, end;
+};
+/* The ranges of the symbols whose names start with prefix (each up to the next symbol), at most
+ * max of them into out, in address order; returns how many. */
+size_t prs_kallsyms_ranges(const struct prs_kallsyms *k, const char *prefix, struct prs_krange *out,
+			   size_t max);
 /* Symbols loaded. */
 size_t prs_kallsyms_count(const struct prs_kallsyms *k);
 /* NULL is fine. */

@@ -29,6 +29,7 @@
  * thousands of threads cannot use up pyrsprof's descriptors (the symbolizer needs them at the
  * end); the threads beyond get no kernel frames. */
 #define MAX_EVENTS 256
+#define MAX_IRQ_ENTRIES 64      /* interrupt entry points told apart (x86-64 has ~25) */
 
 struct prs_kstack {
 	uint32_t mapping;       /* the profile's kernel mapping: kernel PCs are its raw frames */
@@ -38,6 +39,11 @@ struct prs_kstack {
 	uint64_t perf_samples, matched; /* (prs_kstack_counts) */
 	uint64_t lowered_samples, period_changes; /* (prs_kstack_counts) */
 	uint64_t w_all, w_kernel; /* (prs_kstack_counts) */
+	/* the kernel's interrupt entries (asm_sysvec_*, asm_common_interrupt): a perf sample whose
+	 * outermost kernel frame is one of them caught an interrupt of the thread's user code (a
+	 * timer, a reschedule IPI, the preemption it ends in), not work the thread asked for */
+	struct prs_krange irq[MAX_IRQ_ENTRIES];
+	size_t nirq;
 	bool on;
 	char why[320];
 };
@@ -116,6 +122,9 @@ struct prs_kstack *prs_kstack_new(uint64_t period_ns, struct prs_profile *prof)
 		snprintf(ks->why, sizeof(ks->why), "kernel stacks off: %s", err.msg);
 		return ks;
 	}
+	ks->nirq = prs_kallsyms_ranges(syms, "asm_sysvec_", ks->irq, MAX_IRQ_ENTRIES);
+	ks->nirq += prs_kallsyms_ranges(syms, "asm_common_interrupt", ks->irq + ks->nirq,
+					MAX_IRQ_ENTRIES - ks->nirq);
 	prs_kallsyms_free(syms);
 	ks->mapping = kernel_mapping(prof);
 	if (ks->mapping == UINT32_MAX) {
@@ -237,6 +246,22 @@ static bool read_sample(const struct ring *r, uint64_t off, uint32_t len, struct
 	return true;
 }
 
+/* Whether the kernel sample at off (nr callchain entries) caught an interrupt of user code: its
+ * outermost kernel frame (the last entry; the user part is excluded) is an interrupt's entry. */
+static bool interrupt_entry(const struct prs_kstack *ks, const struct ring *r, uint64_t off,
+			    uint64_t nr)
+{
+	uint64_t pc;
+
+	if (!nr)
+		return false;
+	ring_copy(r, off + sizeof(struct perf_event_header) + 3 * 8 + 8 * (nr - 1), &pc, 8);
+	for (size_t i = 0; i < ks->nirq; i++)
+		if (pc >= ks->irq[i].start && pc < ks->irq[i].end)
+			return true;
+	return false;
+}
+
 /* Keeps the kernel frames of a sample at off (nr callchain entries) in kt. */
 static void keep_chain(const struct ring *r, uint64_t off, uint64_t nr, struct prs_kthr *kt)
 {
@@ -288,10 +313,14 @@ static void drain(struct prs_kstack *ks, struct prs_kthr *kt, uint64_t until_ns)
 			if (k.time <= kt->prev_intr_ns || k.time > kt->prev_stop_ns) {
 				/* weighed by the CPU time each stands for (a lowered one: 16 periods) */
 				uint64_t w = kt->ev_lowered ? PRS_KRATE_LOWER : 1;
+				bool in_kernel = k.ip >= KERNEL_HALF;
 
 				ks->w_all += w;
-				ks->w_kernel += k.ip >= KERNEL_HALF ? w : 0;
-				prs_krate_see(&kt->rate, k.ip >= KERNEL_HALF);
+				ks->w_kernel += in_kernel ? w : 0;
+				/* an interrupt of user code does not keep the full rate: under load a
+				 * pure-user thread is preempted often, and 1 kernel sample in 30 kept it
+				 * there (cpu_split_rs at 1000 Hz, load 9) */
+				prs_krate_see(&kt->rate, in_kernel && !interrupt_entry(ks, &r, tail, k.nr));
 				kt->n = 0;
 				kt->user_ip = k.user_ip;
 				if (k.ip >= KERNEL_HALF)

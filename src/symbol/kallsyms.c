@@ -164,6 +164,19 @@ const char *prs_kallsyms_lookup(const struct prs_kallsyms *k, uint64_t addr)
 	return k->pool + k->v[lo].name;
 }
 
+size_t prs_kallsyms_ranges(const struct prs_kallsyms *k, const char *prefix, struct prs_krange *out,
+			   size_t max)
+{
+	size_t n = 0, len = strlen(prefix);
+
+	for (size_t i = 0; k && i < k->n && n < max; i++)
+		if (strncmp(k->pool + k->v[i].name, prefix, len) == 0) {
+			out[n].start = k->v[i].addr;
+			out[n++].end = i + 1 < k->n ? k->v[i + 1].addr : k->end;
+		}
+	return n;
+}
+
 size_t prs_kallsyms_count(const struct prs_kallsyms *k)
 {
 	return k ? k->n : 0;

@@ -90,3 +90,25 @@ Test(kallsyms, malformed_and_overlong_lines_are_skipped)
 	prs_kallsyms_free(NULL);
 	free(text);
 }
+
+Test(kallsyms, ranges_of_a_prefix)
+{
+	struct prs_kallsyms *k = load("ffffffff82000100 T asm_sysvec_apic_timer_interrupt\n"
+				      "ffffffff82000000 T asm_exc_page_fault\n"
+				      "ffffffff82000140 T asm_sysvec_reschedule_ipi\n"
+				      "ffffffff82000180 T entry_SYSCALL_64\n", 0);
+	struct prs_krange r[4];
+
+	cr_assert_eq(prs_kallsyms_ranges(k, "asm_sysvec_", r, 4), 2);
+	cr_assert_eq(r[0].start, 0xffffffff82000100);
+	cr_assert_eq(r[0].end, 0xffffffff82000140, "up to the next symbol");
+	cr_assert_eq(r[1].start, 0xffffffff82000140);
+	cr_assert_eq(r[1].end, 0xffffffff82000180);
+	cr_assert_eq(prs_kallsyms_ranges(k, "asm_sysvec_", r, 1), 1, "at most max");
+	cr_assert_eq(prs_kallsyms_ranges(k, "entry_", r, 4), 1);
+	cr_assert_eq(r[0].start, 0xffffffff82000180);
+	cr_assert_gt(r[0].end, r[0].start, "the last one ends past it");
+	cr_assert_eq(prs_kallsyms_ranges(k, "nothing_", r, 4), 0);
+	cr_assert_eq(prs_kallsyms_ranges(NULL, "asm_", r, 4), 0);
+	prs_kallsyms_free(k);
+}
