@@ -24,6 +24,7 @@
 
 #define PRS_PAGECACHE_PAGE 4096u
 #define PRS_PAGECACHE_SLOTS 128u /* 512 KiB; a sample of 1024 frames of <=3.10 touches fewer pages */
+#define PRS_PAGECACHE_GUARDS 2u  /* words a begin can read both first and last (prs_pagecache_guard) */
 
 /* Bytes [lo, hi) of a page that a sample read. */
 struct prs_pagecache_ws {
@@ -42,6 +43,11 @@ struct prs_pagecache {
 	struct prs_pagecache_ws ws[PRS_PAGECACHE_SLOTS]; /* what this sample read so far (may hold duplicates) */
 	unsigned nws;
 	bool noting;                         /* between begin and end: reads are added to ws */
+	/* the guard words of the next begin, and what the last begin read of them */
+	uint64_t guard_addr[PRS_PAGECACHE_GUARDS];
+	uint64_t guard_first[PRS_PAGECACHE_GUARDS], guard_last[PRS_PAGECACHE_GUARDS];
+	unsigned nguard;                     /* asked for the next begin */
+	unsigned nguard_read;                /* read both times by the last begin (0: none) */
 };
 
 /*
@@ -54,6 +60,17 @@ void prs_pagecache_release(struct prs_pagecache *pc);
 
 /* Starts a sample: empties the cache, then loads the previous sample's working set in one readv. */
 void prs_pagecache_begin(struct prs_pagecache *pc);
+/*
+ * Asks the next begin to read the n (<= PRS_PAGECACHE_GUARDS) 8-byte words at addrs both before
+ * and after the working set, in the same readv (the kernel copies its remote ranges in order).
+ * For a target that runs while it is read: when a word that every change of what was read must
+ * change (the top frame of a running thread) read the same both times, the bytes between are of
+ * one state of it, and no read after the walk is needed to check. Cleared by each begin.
+ */
+void prs_pagecache_guard(struct prs_pagecache *pc, const uint64_t *addrs, unsigned n);
+/* After a begin that had guards: whether each of the n words read the same value before and after
+ * the working set, that value into vals[i]. False when a read failed or n is not what was asked. */
+bool prs_pagecache_guard_steady(const struct prs_pagecache *pc, uint64_t *vals, unsigned n);
 /* Ends it: later reads (outside samples) are not part of the next sample's working set. */
 void prs_pagecache_end(struct prs_pagecache *pc);
 /* Reads the working set in one readv into the slots' buffers and keeps nothing: pays for the

@@ -113,6 +113,7 @@ struct prs_py_stats {
 	uint64_t cycles;        /* frame or thread loops detected and cut */
 	uint64_t truncated;     /* stacks cut at PRS_MAX_PY_FRAMES or by an error mid-walk */
 	uint64_t retries;       /* GIL holder re-read because its frame changed under the walk */
+	uint64_t steady_tops;   /* GIL holder's top not re-read: the same before and after the readv */
 	uint64_t merge_mismatch;/* merges where eval frames and Python groups did not pair up */
 	uint64_t syscalls;      /* process_vm_readv calls (or memreader calls) */
 };

@@ -98,16 +98,58 @@ static void ws_note(struct prs_pagecache *pc, unsigned s, uint64_t page, unsigne
 	}
 }
 
+void prs_pagecache_guard(struct prs_pagecache *pc, const uint64_t *addrs, unsigned n)
+{
+	pc->nguard = n < PRS_PAGECACHE_GUARDS ? n : PRS_PAGECACHE_GUARDS;
+	for (unsigned k = 0; k < pc->nguard; k++)
+		pc->guard_addr[k] = addrs[k];
+}
+
+bool prs_pagecache_guard_steady(const struct prs_pagecache *pc, uint64_t *vals, unsigned n)
+{
+	if (!n || n != pc->nguard_read)
+		return false;
+	for (unsigned k = 0; k < n; k++) {
+		if (pc->guard_first[k] != pc->guard_last[k])
+			return false;
+		vals[k] = pc->guard_last[k];
+	}
+	return true;
+}
+
+/* Puts the reads of the g guard words around the working set's nv vecs in v (which has room for
+ * them); returns the new count. */
+static size_t add_guards(struct prs_pagecache *pc, unsigned g, struct prs_memvec *v, size_t nv)
+{
+	memmove(v + g, v, nv * sizeof(*v));
+	for (unsigned k = 0; k < g; k++) {
+		v[k] = (struct prs_memvec){ pc->guard_addr[k], &pc->guard_first[k], 8, 0 };
+		v[g + nv + k] = (struct prs_memvec){ pc->guard_addr[k], &pc->guard_last[k], 8, 0 };
+	}
+	return nv + 2 * g;
+}
+
+/* g when each of the g guard words was read both times (v as add_guards left it, total vecs),
+ * else 0. */
+static unsigned guards_read(unsigned g, const struct prs_memvec *v, size_t total)
+{
+	for (unsigned k = 0; k < g; k++)
+		if (v[k].res || v[total - g + k].res)
+			return 0;
+	return g;
+}
+
 void prs_pagecache_begin(struct prs_pagecache *pc)
 {
-	struct prs_memvec v[PRS_PAGECACHE_SLOTS];
+	struct prs_memvec v[PRS_PAGECACHE_SLOTS + 2 * PRS_PAGECACHE_GUARDS];
 	unsigned slots[PRS_PAGECACHE_SLOTS], lo[PRS_PAGECACHE_SLOTS], hi[PRS_PAGECACHE_SLOTS];
-	size_t nv = 0, i, j;
-	unsigned n = pc->nws;
+	size_t nv = 0, i, j, total;
+	unsigned n = pc->nws, g = pc->nguard;
 
 	prs_pagecache_reset(pc);
 	pc->nws = 0;
 	pc->noting = true;
+	pc->nguard = pc->nguard_read = 0;
 	if (!pc->data || !pc->mr.readv || !n)
 		return;
 	/* sorted by page (insertion sort: a few dozen entries), duplicates merged */
@@ -146,12 +188,14 @@ void prs_pagecache_begin(struct prs_pagecache *pc)
 	}
 	if (!nv)
 		return;
+	total = g ? add_guards(pc, g, v, nv) : nv;
 	if (pc->syscalls)
 		(*pc->syscalls)++;
-	if (pc->mr.readv(pc->mr.ctx, v, nv) < 0)
+	if (pc->mr.readv(pc->mr.ctx, v, total) < 0)
 		return; /* the slots hold no bytes: reads load their pages again (and see -ESRCH) */
+	pc->nguard_read = guards_read(g, v, total);
 	for (i = 0; i < nv; i++)
-		if (v[i].res == 0) {
+		if (v[g + i].res == 0) {
 			pc->lo[slots[i]] = (uint16_t)lo[i];
 			pc->hi[slots[i]] = (uint16_t)hi[i];
 		}

@@ -93,6 +93,9 @@ struct prs_py {
 	struct prs_py_range gil_walk[PRS_PY_MAX_GIL_RANGES]; /* the current walk's */
 	unsigned ngil_walk;
 	struct prs_py_names *names; /* threading names (threadnames.c), allocated on first use */
+	/* the GIL holder's top frame words guarded in the next sample's readv (steady_top) */
+	uint64_t guard_tstate, guard_ref; /* its thread state, and its frame_ref (walk.h) then */
+	uint64_t syscalls_at_begin;       /* st.syscalls after the sample's first readv */
 	struct prs_py_stack raw;    /* prs_py_sample's scratch: one thread's raw stack */
 };
 

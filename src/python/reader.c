@@ -161,6 +161,46 @@ static int top_frame_now(struct prs_py *py, uint64_t tstate, uint64_t frame_ref,
 	return 0;
 }
 
+/*
+ * The words the GIL holder's top frame hangs off (as top_frame_now reads them) for its thread
+ * state tstate and frame_ref: the frame pointer itself, or the cframe pointer and the cframe's
+ * frame pointer (3.11, 3.12). Returns how many (0: none).
+ */
+static unsigned top_words(const struct prs_py *py, uint64_t tstate, uint64_t frame_ref, uint64_t *w)
+{
+	const struct prs_py_layout *L = &py->L;
+
+	if (L->tstate_frame >= 0 || L->tstate_current_frame >= 0) {
+		w[0] = tstate + (uint64_t)(L->tstate_frame >= 0 ? L->tstate_frame : L->tstate_current_frame);
+		return 1;
+	}
+	if (L->tstate_cframe < 0 || !plausible_ptr(frame_ref))
+		return 0;
+	w[0] = tstate + (uint64_t)L->tstate_cframe;
+	w[1] = frame_ref + (uint64_t)L->cframe_current_frame;
+	return 2;
+}
+
+/*
+ * True when the sample's readv read the holder's top frame words the same before and after the
+ * working set (prs_pagecache_guard), equal to what its walk used (frame_ref, top), and the walk
+ * read nothing outside that readv: then every byte walked is of one state of its stack, and the
+ * top need not be read again to check (one syscall less per sample in vm mode).
+ */
+static bool steady_top(struct prs_py *py, uint64_t tstate, uint64_t frame_ref, uint64_t top)
+{
+	uint64_t w[PRS_PAGECACHE_GUARDS], v[PRS_PAGECACHE_GUARDS];
+	unsigned n;
+
+	if (tstate != py->guard_tstate || frame_ref != py->guard_ref ||
+	    py->st.syscalls != py->syscalls_at_begin)
+		return false;
+	n = top_words(py, tstate, frame_ref, w);
+	if (!prs_pagecache_guard_steady(&py->pc, v, n))
+		return false;
+	return n == 1 ? v[0] == top : v[0] == frame_ref && v[1] == top;
+}
+
 /* Adds what one frame walk ran into to the counters. */
 static void count_walk(struct prs_py *py, const struct prs_py_stack *st)
 {
@@ -184,10 +224,18 @@ static void walk_thread(struct prs_py *py, const struct prs_pywalk_iter *it, str
 	prs_pywalk_thread(&py->walk, &py->cr, it, st);
 	count_walk(py, st);
 	top = st->top;
+	if (!st->holds_gil || py->all_stopped)
+		return;
+	/* the next sample guards its top (it holds the GIL again, most likely) */
+	py->guard_tstate = st->tstate;
+	py->guard_ref = it->frame_ref;
+	if (steady_top(py, st->tstate, it->frame_ref, top)) {
+		py->st.steady_tops++;
+		return;
+	}
 	/* the holder runs while we read: if its frame moved, walk again once (on fresh data: the
 	 * cache is emptied only then) */
-	if (st->holds_gil && !py->all_stopped && top_frame_now(py, st->tstate, it->frame_ref, &top2) == 0 &&
-	    top2 != top) {
+	if (top_frame_now(py, st->tstate, it->frame_ref, &top2) == 0 && top2 != top) {
 		prs_pagecache_reset(&py->pc);
 		py->st.retries++;
 		prs_pywalk_frames(&py->walk, &py->cr, top2, st);
@@ -199,9 +247,16 @@ static void walk_thread(struct prs_py *py, const struct prs_pywalk_iter *it, str
 
 void prs_py_begin(struct prs_py *py)
 {
+	uint64_t w[PRS_PAGECACHE_GUARDS];
+	unsigned n;
+
 	py->gen++;
 	py->in_sample = true;
+	/* the last holder's top frame, read before and after the rest (steady_top) */
+	n = !py->all_stopped && py->guard_tstate ? top_words(py, py->guard_tstate, py->guard_ref, w) : 0;
+	prs_pagecache_guard(&py->pc, w, n);
 	prs_pagecache_begin(&py->pc);
+	py->syscalls_at_begin = py->st.syscalls;
 }
 
 void prs_py_end(struct prs_py *py)

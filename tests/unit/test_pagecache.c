@@ -185,3 +185,83 @@ Test(pagecache, more_pages_than_slots)
 		img.mem[(round * 4096) + 77] ^= 0xff;
 	}
 }
+
+/* ---- guards: words read before and after the working set (a running target's top frame) ---- */
+
+#define GUARD (BASE + 0x1800) /* a word on a page of the working set, not read by the_reads */
+
+static struct prs_memreader plain;
+static unsigned write_after; /* the vec after which the target writes the guard word (0: never) */
+
+/* The target runs while a readv is served: after vec write_after, it writes the guard word. */
+static int running_readv(void *ctx, struct prs_memvec *v, size_t n)
+{
+	int a, b;
+
+	if (!write_after || write_after >= n)
+		return plain.readv(ctx, v, n);
+	a = plain.readv(ctx, v, write_after);
+	img_put64(GUARD, img_get64(GUARD) + 1);
+	img.readvs--; /* (one call of ours) */
+	b = plain.readv(ctx, v + write_after, n - write_after);
+	return a < 0 ? a : b < 0 ? b : a + b;
+}
+
+/* One sample of the_reads with the guard at addr asked before it. */
+static void guarded_sample(uint64_t addr)
+{
+	prs_pagecache_guard(&pc, &addr, 1);
+	zero_counts();
+	prs_pagecache_begin(&pc);
+	cr_assert_eq(img.readvs, 1, "the guards ride in the working set's readv");
+	the_reads();
+	prs_pagecache_end(&pc);
+	cr_assert_eq(img.reads, 0);
+}
+
+Test(pagecache, guard_is_read_first_and_last)
+{
+	uint64_t v = 0;
+
+	plain = pc.mr;
+	pc.mr.readv = running_readv;
+	prs_pagecache_begin(&pc);
+	the_reads();
+	prs_pagecache_end(&pc);
+	guarded_sample(GUARD);
+	cr_assert_eq(img.vecs, 3 + 2, "the working set's 3 vecs and the guard twice");
+	cr_assert(prs_pagecache_guard_steady(&pc, &v, 1));
+	cr_assert_eq(v, img_get64(GUARD));
+	cr_assert_not(prs_pagecache_guard_steady(&pc, &v, 2), "asked for 1 word");
+	/* the target writes it after the first vec: the two reads differ */
+	write_after = 1;
+	guarded_sample(GUARD);
+	cr_assert_not(prs_pagecache_guard_steady(&pc, &v, 1));
+	/* ... or after the last vec of the working set, before the guard's second read */
+	write_after = 4;
+	guarded_sample(GUARD);
+	cr_assert_not(prs_pagecache_guard_steady(&pc, &v, 1));
+	/* a begin clears the guards: the next one has none */
+	write_after = 0;
+	zero_counts();
+	prs_pagecache_begin(&pc);
+	prs_pagecache_end(&pc);
+	cr_assert_eq(img.vecs, 3);
+	cr_assert_not(prs_pagecache_guard_steady(&pc, &v, 1));
+}
+
+Test(pagecache, unreadable_guard_is_not_steady)
+{
+	uint64_t v = 0;
+
+	prs_pagecache_begin(&pc);
+	the_reads();
+	prs_pagecache_end(&pc);
+	guarded_sample(HOLE + 8); /* the working set is still served from the one readv */
+	cr_assert_not(prs_pagecache_guard_steady(&pc, &v, 1));
+	img.gone = true;
+	prs_pagecache_guard(&pc, (const uint64_t[]){ GUARD }, 1);
+	prs_pagecache_begin(&pc);
+	prs_pagecache_end(&pc);
+	cr_assert_not(prs_pagecache_guard_steady(&pc, &v, 1));
+}

@@ -578,19 +578,71 @@ Test(python_walk, holder_rechecked_only_while_running)
 	sample();
 	prs_py_get_stats(py, &b);
 	cr_assert(th[0].holds_gil);
-	/* running: the working set, then the holder's top frame read again */
-	cr_assert_eq(b.syscalls - a.syscalls, 2);
+	/* running: its top frame read before and after the working set, in the same readv, the
+	 * same both times: not read a third time */
+	cr_assert_eq(b.syscalls - a.syscalls, 1);
+	cr_assert_eq(b.steady_tops - a.steady_tops, 1);
 	prs_py_set_stopped(py, true);
 	sample();
 	prs_py_get_stats(py, &d);
 	cr_assert(th[0].holds_gil);
 	cr_assert_str_eq(fname(th[0].frames[0]), "hold");
 	cr_assert_eq(d.syscalls - b.syscalls, 1, "stopped: no second read of the top frame");
-	/* running again: a frame pushed while the walk ran is caught by the re-check, as before */
+	/* running again: guarded by the holder seen last while running */
 	prs_py_set_stopped(py, false);
 	sample();
 	prs_py_get_stats(py, &a);
-	cr_assert_eq(a.syscalls - d.syscalls, 2);
+	cr_assert_eq(a.syscalls - d.syscalls, 1);
+	cr_assert_eq(a.steady_tops - d.steady_tops, 1);
+}
+
+static struct prs_memreader plain;
+static uint64_t push_frame; /* a frame the holder calls while the readv is served (0: none) */
+
+/* The target runs while the sample's readv is served: after every vec but the last one (the
+ * working set read; the guard's second read to come), the holder pushes push_frame. */
+static int running_readv(void *ctx, struct prs_memvec *v, size_t n)
+{
+	int a, b;
+
+	if (!push_frame || n < 2)
+		return plain.readv(ctx, v, n);
+	a = plain.readv(ctx, v, n - 1);
+	set_top(push_frame);
+	push_frame = 0;
+	b = plain.readv(ctx, v + n - 1, 1);
+	return a < 0 ? a : b < 0 ? b : a + b;
+}
+
+Test(python_walk, holder_moved_during_the_readv_is_walked_again)
+{
+	uint64_t file = img_mkstr("f.py");
+	uint64_t f = mkframe(mkcode(img_mkstr("hold"), file, 1), 1, 0, 0);
+	uint64_t g = mkframe(mkcode(img_mkstr("called"), file, 5), 1, f, 0);
+	struct prs_py_stats a, b;
+
+	plain = py->pc.mr;
+	py->pc.mr.readv = running_readv;
+	set_top(f);
+	sample();
+	sample(); /* (the guard of the next sample is asked) */
+	prs_py_get_stats(py, &a);
+	/* the working set still shows f on top, but its top frame word changed before its second
+	 * read: the walk of f alone is not taken, the holder is read again */
+	push_frame = g;
+	cr_assert_eq(sample(), 1);
+	prs_py_get_stats(py, &b);
+	cr_assert_eq(b.steady_tops, a.steady_tops);
+	cr_assert_eq(b.retries - a.retries, 1);
+	cr_assert_eq(th[0].nframes, 2);
+	cr_assert_str_eq(fname(th[0].frames[0]), "called");
+	cr_assert_str_eq(fname(th[0].frames[1]), "hold");
+	/* unmoved since: steady again */
+	sample();
+	sample();
+	prs_py_get_stats(py, &a);
+	cr_assert_eq(a.steady_tops - b.steady_tops, 2);
+	cr_assert_str_eq(fname(th[0].frames[0]), "called");
 }
 
 /* ---- str decoding (prs_py_read_str, prs_py_str_decode: code names and thread names) ---- */
