@@ -131,6 +131,10 @@ struct prs_sampler_stats {
 	 * sum (sample_cost; in vm mode: the share of the Python read); per tick: the Python read. */
 	struct prs_dist sample_cost, stop, unwind, python;
 	struct prs_dist py_names; /* per read of the threading names */
+	/* parts of sample_cost: the thread's state read from /proc (vm mode, per thread-sample), its
+	 * schedstat read before the sample (per thread checked), the Python reads warmed up before
+	 * the stops (ptrace mode, per tick: prs_py_warm) */
+	struct prs_dist state, check, warm;
 	/* ptrace, per tick: first interrupt to last release (the stop window) */
 	struct prs_dist stop_window;
 	/* per tick: how long after its due time it began */

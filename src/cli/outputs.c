@@ -49,6 +49,9 @@ int cli_write_stats(const char *dir, const struct prs_sampler_stats *st, double 
 				      (json_int_t)st->py_truncated, "merge_mismatch",
 				      (json_int_t)st->py_merge_mismatch, "stale_code",
 				      (json_int_t)st->py_code_stale));
+	json_object_set_new(j, "state_us", dist_json(&st->state));
+	json_object_set_new(j, "check_us", dist_json(&st->check));
+	json_object_set_new(j, "warm_us", dist_json(&st->warm));
 	json_object_set_new(j, "ticks", json_pack("{s:I, s:I, s:I, s:o, s:o, s:f, s:I}", "taken",
 						  (json_int_t)st->ticks, "missed", (json_int_t)st->missed_ticks,
 						  "late", (json_int_t)st->late_ticks, "delay_us",

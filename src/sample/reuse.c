@@ -158,6 +158,8 @@ void prs_reuse_check(struct prs_sampler *s, struct prs_target *tg, struct prs_th
 	if (reuse_idle && t->tick_ss_ok && t->kept.valid)
 		t->reuse = decide(s, tg, t, ptrace_mode);
 	t->check_ns = prs_now_ns() - c0;
+	if (t->tick_ss_ok)
+		prs_durations_add(&s->d_check, t->check_ns);
 }
 
 void prs_reuse_record_all(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,

@@ -154,6 +154,7 @@ struct prs_sampler {
 	unsigned rng;           /* the ticks' jitter */
 	struct prs_sampler_stats st;
 	struct prs_durations d_cost, d_stop, d_unwind, d_python, d_names;
+	struct prs_durations d_state, d_check, d_warm; /* parts of d_cost (struct prs_sampler_stats) */
 	struct prs_durations d_window;  /* ptrace: each tick's stop window (source_ptrace.c) */
 	struct prs_durations d_delay;   /* each tick's start after its due time */
 	/* ptrace: this tick's first PTRACE_INTERRUPT, of any target (0: none yet); the tick's stop

@@ -54,6 +54,9 @@ static int session_buffers(struct prs_sampler *s)
 	rc |= prs_durations_init(&s->d_unwind);
 	rc |= prs_durations_init(&s->d_python);
 	rc |= prs_durations_init(&s->d_names);
+	rc |= prs_durations_init(&s->d_state);
+	rc |= prs_durations_init(&s->d_check);
+	rc |= prs_durations_init(&s->d_warm);
 	rc |= prs_durations_init(&s->d_window);
 	rc |= prs_durations_init(&s->d_delay);
 	return rc || !s->pcs || !s->frame_ids ? -ENOMEM : 0;
@@ -128,6 +131,9 @@ void prs_sampler_free(struct prs_sampler *s)
 	prs_durations_release(&s->d_unwind);
 	prs_durations_release(&s->d_python);
 	prs_durations_release(&s->d_names);
+	prs_durations_release(&s->d_state);
+	prs_durations_release(&s->d_check);
+	prs_durations_release(&s->d_warm);
 	prs_durations_release(&s->d_window);
 	prs_durations_release(&s->d_delay);
 	prs_waits_release(&s->waits);
@@ -602,6 +608,9 @@ void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats
 	prs_durations_summary(&s->d_unwind, &stats->unwind);
 	prs_durations_summary(&s->d_python, &stats->python);
 	prs_durations_summary(&s->d_names, &stats->py_names);
+	prs_durations_summary(&s->d_state, &stats->state);
+	prs_durations_summary(&s->d_check, &stats->check);
+	prs_durations_summary(&s->d_warm, &stats->warm);
 	prs_durations_summary(&s->d_window, &stats->stop_window);
 	prs_durations_summary(&s->d_delay, &stats->tick_delay);
 }

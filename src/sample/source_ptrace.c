@@ -342,7 +342,7 @@ static void plan(struct prs_sampler *s, struct prs_target *tg, struct prs_tick *
 	}
 }
 
-static void warm(struct prs_target *tg, struct prs_tick *k)
+static void warm(struct prs_sampler *s, struct prs_target *tg, struct prs_tick *k)
 {
 	uint64_t w0;
 
@@ -355,6 +355,7 @@ static void warm(struct prs_target *tg, struct prs_tick *k)
 	w0 = prs_now_ns();
 	prs_py_warm(tg->py);
 	k->warm_ns = prs_now_ns() - w0;
+	prs_durations_add(&s->d_warm, k->warm_ns);
 }
 
 /* Sends PTRACE_INTERRUPT to every running thread to be stopped. Returns how many. */
@@ -559,7 +560,7 @@ static void ptrace_tick_begin(struct prs_sampler *s, struct prs_target *tg, uint
 	k->tick_ns = prs_now_ns();
 	prs_target_refresh_maps(tg, k->tick_ns);
 	plan(s, tg, k);
-	warm(tg, k);
+	warm(s, tg, k);
 	tg->last_tick_ns = k->tick_ns;
 	w0 = prs_now_ns();
 	k->ninterrupted = interrupt_all(tg);

@@ -107,7 +107,9 @@ static void record_py_thread(struct prs_sampler *s, struct prs_target *tg,
 	memset(&smp, 0, sizeof(smp));
 	smp.state = (uint8_t)vm_state(tg, t, &sc);
 	smp.syscall = (int16_t)sc;
-	prs_durations_add(&s->d_cost, share + t->check_ns + (prs_now_ns() - s0));
+	s0 = prs_now_ns() - s0;
+	prs_durations_add(&s->d_state, s0);
+	prs_durations_add(&s->d_cost, share + t->check_ns + s0);
 	prs_record_stack(s, tg, t, tick_ns, NULL, NULL, 0, pt, &smp);
 	/* at rest since before the memory read, if it sleeps now and its schedstat was read */
 	t->kept.at_rest = t->kept.valid && t->tick_ss_ok;

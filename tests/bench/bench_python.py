@@ -9,8 +9,11 @@
    - warm: tools/pystacks --bench, samples back to back: the reader's own work on hot caches;
    - vm and merged: sample_cost_us of what pyrsprof attach records (--mode vm; and the default
      ptrace mode, which merges the Python frames into the native stacks) at 100 Hz (the default
-     rate) and 1000 Hz. For merged also its parts: stop (the target is stopped: waiting for the
-     stop, registers, stack copy, the Python read, continue), the Python read alone, the unwind.
+     rate) and 1000 Hz. For vm also its parts at 100 Hz: the Python read, the thread's state read
+     from /proc. For merged also its parts: check (the thread's schedstat, read before the stop),
+     warm up (the Python read done once before the stops, prs_py_warm), stop (the target is
+     stopped: waiting for the stop, registers, stack copy, the Python read, continue), the Python
+     read alone, the unwind.
    The warm figure is what the reader's own work costs on hot caches, not the cost of a real
    sample: between ticks the profiler sleeps, and on the 2-vCPU dev VM the first process_vm_readv
    after 10 ms costs 15-25 us by itself (kernel code and page tables gone from the caches), and
@@ -99,8 +102,9 @@ def floor_cost(pid, mode, hz):
     return float(w[3]) if r.returncode == 0 and len(w) >= 4 else None
 
 
-VM_COLS = ["warm", "100 Hz", "floor 100", "over 100", "1000 Hz", "floor 1000", "over 1000"]
-MERGED_COLS = ["100 Hz", "floor 100", "over 100", "stop", "python", "unwind", "1000 Hz", "floor 1000", "over 1000"]
+VM_COLS = ["warm", "100 Hz", "floor 100", "over 100", "python", "state", "1000 Hz", "floor 1000", "over 1000"]
+MERGED_COLS = ["100 Hz", "floor 100", "over 100", "check", "warm up", "stop", "python", "unwind", "1000 Hz",
+               "floor 1000", "over 1000"]
 
 
 def sample_costs(py, kind):
@@ -116,12 +120,16 @@ def sample_costs(py, kind):
         try:
             vm["warm"].append(warm_cost(t.pid))
             for hz in (100, 1000):
-                a = attach_cost(t.pid, "vm", hz, read_idle).get("sample_cost_us")
+                v = attach_cost(t.pid, "vm", hz, read_idle)
+                a = v.get("sample_cost_us")
                 # the floors are those of a sample that reads or stops: not of a kept one
                 f = floor_cost(t.pid, "vm", hz) if kind != "sleeping, kept" else None
                 vm["%d Hz" % hz].append(a)
                 vm["floor %d" % hz].append(f)
                 vm["over %d" % hz].append(a - f if a is not None and f is not None else None)
+                if hz == 100:
+                    vm["python"].append(v.get("python_us") if kind != "sleeping, kept" else None)
+                    vm["state"].append(v.get("state_us") if kind != "sleeping, kept" else None)
                 m = attach_cost(t.pid, "ptrace", hz, read_idle)
                 a = m.get("sample_cost_us")
                 f = floor_cost(t.pid, "stop", hz) if kind != "sleeping, kept" else None
@@ -130,8 +138,9 @@ def sample_costs(py, kind):
                 mg["over %d" % hz].append(a - f if a is not None and f is not None else None)
                 if hz == 100:
                     # (a kept sample has no stop: these would be of the first tick's only)
-                    for k in ("stop", "python", "unwind"):
-                        mg[k].append(m.get(k + "_us") if kind != "sleeping, kept" else None)
+                    for k, key in (("check", "check"), ("warm up", "warm"), ("stop", "stop"), ("python", "python"),
+                                   ("unwind", "unwind")):
+                        mg[k].append(m.get(key + "_us") if kind != "sleeping, kept" else None)
         finally:
             t.stop()
     return vm, mg
@@ -209,8 +218,10 @@ def main():
     print("\nwarm: back to back (pystacks --bench); N Hz: pyrsprof attach at N Hz, sample_cost_us;"
           " floor N: what the platform charges any sampler at N Hz before it reads anything (tools/floor:"
           " vm, one 64-byte process_vm_readv; merged, stopping the thread, its registers and letting it go);"
-          " over N: N Hz - floor N, the part pyrsprof's code adds; stop, python, unwind: the parts of merged"
-          " 100 Hz (stop includes python)")
+          " over N: N Hz - floor N, the part pyrsprof's code adds; vm python, state: the parts of vm 100 Hz (the"
+          " Python read of the tick, the thread's state from /proc); merged check, warm up, stop, python, unwind:"
+          " the parts of merged 100 Hz (its schedstat before the stop; the Python read warmed up before the stops,"
+          " per tick; stop includes python)")
     if "--no-slowdown" in sys.argv:
         return
     reps = 5 if QUICK else 9
