@@ -100,6 +100,8 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
  * the result (without the terminating NUL of a copy).
  */
 const char *prs_utf8_clean(const char *s, size_t len, struct prs_buf *scratch, size_t *outlen);
+/* True if s[0..len) is valid UTF-8 without NUL bytes (what prs_utf8_clean returns unchanged). */
+bool prs_utf8_valid(const char *s, size_t len);
 
 /*
  * The period of one sample in nanoseconds, from meta "rate_hz" (1e9 / rate), or 0 when the

@@ -52,6 +52,16 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 	return 0; /* NUL, a continuation byte, 0xc0/0xc1 (overlong), 0xf5.. */
 }
 
+bool prs_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, k;
+
+	while (i < len && (k = utf8_seq(u + i, len - i)) != 0)
+		i += k;
+	return i == len;
+}
+
 const char *prs_utf8_clean(const char *s, size_t len, struct prs_buf *scratch, size_t *outlen)
 {
 	const unsigned char *u = (const unsigned char *)s;

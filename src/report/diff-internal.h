@@ -9,9 +9,16 @@
 #include <stdio.h>
 
 #include "pyrsprof/diff.h"
+#include "pyrsprof/util.h"
 
 /* The part of path after its last '/' (borrowed from path). */
 const char *prs_diff_basename(const char *path);
+
+/*
+ * Appends row r of diff.json as jansson writes it there (diff_json_row.c). 0, -ENOMEM, or 1 when
+ * jansson must write it (a string that is not UTF-8, a number that is not finite): nothing added.
+ */
+int prs_diff_json_row(struct prs_buf *b, const struct prs_diff *d, const struct prs_diff_row *r);
 
 /* Writes diff.json's document to f (no final newline). 0, -ENOMEM or -EIO. */
 int prs_diff_json_write(const struct prs_diff *d, FILE *f);

@@ -2,7 +2,8 @@
 /*
  * diff.json (schema docs/diff.schema.json): every field of struct prs_diff for programs. A
  * quantity not measured is null, never 0; times in seconds, shares from 0 to 1. Written as
- * jansson writes the whole document (indent 1, 8 digits), its rows made one at a time.
+ * jansson writes the whole document (indent 1, 8 digits), its rows made one at a time (as text:
+ * diff_json_row.c).
  */
 #include "report/diff-internal.h"
 
@@ -204,24 +205,40 @@ static int put_inside(FILE *f, json_t *v)
 	return rc;
 }
 
+/* Row r at depth 2: its text made here (diff_json_row.c), or by jansson when only it may. */
+static int put_row(FILE *f, const struct prs_diff *d, const struct prs_diff_row *r, struct prs_buf *b)
+{
+	int rc;
+
+	prs_buf_reset(b);
+	rc = prs_diff_json_row(b, d, r);
+	if (rc == 1)
+		return put_at(f, row_json(d, r), 2);
+	if (rc)
+		return rc;
+	return fwrite(b->data, 1, b->len, f) == b->len ? 0 : -EIO;
+}
+
 /* "key": [rows whose significant is `significant`], at depth 1, each row written as it is made. */
 static int put_rows(FILE *f, const struct prs_diff *d, const char *key, bool significant)
 {
+	struct prs_buf b;
 	size_t n = 0, k = 0;
-	int rc;
+	int rc = 0;
 
 	for (size_t i = 0; i < d->nrows; i++)
 		n += d->rows[i].significant == significant;
 	if (fprintf(f, ",\n \"%s\": %s", key, n ? "[" : "[]") < 0)
 		return -EIO;
-	for (size_t i = 0; n && i < d->nrows; i++) {
+	prs_buf_init(&b);
+	for (size_t i = 0; !rc && n && i < d->nrows; i++) {
 		if (d->rows[i].significant != significant)
 			continue;
-		if (fputs(k++ ? ",\n  " : "\n  ", f) == EOF)
-			return -EIO;
-		if ((rc = put_at(f, row_json(d, &d->rows[i]), 2)) != 0)
-			return rc;
+		rc = fputs(k++ ? ",\n  " : "\n  ", f) == EOF ? -EIO : put_row(f, d, &d->rows[i], &b);
 	}
+	prs_buf_release(&b);
+	if (rc)
+		return rc;
 	return n && fputs("\n ]", f) == EOF ? -EIO : 0;
 }
 

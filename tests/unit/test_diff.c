@@ -7,9 +7,12 @@
  * function made 2x faster. The truths are the constructions, not read from the output.
  */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pyrsprof/change.h"
 #include "pyrsprof/diff.h"
@@ -394,5 +397,57 @@ Test(diff, the_function_that_changed_comes_before_its_callers)
 	cr_assert_str_eq(d->rows[0].name, "leaf");
 	cr_assert_float_eq(d->rows[0].self_s.delta, -1.0, 1e-9);
 	cr_assert_str_eq(d->rows[d->nrows - 1].name, "other");
+	pair_free(&p);
+}
+
+/* ---- diff.json ---- */
+
+/* diff.json's text is jansson's (indent 1, 8 digits) of the document it holds, though its rows
+ * are written without jansson (diff_json_row.c): parsing it and dumping it again gives the same
+ * bytes. Names with what JSON must escape, non-ASCII, and numbers from 1e-5 to 1e6 (exponents,
+ * whole numbers, shares). */
+Test(diff, json_rows_are_the_text_jansson_writes)
+{
+	struct part b[] = { { "app.py:main;q\"uo\\te;x\x01y\tz", 300 }, { "app.py:main;caf\xc3\xa9", 1 },
+			    { "app.py:main;big", 1000000 }, { "app.py:main;gone", 20 } };
+	struct part a[] = { { "app.py:main;q\"uo\\te;x\x01y\tz", 150 }, { "app.py:main;caf\xc3\xa9", 2 },
+			    { "app.py:main;big", 999000 }, { "app.py:main;new/one", 7 } };
+	struct pair p = pair_of(100, b, N(b), 1000, a, N(a));
+	char dir[] = "/tmp/prs-diff-json-XXXXXX", path[64];
+	struct prs_err err = { 0 };
+	json_error_t jerr;
+	json_t *doc;
+	char *text, *again;
+	long n;
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(prs_diff_write(p.d, dir, &err), 0, "%s", err.msg);
+	snprintf(path, sizeof(path), "%s/diff.json", dir);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	text = calloc(1, (size_t)n + 1);
+	cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	cr_assert_not_null(strstr(text, "\"q\\\"uo\\\\te\""), "the quote and backslash escaped");
+	cr_assert_not_null(strstr(text, "\"x\\u0001y\\tz\""), "control bytes escaped as jansson does");
+	cr_assert_not_null(strstr(text, "e-"), "some number with a negative exponent");
+	doc = json_loads(text, 0, &jerr);
+	cr_assert_not_null(doc, "%s", jerr.text);
+	again = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
+	cr_assert_not_null(again);
+	cr_assert_eq((size_t)n, strlen(again) + 1, "the file is the dump and a newline");
+	cr_assert_eq(memcmp(text, again, strlen(again)), 0);
+	free(again);
+	json_decref(doc);
+	free(text);
+	for (const char *name = "diff.json\0diff.md\0diff.svg\0"; *name; name += strlen(name) + 1) {
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		unlink(path);
+	}
+	cr_assert_eq(rmdir(dir), 0);
 	pair_free(&p);
 }
