@@ -91,8 +91,9 @@ const char *prs_diff_status_name(enum prs_diff_status s);
 
 /* One function; [0] before, [1] after. */
 struct prs_diff_row {
-	char name[256];     /* display name, UTF-8, cut to fit */
-	char file[256];     /* its module as matched: the after side's, "" when none */
+	/* display name, UTF-8, cut to 255 bytes; file: its module as matched (the after side's, ""
+	 * when none), the same. One allocation holds both ("name\0file"): the diff owns it. */
+	const char *name, *file;
 	enum prs_kind kind;
 	double self_w[2], total_w[2];          /* sample weights */
 	struct prs_change self_s, total_s;     /* seconds (timed diffs only) */

@@ -29,9 +29,11 @@ const char *prs_diff_status_name(enum prs_diff_status s)
 	return (unsigned)s <= PRS_DIFF_REMOVED ? status_names[s] : "unchanged";
 }
 
+/* A function of either side: its key, kind and weights. Compact (31k of them in a large diff),
+ * not a struct prs_hotspot (half a kilobyte). */
 struct fn {
-	char *key; /* name NUL file (owned): the strmap key */
-	struct prs_hotspot h; /* name, file, kind; self and total of no side */
+	char *key; /* name NUL file (owned until its row takes it): the strmap key */
+	enum prs_kind kind;
 	double self[2], total[2];
 };
 
@@ -54,23 +56,24 @@ static size_t fn_of(struct merge *m, const struct prs_hotspot *h)
 		return SIZE_MAX;
 	v = prs_strmap_get(&m->map, m->key.data, m->key.len);
 	if (v != PRS_MAP_NONE) {
-		if (m->fns[v].h.kind == PRS_KIND_UNKNOWN)
-			m->fns[v].h.kind = h->kind;
+		if (m->fns[v].kind == PRS_KIND_UNKNOWN)
+			m->fns[v].kind = h->kind;
 		return v;
 	}
 	if (m->n >= UINT32_MAX - 1 || prs_array_grow((void **)&m->fns, &m->cap, m->n + 1, sizeof(*m->fns)))
 		return SIZE_MAX;
-	copy = malloc(m->key.len);
+	copy = malloc(m->key.len + 1);
 	if (!copy)
 		return SIZE_MAX;
 	memcpy(copy, m->key.data, m->key.len);
+	copy[m->key.len] = '\0'; /* the file's end: a row reads it as a string */
 	if (prs_strmap_put(&m->map, copy, m->key.len, (uint32_t)m->n)) {
 		free(copy);
 		return SIZE_MAX;
 	}
 	memset(&m->fns[m->n], 0, sizeof(m->fns[0]));
 	m->fns[m->n].key = copy;
-	m->fns[m->n].h = *h;
+	m->fns[m->n].kind = h->kind;
 	return m->n++;
 }
 
@@ -152,14 +155,16 @@ static enum prs_diff_status status_of(const struct prs_diff *d, const struct prs
 	return delta < 0 ? PRS_DIFF_SHRANK : PRS_DIFF_GREW;
 }
 
-/* The changes of function f: in seconds (timed) and in shares, judged by the noise rule. */
-static void row_of(struct prs_diff *d, const struct fn *f, struct prs_diff_row *r)
+/* The changes of function f: in seconds (timed) and in shares, judged by the noise rule. The
+ * row takes f's key (name NUL file: a hot spot's, cleaned UTF-8 that fits). */
+static void row_of(struct prs_diff *d, struct fn *f, struct prs_diff_row *r)
 {
 	const struct prs_diff_side *b = &d->side[0], *a = &d->side[1];
 
-	snprintf(r->name, sizeof(r->name), "%s", f->h.name); /* cleaned UTF-8 that fits */
-	snprintf(r->file, sizeof(r->file), "%s", f->h.file);
-	r->kind = f->h.kind;
+	r->name = f->key;
+	r->file = f->key + strlen(f->key) + 1;
+	f->key = NULL;
+	r->kind = f->kind;
 	for (int k = 0; k < 2; k++) {
 		r->self_w[k] = f->self[k];
 		r->total_w[k] = f->total[k];
@@ -205,10 +210,10 @@ static int rows_of(struct prs_diff *d, const struct prs_profile *before,
 	}
 	for (size_t i = 0; i < m.n; i++) {
 		row_of(d, &m.fns[i], &d->rows[i]);
+		d->nrows++; /* its name is the diff's from now on */
 		d->count[d->rows[i].status]++;
 		d->changed += d->rows[i].significant;
 	}
-	d->nrows = m.n;
 	if (m.n)
 		qsort_r(d->rows, m.n, sizeof(*d->rows), row_cmp, d);
 out:
@@ -325,6 +330,8 @@ void prs_diff_free(struct prs_diff *d)
 	if (!d)
 		return;
 	prs_diff_match_free(d->match);
+	for (size_t i = 0; i < d->nrows; i++)
+		free((char *)d->rows[i].name); /* "name\0file": one block */
 	free(d->rows);
 	free(d);
 }
