@@ -304,24 +304,119 @@ static int stack_text(struct ss_ctx *c, uint32_t i, const char **text, size_t *l
 	return 0;
 }
 
-struct ss_sample {
+/*
+ * The timelines' order: the view's samples by (pid, tid), then time, then position in the
+ * profile, as indexes into p->samples (4 bytes a sample: a sorted array of (pid, tid, time,
+ * index, view stack) records was 24 MB of a 1M-sample export). Threads are ordered apart, their
+ * samples dealt out in profile order (a recording's samples are in time order per thread), and
+ * only a thread whose times go back is sorted.
+ */
+struct ss_thread {
 	int32_t pid, tid;
-	uint32_t index; /* in p->samples */
-	uint32_t vstack;
-	uint64_t time_ns;
+	size_t start, n; /* its samples: order[start .. start + n) */
 };
 
-static int ss_cmp(const void *a, const void *b)
+static int thread_cmp(const void *a, const void *b)
 {
-	const struct ss_sample *x = a, *y = b;
+	const struct ss_thread *x = a, *y = b;
 
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->time_ns != y->time_ns)
-		return x->time_ns < y->time_ns ? -1 : 1;
-	return x->index < y->index ? -1 : x->index > y->index;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static int time_cmp(const void *a, const void *b, void *arg)
+{
+	const struct prs_profile *p = arg;
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+
+	if (p->samples[i].time_ns != p->samples[j].time_ns)
+		return p->samples[i].time_ns < p->samples[j].time_ns ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+struct ss_order {
+	uint32_t *order;      /* sample indexes, thread after thread */
+	struct ss_thread *threads;
+	size_t nthreads;
+};
+
+static void order_release(struct ss_order *o)
+{
+	free(o->order);
+	free(o->threads);
+}
+
+/* Fills o with the view's samples in timeline order. 0 or -ENOMEM. */
+static int order_samples(struct ss_ctx *c, struct ss_order *o)
+{
+	const struct prs_profile *p = c->p;
+	struct prs_map64 of; /* (pid, tid) -> thread (first-seen order, then sorted: remapped) */
+	uint32_t *rank = NULL, t;
+	size_t cap = 0, i, n = 0;
+	int rc = -ENOMEM;
+
+	memset(o, 0, sizeof(*o));
+	prs_map64_init(&of);
+	o->order = malloc((p->nsamples ? p->nsamples : 1) * sizeof(*o->order));
+	if (!o->order)
+		goto out;
+	for (i = 0; i < p->nsamples; i++) {
+		int32_t pid;
+		int got;
+
+		if (prs_view_sample_stack(c->v, i) == PRS_VIEW_NONE)
+			continue;
+		pid = prs_view_pid(c->v, &p->samples[i]);
+		got = prs_map64_intern(&of, (uint64_t)(uint32_t)pid << 32 | (uint32_t)p->samples[i].tid,
+				       (uint32_t)o->nthreads, &t);
+		if (got < 0 || (got && prs_array_grow((void **)&o->threads, &cap, o->nthreads + 1,
+						      sizeof(*o->threads))))
+			goto out;
+		if (got)
+			o->threads[o->nthreads++] = (struct ss_thread){ pid, p->samples[i].tid, 0, 0 };
+		o->threads[t].n++;
+		n++;
+	}
+	/* threads by (pid, tid); rank[first-seen index] = sorted index (start holds the former) */
+	rank = malloc((o->nthreads ? o->nthreads : 1) * sizeof(*rank));
+	if (!rank)
+		goto out;
+	for (t = 0; t < o->nthreads; t++)
+		o->threads[t].start = t;
+	if (o->nthreads)
+		qsort(o->threads, o->nthreads, sizeof(*o->threads), thread_cmp);
+	for (t = 0, i = 0; t < o->nthreads; i += o->threads[t++].n) {
+		rank[o->threads[t].start] = t;
+		o->threads[t].start = i;
+	}
+	for (t = 0; t < o->nthreads; t++)
+		o->threads[t].n = 0;
+	for (i = 0; i < p->nsamples; i++) {
+		struct ss_thread *th;
+
+		if (prs_view_sample_stack(c->v, i) == PRS_VIEW_NONE)
+			continue;
+		t = prs_map64_get(&of, (uint64_t)(uint32_t)prs_view_pid(c->v, &p->samples[i]) << 32 |
+					       (uint32_t)p->samples[i].tid);
+		th = &o->threads[rank[t]];
+		o->order[th->start + th->n++] = (uint32_t)i;
+	}
+	for (t = 0; t < o->nthreads; t++) {
+		const uint32_t *s = o->order + o->threads[t].start;
+
+		for (i = 1; i < o->threads[t].n; i++)
+			if (p->samples[s[i]].time_ns < p->samples[s[i - 1]].time_ns)
+				break;
+		if (i < o->threads[t].n)
+			qsort_r(o->order + o->threads[t].start, o->threads[t].n, sizeof(*o->order),
+				time_cmp, (void *)p);
+	}
+	rc = 0;
+out:
+	free(rank);
+	prs_map64_release(&of);
+	return rc;
 }
 
 /*
@@ -329,13 +424,14 @@ static int ss_cmp(const void *a, const void *b)
  * samples" for input without threads), after "<command> [<pid>]: " when the profile holds more
  * than one process.
  */
-static void profile_title(struct ss_ctx *c, const struct ss_sample *s, char *title, size_t size)
+static void profile_title(struct ss_ctx *c, const struct ss_thread *s, uint64_t time_ns, char *title,
+			  size_t size)
 {
 	size_t off = 0, tnlen = 0;
 	const char *tn = prs_view_thread_name(c->v, s->pid, s->tid, &tnlen);
 
 	if (prs_view_processes(c->v) > 1) {
-		prs_view_process_label(c->v, s->pid, s->time_ns, title, size - PRS_MAX_NAME / 2);
+		prs_view_process_label(c->v, s->pid, time_ns, title, size - PRS_MAX_NAME / 2);
 		off = strlen(title);
 		off += (size_t)snprintf(title + off, size - off, ": ");
 	}
@@ -349,11 +445,12 @@ static void profile_title(struct ss_ctx *c, const struct ss_sample *s, char *tit
 }
 
 /*
- * Writes one sampled profile of samples ss[0..n) (one thread, time order): consecutive samples
- * of one view stack make one entry, their weights summed. weights is scratch.
+ * Writes one sampled profile of thread th's samples ss[0..n) (indexes into p->samples, time
+ * order): consecutive samples of one view stack make one entry, their weights summed. weights is
+ * scratch.
  */
-static int thread_profile(struct ss_ctx *c, struct ss_out *o, const struct ss_sample *ss, size_t n,
-			  uint64_t period, struct prs_buf *weights, double *total)
+static int thread_profile(struct ss_ctx *c, struct ss_out *o, const struct ss_thread *th,
+			  const uint32_t *ss, uint64_t period, struct prs_buf *weights, double *total)
 {
 	const struct prs_profile *p = c->p;
 	char title[2 * PRS_MAX_NAME + 96];
@@ -366,8 +463,13 @@ static int thread_profile(struct ss_ctx *c, struct ss_out *o, const struct ss_sa
 	prs_buf_reset(b);
 	if (out_str(o, "{\"samples\":["))
 		return -ENOMEM;
+	size_t n = th->n;
+	uint32_t vs = PRS_VIEW_NONE;
+
 	for (i = 0; i <= n; i++) {
-		if (prev != PRS_VIEW_NONE && (i == n || ss[i].vstack != prev)) {
+		if (i < n)
+			vs = prs_view_sample_stack(c->v, ss[i]);
+		if (prev != PRS_VIEW_NONE && (i == n || vs != prev)) {
 			if ((runs && prs_buf_putc(b, ',')) || put_num(b, w) ||
 			    stack_text(c, prev, &text, &len) || (runs && out_put(o, ",", 1)) ||
 			    out_put(o, text, len))
@@ -378,16 +480,16 @@ static int thread_profile(struct ss_ctx *c, struct ss_out *o, const struct ss_sa
 		if (i == n)
 			break;
 		/* made at its first sample: the frame table fills in sample order, as it did */
-		if (ss[i].vstack != prev && stack_text(c, ss[i].vstack, &text, &len))
+		if (vs != prev && stack_text(c, vs, &text, &len))
 			return -ENOMEM;
-		prev = ss[i].vstack;
-		w += (double)p->samples[ss[i].index].weight * unit;
-		sum += (double)p->samples[ss[i].index].weight * unit;
+		prev = vs;
+		w += (double)p->samples[ss[i]].weight * unit;
+		sum += (double)p->samples[ss[i]].weight * unit;
 	}
 	if (out_str(o, "],\"weights\":[") || out_put(o, b->data, b->len) ||
 	    out_str(o, "],\"name\":"))
 		return -ENOMEM;
-	profile_title(c, &ss[0], title, sizeof(title));
+	profile_title(c, th, p->samples[ss[0]].time_ns, title, sizeof(title));
 	prs_buf_reset(b);
 	if (put_str(c, b, title, strlen(title)) || prs_buf_append(b, ",\"type\":\"sampled\",\"unit\":", 25) ||
 	    prs_buf_printf(b, "\"%s\"", period ? "nanoseconds" : "none") ||
@@ -409,12 +511,12 @@ int prs_export_speedscope_view(const struct prs_profile *p, const struct prs_vie
 {
 	struct ss_ctx *c = calloc(1, sizeof(*c));
 	struct ss_out o = { .f = out };
-	struct ss_sample *ss = NULL;
+	struct ss_order so = { NULL };
 	const char *command = prs_profile_meta_get(p, "command");
 	uint64_t period = prs_profile_period_ns(p);
 	struct prs_buf tail;
 	double best = -1;
-	size_t n = 0, i, j, active = 0, nst = 0, nprof = 0;
+	size_t i, active = 0, nst = 0, nprof = 0;
 	int rc = 0;
 
 	if (p->index && p->index->agg) { /* a timeline needs each sample's time: its file has them */
@@ -438,30 +540,17 @@ int prs_export_speedscope_view(const struct prs_profile *p, const struct prs_vie
 	prs_view_stacks(c->v, &nst);
 	c->frame_idx = calloc(prs_view_nframes(c->v), sizeof(*c->frame_idx));
 	c->stack_at = calloc(nst ? nst : 1, sizeof(*c->stack_at));
-	ss = malloc((p->nsamples ? p->nsamples : 1) * sizeof(*ss));
-	if (!c->frame_idx || !c->stack_at || !ss)
-		goto nomem;
 	/* the view's samples, per process and thread in time order: each thread's timeline */
-	for (i = 0; i < p->nsamples; i++) {
-		uint32_t vs = prs_view_sample_stack(c->v, i);
-
-		if (vs == PRS_VIEW_NONE)
-			continue;
-		ss[n] = (struct ss_sample){ prs_view_pid(c->v, &p->samples[i]), p->samples[i].tid,
-					    (uint32_t)i, vs, p->samples[i].time_ns };
-		n++;
-	}
-	if (n)
-		qsort(ss, n, sizeof(*ss), ss_cmp);
+	if (!c->frame_idx || !c->stack_at || order_samples(c, &so))
+		goto nomem;
 	if (out_str(&o, "{\"profiles\":["))
 		goto nomem;
-	for (i = 0; i < n; i = j) {
+	for (i = 0; i < so.nthreads; i++) {
 		double total = 0;
 
-		for (j = i; j < n && ss[j].tid == ss[i].tid && ss[j].pid == ss[i].pid; j++)
-			;
 		if ((nprof && out_put(&o, ",", 1)) ||
-		    thread_profile(c, &o, ss + i, j - i, period, &tail, &total))
+		    thread_profile(c, &o, &so.threads[i], so.order + so.threads[i].start, period, &tail,
+				   &total))
 			goto nomem;
 		if (total > best) {
 			best = total;
@@ -499,6 +588,6 @@ out:
 	free(c);
 	prs_buf_release(&o.b);
 	prs_buf_release(&tail);
-	free(ss);
+	order_release(&so);
 	return rc;
 }

@@ -1048,3 +1048,48 @@ Test(diff, processes_are_not_functions)
 	prs_diff_free(d);
 	prs_profile_free(p);
 }
+
+/*
+ * A thread's timeline is in time order whatever the order of its samples in the profile (equal
+ * times: profile order), and threads come by tid however they first appear: tid 12's samples
+ * at t = 30, 10, 20, 10 ms (stacks c, a, b, d) read a, d, b, c; tid 11 (seen second) is first.
+ */
+Test(export_speedscope, timelines_in_time_order_whatever_the_sample_order)
+{
+	static const struct { int32_t tid; uint64_t ms; const char *leaf; } in[] = {
+		{ 12, 30, "c" }, { 11, 5, "x" }, { 12, 10, "a" }, { 12, 20, "b" }, { 12, 10, "d" },
+	};
+	static const char *const want[] = { "main;a", "main;d", "main;b", "main;c" };
+	struct prs_profile *p = prs_profile_new();
+	uint32_t file, top;
+	json_t *root, *profs, *samples;
+	char *text, stack[128];
+
+	cr_assert_not_null(p);
+	prs_profile_meta(p, "rate_hz", "100");
+	file = prs_profile_string(p, "t.py", 4);
+	top = prs_profile_stack(p, 0, prs_profile_named_frame(p, PRS_KIND_PYTHON,
+							      prs_profile_string(p, "main", 4), file, 1));
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		uint32_t leaf = prs_profile_named_frame(p, PRS_KIND_PYTHON,
+							prs_profile_string(p, in[i].leaf, 1), file, 2);
+		struct prs_sample s = { .time_ns = in[i].ms * 1000000, .tid = in[i].tid, .syscall = -1,
+					.stack = prs_profile_stack(p, top, leaf), .weight = 1 };
+
+		cr_assert_eq(prs_profile_sample(p, &s), 0);
+	}
+	text = run_export(prs_export_speedscope, p, PRS_VIEW_CPU, NULL);
+	root = parse_json(text);
+	profs = json_object_get(root, "profiles");
+	cr_assert_eq(json_array_size(profs), 2);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(profs, 0), "name")), "thread 11");
+	samples = json_object_get(json_array_get(profs, 1), "samples");
+	cr_assert_eq(json_array_size(samples), 4);
+	for (size_t i = 0; i < 4; i++) {
+		ss_stack(root, json_array_get(samples, i), stack, sizeof(stack));
+		cr_assert_str_eq(stack, want[i], "sample %zu", i);
+	}
+	json_decref(root);
+	free(text);
+	prs_profile_free(p);
+}
