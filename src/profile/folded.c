@@ -151,84 +151,182 @@ out:
 
 /* ---- export ---- */
 
+/*
+ * The lines are sorted by their text without holding it: each view frame's text (its label made
+ * safe, "_[k]" after a kernel frame's) is made once, each view stack kept as its frame ids, and
+ * two lines are compared as the bytes their frames' texts and the ';' between them would make.
+ * The texts of every line were 16 MB of a 1M-sample profile's export (and twice that in their
+ * buffers' slack): the frames' texts and ids are ~4 MB.
+ */
+struct fold {
+	struct prs_profile_view *v;
+	struct prs_buf text;  /* the frames' texts, one after the other */
+	uint64_t *text_of;    /* view frame id -> offset << 24 | length (0: not made yet) */
+	size_t ntext_of;
+	uint32_t *ids;        /* every line's frame ids, root first */
+	size_t nids, cap_ids;
+};
+
 struct line {
-	char *text;
+	size_t first;   /* its frames: ids[first .. first + n) */
+	uint32_t n;
 	uint64_t count;
 };
 
-static int line_cmp(const void *a, const void *b)
+/* The text of frame id (made once): its label made safe for the folded format. 0 or -ENOMEM. */
+static int frame_text(struct fold *f, uint32_t id)
 {
-	return strcmp(((const struct line *)a)->text, ((const struct line *)b)->text);
-}
+	char label[PRS_MAX_NAME + 64];
+	const char *t;
+	size_t start = f->text.len, len;
 
-/* Appends one frame's text, made safe for the folded format. */
-static int put_frame(struct prs_buf *b, const char *text, bool first)
-{
-	size_t start, i;
-	int rc;
+	if (id >= f->ntext_of) {
+		size_t old = f->ntext_of;
 
-	if (!first && (rc = prs_buf_putc(b, ';')))
-		return rc;
-	if (!text[0])
-		text = "[unknown]";
-	start = b->len;
-	if ((rc = prs_buf_append(b, text, strlen(text))))
-		return rc;
-	for (i = start; i < b->len; i++)
-		if (b->data[i] == ';' || b->data[i] == '\n' || b->data[i] == '\r')
-			b->data[i] = '_';
+		if (prs_array_grow((void **)&f->text_of, &f->ntext_of, (size_t)id + 1, sizeof(*f->text_of)))
+			return -ENOMEM;
+		memset(f->text_of + old, 0, (f->ntext_of - old) * sizeof(*f->text_of));
+	}
+	if (f->text_of[id])
+		return 0;
+	t = prs_view_frame_label(f->v, id, label, sizeof(label));
+	if (!t[0])
+		t = "[unknown]";
+	len = strlen(t);
+	if (prs_buf_append(&f->text, t, len))
+		return -ENOMEM;
+	for (size_t i = start; i < f->text.len; i++)
+		if (f->text.data[i] == ';' || f->text.data[i] == '\n' || f->text.data[i] == '\r')
+			f->text.data[i] = '_';
+	if (prs_view_frame_kind(f->v, id) == PRS_KIND_KERNEL && prs_buf_append(&f->text, "_[k]", 4))
+		return -ENOMEM;
+	len = f->text.len - start;
+	if (start >= (1ull << 40) || len >= (1u << 24))
+		return -ENOMEM;
+	f->text_of[id] = (uint64_t)start << 24 | len;
 	return 0;
 }
 
-/* The text of view stack i: its frames, root first, each made safe; kernel frames get "_[k]". */
-static int stack_text(struct prs_profile_view *v, size_t i, struct prs_buf *b)
+static const char *text_of(const struct fold *f, uint32_t id, size_t *len)
 {
-	char label[PRS_MAX_NAME + 64];
-	const uint32_t *ids;
-	size_t n = prs_view_frames(v, i, &ids, NULL), k;
-	int rc = 0;
+	*len = (size_t)(f->text_of[id] & 0xffffff);
+	return (const char *)f->text.data + (f->text_of[id] >> 24);
+}
 
-	prs_buf_reset(b);
-	for (k = 0; k < n && !rc; k++) {
-		rc = put_frame(b, prs_view_frame_label(v, ids[k], label, sizeof(label)), k == 0);
-		if (!rc && prs_view_frame_kind(v, ids[k]) == PRS_KIND_KERNEL)
-			rc = prs_buf_append(b, "_[k]", 4);
+/* Reads a line's bytes as a stream: frame k's text, then ';' (or the end after the last). */
+struct cursor {
+	const struct fold *f;
+	const uint32_t *ids;
+	uint32_t n, k;
+	const char *t;
+	size_t len, at;
+};
+
+static void cursor_at(struct cursor *c, uint32_t k)
+{
+	c->k = k;
+	c->at = 0;
+	if (k < c->n)
+		c->t = text_of(c->f, c->ids[k], &c->len);
+}
+
+/* The next byte: a text's, ';' between frames, -1 at the end. */
+static int cursor_next(struct cursor *c)
+{
+	if (c->k >= c->n)
+		return -1;
+	if (c->at < c->len)
+		return (unsigned char)c->t[c->at++];
+	cursor_at(c, c->k + 1);
+	return c->k < c->n ? ';' : -1;
+}
+
+/* strcmp of two lines' texts. */
+static int line_cmp(const void *a, const void *b, void *arg)
+{
+	const struct line *x = a, *y = b;
+	const struct fold *f = arg;
+	struct cursor cx = { f, f->ids + x->first, x->n, 0, NULL, 0, 0 };
+	struct cursor cy = { f, f->ids + y->first, y->n, 0, NULL, 0, 0 };
+	uint32_t k = 0;
+	int bx, by;
+
+	/* the same frames print the same: start at the first that differs */
+	while (k < x->n && k < y->n && cx.ids[k] == cy.ids[k])
+		k++;
+	if (k == x->n && k == y->n)
+		return 0;
+	if (k > 0 && (k == x->n || k == y->n)) /* one ends where the other goes on with ';' */
+		return k == x->n ? -1 : 1;
+	cursor_at(&cx, k);
+	cursor_at(&cy, k);
+	do {
+		bx = cursor_next(&cx);
+		by = cursor_next(&cy);
+	} while (bx == by && bx >= 0);
+	return bx < by ? -1 : bx > by;
+}
+
+/* Writes a line's text. */
+static int put_line(FILE *out, const struct fold *f, const struct line *l, uint64_t count)
+{
+	size_t len;
+
+	for (uint32_t k = 0; k < l->n; k++) {
+		const char *t = text_of(f, f->ids[l->first + k], &len);
+
+		if ((k && putc(';', out) == EOF) || fwrite(t, 1, len, out) != len)
+			return -EIO;
 	}
-	return rc ? rc : prs_buf_putc(b, '\0');
+	return fprintf(out, " %" PRIu64 "\n", count) < 0 ? -EIO : 0;
+}
+
+/* Keeps view stack i as a line: its frames' ids, their texts made. 0 or -ENOMEM. */
+static int keep_line(struct fold *f, size_t i, uint64_t count, struct line *l)
+{
+	const uint32_t *ids;
+	size_t n = prs_view_frames(f->v, i, &ids, NULL);
+
+	if (!ids || n >= UINT32_MAX ||
+	    prs_array_grow((void **)&f->ids, &f->cap_ids, f->nids + n, sizeof(*f->ids)))
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++)
+		if (frame_text(f, ids[k]))
+			return -ENOMEM;
+	memcpy(f->ids + f->nids, ids, n * sizeof(*ids));
+	*l = (struct line){ f->nids, (uint32_t)n, count };
+	f->nids += n;
+	return 0;
 }
 
 int prs_export_folded(const struct prs_profile *p, const struct prs_view_opts *o, FILE *out,
 		      struct prs_err *err)
 {
-	struct prs_profile_view *v = NULL;
+	struct fold f = { NULL };
 	const struct prs_view_stack *st;
 	struct line *lines = NULL;
 	size_t nlines = 0, nst, i, j;
-	struct prs_buf b;
 	int rc;
 
-	prs_buf_init(&b);
-	if ((rc = prs_view_new(p, o, &v, err)))
+	prs_buf_init(&f.text);
+	if ((rc = prs_view_new(p, o, &f.v, err)))
 		return rc;
-	st = prs_view_stacks(v, &nst);
+	st = prs_view_stacks(f.v, &nst);
 	lines = malloc((nst ? nst : 1) * sizeof(*lines));
 	if (!lines)
 		goto nomem;
-	for (i = 0; i < nst; i++) {
-		if (stack_text(v, i, &b))
+	for (i = 0; i < nst; i++)
+		if (keep_line(&f, i, st[i].weight, &lines[nlines++]))
 			goto nomem;
-		lines[nlines].text = (char *)prs_buf_detach(&b, NULL);
-		lines[nlines++].count = st[i].weight;
-	}
 	if (nlines)
-		qsort(lines, nlines, sizeof(*lines), line_cmp);
+		qsort_r(lines, nlines, sizeof(*lines), line_cmp, &f);
 	for (i = 0; i < nlines; i = j) {
 		uint64_t count = 0;
 
 		/* different stacks can print alike (unsymbolized frames, replaced ';'): merge them */
-		for (j = i; j < nlines && strcmp(lines[i].text, lines[j].text) == 0; j++)
+		for (j = i; j < nlines && line_cmp(&lines[i], &lines[j], &f) == 0; j++)
 			count += lines[j].count;
-		if (fprintf(out, "%s %" PRIu64 "\n", lines[i].text, count) < 0) {
+		if (put_line(out, &f, &lines[i], count)) {
 			rc = prs_err_set(err, -EIO, "folded output: write error");
 			goto out;
 		}
@@ -239,10 +337,10 @@ int prs_export_folded(const struct prs_profile *p, const struct prs_view_opts *o
 nomem:
 	rc = prs_err_set(err, -ENOMEM, "folded export: out of memory");
 out:
-	for (i = 0; i < nlines; i++)
-		free(lines[i].text);
 	free(lines);
-	prs_view_free(v);
-	prs_buf_release(&b);
+	free(f.ids);
+	free(f.text_of);
+	prs_buf_release(&f.text);
+	prs_view_free(f.v);
 	return rc;
 }

@@ -343,3 +343,41 @@ Test(folded, too_many_frames)
 	prs_profile_free(p);
 	free(line);
 }
+
+/*
+ * Lines come in strcmp order of their whole text, though they are compared frame by frame: a
+ * frame whose name is another's and more ("f1" and "f10", "f1+x") sorts by the byte after the
+ * shorter name, where the shorter line has ';' or its end; a stack that is a prefix of another
+ * comes first; two stacks that print alike (a ';' made '_' against a real '_') are one line.
+ */
+Test(folded, lines_in_byte_order_and_alike_stacks_merged)
+{
+	static const char *const names[] = { "f1", "f10", "f1+x", "f", "a_b", "a;b" };
+	struct prs_profile *p = prs_profile_new();
+	uint32_t top, st[6];
+	char *got;
+
+	cr_assert_not_null(p);
+	top = prs_profile_stack(p, 0, prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "main"), 0, 0));
+	for (size_t i = 0; i < 6; i++) {
+		uint32_t f = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, names[i]), 0, 0);
+
+		st[i] = prs_profile_stack(p, top, f);
+		prs_profile_sample(p, &(struct prs_sample){ .syscall = -1, .weight = (uint32_t)i + 1,
+							    .stack = st[i] });
+	}
+	/* "main;f1;g" after "main;f10": the byte after "f1" is ";" against "0" */
+	prs_profile_sample(p, &(struct prs_sample){ .syscall = -1, .weight = 10,
+		.stack = prs_profile_stack(p, st[0], prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "g"), 0, 0)) });
+	prs_profile_sample(p, &(struct prs_sample){ .syscall = -1, .weight = 20, .stack = top });
+	got = export(p, PRS_VIEW_CPU, 0);
+	cr_assert_str_eq(got, "main 20\n"
+			      "main;a_b 11\n" /* 5 + 6: "a;b" prints as "a_b" */
+			      "main;f 4\n"
+			      "main;f1 1\n"
+			      "main;f1+x 3\n"
+			      "main;f10 2\n"
+			      "main;f1;g 10\n");
+	free(got);
+	prs_profile_free(p);
+}
