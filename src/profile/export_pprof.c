@@ -437,12 +437,6 @@ struct pp_msgs {
 	Perftools__Profiles__ValueType *vtp[3];
 	Perftools__Profiles__Mapping *maps;
 	Perftools__Profiles__Mapping **mapp;
-	Perftools__Profiles__Function *funcs;
-	Perftools__Profiles__Function **funcp;
-	Perftools__Profiles__Location *locs;
-	Perftools__Profiles__Location **locp;
-	Perftools__Profiles__Line *lines;
-	Perftools__Profiles__Line **linep;
 	int64_t comment;
 	/* what each Sample needs (put_sample) */
 	int64_t s_thread, s_tname, s_pid;
@@ -453,12 +447,6 @@ static void msgs_free(struct pp_msgs *m)
 {
 	free(m->maps);
 	free(m->mapp);
-	free(m->funcs);
-	free(m->funcp);
-	free(m->locs);
-	free(m->locp);
-	free(m->lines);
-	free(m->linep);
 }
 
 /* Appends v as a protobuf varint. */
@@ -528,6 +516,63 @@ static int put_sample(struct pp *c, const struct pp_msgs *m, struct gz_out *g,
 	put_varint(g, 2u << 3 | PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED);
 	put_varint(g, perftools__profiles__sample__get_packed_size(&s));
 	perftools__profiles__sample__pack_to_buffer(&s, &g->base);
+	return 0;
+}
+
+/*
+ * The Profile's locations (field 4), then its functions (field 5), each message packed on its
+ * own as protobuf-c packs a repeated message field: made one at a time from c's arrays, not
+ * all as generated structs (13 MB of them for the 100k locations of a 1M-sample profile).
+ * 0 or -ENOMEM.
+ */
+static int put_locs_funcs(const struct pp *c, struct gz_out *g)
+{
+	Perftools__Profiles__Line *lines = NULL, **linep = NULL;
+	Perftools__Profiles__Location loc;
+	Perftools__Profiles__Function fn;
+	size_t cap = 0, cap_p = 0, i, k;
+
+	for (i = 0; i < c->nlocs; i++) {
+		const struct pp_loc *l = &c->locs[i];
+
+		if (prs_array_grow((void **)&lines, &cap, l->nlines, sizeof(*lines)) ||
+		    prs_array_grow((void **)&linep, &cap_p, l->nlines, sizeof(*linep))) {
+			free(lines);
+			free(linep);
+			return -ENOMEM;
+		}
+		perftools__profiles__location__init(&loc);
+		loc.id = i + 1;
+		loc.mapping_id = l->mapping;
+		loc.address = l->addr;
+		loc.n_line = l->nlines;
+		loc.line = linep;
+		for (k = 0; k < l->nlines; k++) {
+			perftools__profiles__line__init(&lines[k]);
+			lines[k].function_id = c->lines[l->first + k].func;
+			lines[k].line = c->lines[l->first + k].line;
+			linep[k] = &lines[k];
+		}
+		put_varint(g, 4u << 3 | PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED);
+		put_varint(g, perftools__profiles__location__get_packed_size(&loc));
+		perftools__profiles__location__pack_to_buffer(&loc, &g->base);
+	}
+	free(lines);
+	free(linep);
+	for (i = 0; i < c->nfuncs; i++) {
+		perftools__profiles__function__init(&fn);
+		fn.id = i + 1;
+		fn.name = c->funcs[i].name;
+		/* pprof "demangles" a function whose system name equals its name: one that looks like
+		 * C++ loses its <...> parts, which leaves nothing of Python's "<module>" or
+		 * "<lambda>" (shown as <unknown>) and "::method" of Rust's "<T as Trait>::method". A
+		 * name that starts with '<' gets no system name, which pprof keeps as it is. */
+		fn.system_name = c->strs[c->funcs[i].name][0] == '<' ? 0 : c->funcs[i].name;
+		fn.filename = c->funcs[i].file;
+		put_varint(g, 5u << 3 | PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED);
+		put_varint(g, perftools__profiles__function__get_packed_size(&fn));
+		perftools__profiles__function__pack_to_buffer(&fn, &g->base);
+	}
 	return 0;
 }
 
@@ -657,46 +702,6 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 	m->prof.n_mapping = p->nmappings;
 	m->prof.mapping = m->mapp;
 
-	m->funcs = calloc(c->nfuncs ? c->nfuncs : 1, sizeof(*m->funcs));
-	m->funcp = calloc(c->nfuncs ? c->nfuncs : 1, sizeof(*m->funcp));
-	m->lines = calloc(c->nlines ? c->nlines : 1, sizeof(*m->lines));
-	m->linep = calloc(c->nlines ? c->nlines : 1, sizeof(*m->linep));
-	m->locs = calloc(c->nlocs ? c->nlocs : 1, sizeof(*m->locs));
-	m->locp = calloc(c->nlocs ? c->nlocs : 1, sizeof(*m->locp));
-	if (!m->funcs || !m->funcp || !m->lines || !m->linep || !m->locs || !m->locp)
-		goto nomem;
-	for (i = 0; i < c->nfuncs; i++) {
-		perftools__profiles__function__init(&m->funcs[i]);
-		m->funcs[i].id = i + 1;
-		m->funcs[i].name = c->funcs[i].name;
-		/* pprof "demangles" a function whose system name equals its name: one that looks like
-		 * C++ loses its <...> parts, which leaves nothing of Python's "<module>" or
-		 * "<lambda>" (shown as <unknown>) and "::method" of Rust's "<T as Trait>::method". A
-		 * name that starts with '<' gets no system name, which pprof keeps as it is. */
-		m->funcs[i].system_name = c->strs[c->funcs[i].name][0] == '<' ? 0 : c->funcs[i].name;
-		m->funcs[i].filename = c->funcs[i].file;
-		m->funcp[i] = &m->funcs[i];
-	}
-	m->prof.n_function = c->nfuncs;
-	m->prof.function = m->funcp;
-	for (i = 0; i < c->nlines; i++) {
-		perftools__profiles__line__init(&m->lines[i]);
-		m->lines[i].function_id = c->lines[i].func;
-		m->lines[i].line = c->lines[i].line;
-		m->linep[i] = &m->lines[i];
-	}
-	for (i = 0; i < c->nlocs; i++) {
-		perftools__profiles__location__init(&m->locs[i]);
-		m->locs[i].id = i + 1;
-		m->locs[i].mapping_id = c->locs[i].mapping;
-		m->locs[i].address = c->locs[i].addr;
-		m->locs[i].n_line = c->locs[i].nlines;
-		m->locs[i].line = m->linep + c->locs[i].first;
-		m->locp[i] = &m->locs[i];
-	}
-	m->prof.n_location = c->nlocs;
-	m->prof.location = m->locp;
-
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		goto nomem;
@@ -719,9 +724,18 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 	for (i = 0; i < nsamp && !g->rc; i++)
 		if (sample_locs(c, i) || put_sample(c, m, g, &vs[i]))
 			goto nomem_gz;
+	/* then the mappings (field 3): the Profile with nothing else */
+	perftools__profiles__profile__init(&head);
+	head.n_mapping = m->prof.n_mapping;
+	head.mapping = m->prof.mapping;
+	perftools__profiles__profile__pack_to_buffer(&head, &g->base);
+	if (!g->rc && put_locs_funcs(c, g))
+		goto nomem_gz;
+	/* last, the fields after function (6 on): the samples' thread names may add strings */
 	m->prof.n_sample_type = 0;
 	m->prof.sample_type = NULL;
-	/* last: the samples' thread names may add strings */
+	m->prof.n_mapping = 0;
+	m->prof.mapping = NULL;
 	m->prof.n_string_table = c->nstrs;
 	m->prof.string_table = c->strs;
 	perftools__profiles__profile__pack_to_buffer(&m->prof, &g->base);
