@@ -414,14 +414,41 @@ static struct order order_of(const struct build *b, size_t i)
 			       (uint32_t)i };
 }
 
+/*
+ * Puts the stacks (and their roots) in order in place: stack perm[i] goes to position i, cycle by
+ * cycle (perm is used up: an entry moved is marked perm[j] = j). Copies of the arrays were 40
+ * bytes a stack beside the view's own (16 MB for the 400k stacks of a 1M-sample profile's
+ * per-thread view).
+ */
+static void permute(struct prs_profile_view *v, uint32_t *perm)
+{
+	for (uint32_t s = 0; s < v->nstacks; s++) {
+		struct prs_view_stack st = v->stacks[s];
+		uint32_t r0 = v->roots[2 * s], r1 = v->roots[2 * s + 1], j = s, k;
+
+		if (perm[s] == s)
+			continue;
+		while ((k = perm[j]) != s) {
+			v->stacks[j] = v->stacks[k];
+			v->roots[2 * j] = v->roots[2 * k];
+			v->roots[2 * j + 1] = v->roots[2 * k + 1];
+			perm[j] = j;
+			j = k;
+		}
+		v->stacks[j] = st;
+		v->roots[2 * j] = r0;
+		v->roots[2 * j + 1] = r1;
+		perm[j] = j;
+	}
+}
+
 static int sort_stacks(struct build *b)
 {
 	struct prs_profile_view *v = b->v;
 	size_t n = v->nstacks ? v->nstacks : 1, i;
 	struct group **gs = malloc((b->ngroups ? b->ngroups : 1) * sizeof(*gs));
 	struct order *ord = NULL, prev, cur;
-	struct prs_view_stack *stacks = NULL;
-	uint32_t *roots = NULL, *inv = NULL;
+	uint32_t *perm = NULL, *inv = NULL;
 	bool sorted = true;
 	int rc = -ENOMEM;
 
@@ -444,22 +471,22 @@ static int sort_stacks(struct build *b)
 		goto out;
 	rc = -ENOMEM;
 	ord = malloc(n * sizeof(*ord));
-	stacks = malloc(n * sizeof(*stacks));
-	roots = malloc(n * 2 * sizeof(*roots));
-	inv = malloc(n * sizeof(*inv));
-	if (!ord || !stacks || !roots || !inv)
+	if (!ord)
 		goto out;
 	for (i = 0; i < v->nstacks; i++)
 		ord[i] = order_of(b, i);
 	qsort(ord, v->nstacks, sizeof(*ord), cmp_order);
+	perm = malloc(n * sizeof(*perm));
+	inv = malloc(n * sizeof(*inv));
+	if (!perm || !inv)
+		goto out;
 	for (i = 0; i < v->nstacks; i++) {
-		stacks[i] = v->stacks[ord[i].idx];
-		roots[2 * i] = v->roots[2 * ord[i].idx];
-		roots[2 * i + 1] = v->roots[2 * ord[i].idx + 1];
+		perm[i] = ord[i].idx;
 		inv[ord[i].idx] = (uint32_t)i;
 	}
-	memcpy(v->stacks, stacks, v->nstacks * sizeof(*stacks));
-	memcpy(v->roots, roots, v->nstacks * 2 * sizeof(*roots));
+	free(ord);
+	ord = NULL;
+	permute(v, perm);
 	for (i = 0; i < v->p->nsamples; i++)
 		if (v->sample_stack[i] != PRS_VIEW_NONE)
 			v->sample_stack[i] = inv[v->sample_stack[i]];
@@ -467,8 +494,7 @@ static int sort_stacks(struct build *b)
 out:
 	free(gs);
 	free(ord);
-	free(stacks);
-	free(roots);
+	free(perm);
 	free(inv);
 	return rc;
 }
