@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,21 @@ static void symbolize_if_needed(struct prs_profile *p, const struct cli_symopts 
 {
 	if (needs_symbols(p) || (sym && sym->ndirs))
 		cli_symbolize(p, sym, false, NULL);
+}
+
+/*
+ * report, export and diff hold a profile's arrays and make a few more of its size, one after
+ * the other (the view, the graph's tree, the output's tables). glibc serves a large block from
+ * mmap only above a threshold that it raises to the size of each such block freed (up to 32 MB),
+ * and from there on the next ones come from the heap: a growing array is copied instead of
+ * remapped, and freed memory stays resident. A fixed threshold keeps every block of 256 KB and
+ * more in its own mapping, returned when freed. view_bench's 1M-sample profile, peak RSS: report
+ * 106.8 -> 73.1 MB, diff 108.3 -> 83.2, speedscope 75.2 -> 66.7, pprof 48.3 -> 45.9, folded
+ * 35.3 -> 32.0; CPU time the same within noise (one run each, load 6-7).
+ */
+static void large_blocks_mapped(void)
+{
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 }
 
 static bool parse_view(const char *s, enum prs_view *v)
@@ -74,6 +90,7 @@ int cmd_report(int argc, char **argv)
 	int c, rc;
 
 	memset(&po, 0, sizeof(po));
+	large_blocks_mapped();
 	optind = 1;
 	while ((c = cli_getopt(argc, argv, "o:h", longopts, "report")) != -1) {
 		if (c == 'o')
@@ -260,6 +277,7 @@ int cmd_export(int argc, char **argv)
 	FILE *f;
 	int c, rc;
 
+	large_blocks_mapped();
 	optind = 1;
 	while ((c = cli_getopt(argc, argv, "o:f:h", longopts, "export")) != -1) {
 		switch (c) {
@@ -411,6 +429,7 @@ int cmd_diff(int argc, char **argv)
 	bool created;
 	int c, rc = EXIT_FAIL;
 
+	large_blocks_mapped();
 	optind = 1;
 	while ((c = cli_getopt(argc, argv, "o:h", longopts, "diff")) != -1) {
 		switch (c) {
