@@ -226,6 +226,20 @@ static size_t xml_escape(struct wbuf *w, const char *str, size_t len, long max_c
 		return 0;
 	limit = max_chars >= 0 && total > (size_t)max_chars ? (size_t)max_chars - 2 : SIZE_MAX;
 	for (size_t i = 0; i < len && out < limit;) {
+		size_t run = 0;
+
+		/* a run of printable ASCII without & < > " ' is written as it is, in one piece (most
+		 * of every title and label: a character at a time was ~8 % of a large diff's time) */
+		while (i + run < len && out + run < limit && s[i + run] >= 0x20 && s[i + run] < 0x7f &&
+		       s[i + run] != '&' && s[i + run] != '<' && s[i + run] != '>' && s[i + run] != '"' &&
+		       s[i + run] != '\'')
+			run++;
+		if (run) {
+			wb_put(w, str + i, run);
+			i += run;
+			out += run;
+			continue;
+		}
 		i += utf8_next(s, len, i, &cp);
 		cp = xml_char(cp);
 		if (cp) {
