@@ -46,13 +46,24 @@ struct prs_event {
 	bool core;      /* PRS_EV_KILLED: dumped core */
 };
 
-/* The options every seized thread gets: follow clones (new threads are traced automatically), see
- * execs, and stop once at each thread's exit (its final kernel accounting is read there). */
-#define PRS_PTRACE_OPTIONS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT)
-/* With the child processes followed too (--subprocesses): every fork, vfork and clone of a new
- * process makes a tracee, auto-attached and stopped at its start. Never PTRACE_O_EXITKILL: the
- * program runs on if pyrsprof dies. */
-#define PRS_PTRACE_OPTIONS_TREE (PRS_PTRACE_OPTIONS | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK)
+/*
+ * The options a process's leader gets: see execs, and stop once at its exit (the last moment its
+ * children's CPU time and its final kernel accounting can be read). Not PTRACE_O_TRACECLONE: a
+ * clone event stops the thread that creates a thread, and the new one starts in a stop, each a
+ * round trip through pyrsprof (~60-70 us) that a thread-per-request server pays per request; the
+ * sampler finds new threads at its ticks instead and seizes them then (src/sample/newthreads.c).
+ */
+#define PRS_PTRACE_OPTIONS (PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT)
+/* The options of every other thread: no exit stop either (a thread's final accounting is read
+ * while it is a zombie, before it is reaped: src/sample/events.c). */
+#define PRS_PTRACE_OPTIONS_THREAD PTRACE_O_TRACEEXEC
+/* With the child processes followed too (--subprocesses): every fork and vfork (a clone with
+ * SIGCHLD as its exit signal, or CLONE_VFORK) makes a tracee, auto-attached and stopped at its
+ * start. (A clone of a process with another exit signal is found at a tick, by the children
+ * files, like a child forked by a thread not seized yet.) Never PTRACE_O_EXITKILL: the program
+ * runs on if pyrsprof dies. */
+#define PRS_PTRACE_FOLLOW_FORKS (PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK)
+#define PRS_PTRACE_OPTIONS_TREE (PRS_PTRACE_OPTIONS | PRS_PTRACE_FOLLOW_FORKS)
 
 /*
  * PTRACE_SEIZE tid with options (PRS_PTRACE_OPTIONS or PRS_PTRACE_OPTIONS_TREE). Returns 0 or
@@ -66,6 +77,9 @@ int prs_ptrace_interrupt(pid_t tid);
 
 /* Resumes a stopped thread, delivering sig (0 for none). Returns 0 or -errno (-ESRCH: it died). */
 int prs_ptrace_cont(pid_t tid, int sig);
+
+/* PTRACE_SETOPTIONS on a thread in a ptrace-stop. Returns 0 or -errno. */
+int prs_ptrace_setoptions(pid_t tid, int options);
 
 /* Resumes a thread from a group-stop with PTRACE_LISTEN (it stays job-control stopped). */
 int prs_ptrace_listen(pid_t tid);

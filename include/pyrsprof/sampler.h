@@ -99,6 +99,10 @@ struct prs_sampler_stats {
 	 * other_trap_stops: interrupts answered by another stop (a clone event, a signal), sampled
 	 * there. */
 	uint64_t late_sampled, skipped_late, skipped_new, other_trap_stops;
+	/* ptrace: threads found at a tick (started since the last one) and seized then; threads not
+	 * followed (the table was full); processes found at a tick (forked by a thread before it was
+	 * seized) and seized then (src/sample/newthreads.c) */
+	uint64_t threads_found, threads_not_followed, processes_adopted;
 	/* ptrace: the time threads spent stopped for their samples, in all */
 	uint64_t stopped_ns;
 	/* threads asleep since their last sample, recorded without being read again: all of their

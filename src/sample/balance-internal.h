@@ -40,7 +40,8 @@ struct prs_cpu_balance {
  * A thread found not blocked in its interrupt stop, with schedstat `before` read before the
  * INTERRUPT and `after` once it stopped: PRS_STATE_RUNNING (it was on a CPU; one period of its
  * CPU time is paid out) or PRS_STATE_RUNQUEUE (it was waiting for one). period_ns is the
- * sampling period. The first sample of a thread is always RUNNING (there is no balance yet).
+ * sampling period. The first sample of a thread is RUNNING (there is no balance yet), unless it
+ * was never given a CPU before the INTERRUPT (slices 0 in `before`: a thread just born).
  */
 enum prs_state prs_cpu_balance_judge(struct prs_cpu_balance *b, int64_t period_ns,
 				     const struct prs_schedstat *before,

@@ -13,6 +13,13 @@ enum prs_state prs_cpu_balance_judge(struct prs_cpu_balance *b, int64_t period_n
 {
 	bool first = b->cpu_ns == 0;
 
+	/* Never given a CPU before the INTERRUPT (a thread just born, found at this tick): it was
+	 * waiting for its first one, and stops at its first instruction. */
+	if (before->slices == 0) {
+		b->cpu_ns = after->cpu_ns ? after->cpu_ns : 1;
+		return PRS_STATE_RUNQUEUE;
+	}
+
 	if (!first && after->cpu_ns >= b->cpu_ns)
 		b->credit_ns += (int64_t)(after->cpu_ns - b->cpu_ns);
 	b->cpu_ns = after->cpu_ns ? after->cpu_ns : 1;

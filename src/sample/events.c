@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ptrace events: every waitpid() result of every target, handled by the target that owns the
- * tid: new threads (clone), signals to re-inject, job-control stops, execs, exits; during a tick,
- * the interrupt stops that the sample source waits for. And the detach at the end.
+ * tid: signals to re-inject, job-control stops, new processes (--subprocesses), execs, exits;
+ * during a tick, the interrupt stops that the sample source waits for. And the detach at the end.
+ * (New threads send no event: the ticks find them, newthreads.c.)
  */
+#include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 
@@ -24,19 +26,6 @@ void prs_events_resume(struct prs_thr *t, int sig)
 static bool is_exit(const struct prs_event *ev)
 {
 	return ev->kind == PRS_EV_EXITED || ev->kind == PRS_EV_KILLED;
-}
-
-/*
- * The target a tid that no target knows belongs to: a new thread whose first stop came before
- * its creator's clone event. (A process no target has yet, e.g. a forked child whose first stop
- * came before its parent's fork event, has none.)
- */
-static struct prs_target *owner_of_new(const struct prs_sampler *s, pid_t tid)
-{
-	for (size_t i = 0; i < s->ntargets; i++)
-		if (prs_task_exists(s->targets[i]->pid, tid))
-			return s->targets[i];
-	return NULL;
 }
 
 /* A thread exited, known (t) or not; when it is a leader, its whole process is gone. */
@@ -70,24 +59,6 @@ static void on_interrupt(struct prs_sampler *s, struct prs_target *tg, struct pr
 	}
 }
 
-static void on_clone(struct prs_sampler *s, struct prs_target *tg, pid_t tid, pid_t new_tid)
-{
-	struct prs_thr *t;
-
-	if (prs_tree_is_process(s, tg, new_tid)) {
-		prs_tree_forked(s, tg, new_tid); /* a clone without CLONE_THREAD */
-		tg = prs_session_thread(s, tid, &t); /* (the targets may have moved) */
-	} else if (new_tid > 0 && !prs_thr_find(&tg->thr, new_tid)) {
-		struct prs_thr *n = prs_thr_add(&tg->thr, new_tid);
-
-		if (n)
-			n->life = PRS_THR_NEW;
-	}
-	t = prs_thr_find(&tg->thr, tid); /* prs_thr_add does not move entries, but be safe */
-	if (t)
-		prs_events_resume(t, 0);
-}
-
 static void on_exec(struct prs_sampler *s, struct prs_target *tg)
 {
 	struct prs_thr *t;
@@ -95,6 +66,8 @@ static void on_exec(struct prs_sampler *s, struct prs_target *tg)
 	prs_target_exec(tg);
 	prs_tree_record_command(s, tg);
 	t = prs_thr_find(&tg->thr, tg->pid);
+	/* A thread that execs becomes the leader: it gets the leader's options (its exit stop) */
+	prs_ptrace_setoptions(tg->pid, s->seize_options);
 	if (t) {
 		if (t->life != PRS_THR_GROUP_STOPPED)
 			t->life = PRS_THR_RUNNING; /* an interrupt owed is of the old image */
@@ -140,9 +113,8 @@ void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tic
 		return;
 	}
 	if (!t) {
-		/* A new thread's first stop can arrive before its parent's clone event. */
-		tg = owner_of_new(s, tid);
-		t = tg ? prs_thr_add(&tg->thr, tid) : prs_tree_early_stop(s, tid);
+		/* A new process's first stop can arrive before its parent's fork event. */
+		t = prs_tree_early_stop(s, tid);
 		if (!t) {
 			prs_ptrace_cont(tid, 0);
 			return;
@@ -150,8 +122,10 @@ void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tic
 		t->life = PRS_THR_NEW;
 	}
 	if (t->life == PRS_THR_NEW) {
-		/* Auto-attached threads start in a ptrace-stop (reported as PTRACE_EVENT_STOP, whatever
-		 * its signal): always just resume it, never LISTEN. */
+		/* An auto-attached process (a fork) starts in a ptrace-stop (reported as
+		 * PTRACE_EVENT_STOP, whatever its signal): always just resume it, never LISTEN. It has
+		 * the options of the thread that forked it: a leader's now. */
+		prs_ptrace_setoptions(tid, s->seize_options);
 		t->life = PRS_THR_RUNNING;
 		prs_events_resume(t, ev.kind == PRS_EV_SIGNAL ? ev.sig : 0);
 		return;
@@ -172,8 +146,9 @@ void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tic
 		t->life = PRS_THR_GROUP_STOPPED;
 		prs_ptrace_listen(t->tid);
 		break;
-	case PRS_EV_CLONE:
-		on_clone(s, tg, tid, ev.new_tid);
+	case PRS_EV_CLONE: /* (not asked for: PRS_PTRACE_OPTIONS) */
+	case PRS_EV_OTHER:
+		prs_events_resume(t, 0);
 		break;
 	case PRS_EV_EXEC:
 		on_exec(s, tg);
@@ -185,13 +160,55 @@ void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tic
 	case PRS_EV_FORK:
 		on_fork(s, tg, tid, ev.new_tid);
 		break;
-	case PRS_EV_OTHER:
-		prs_events_resume(t, 0);
-		break;
 	case PRS_EV_EXITED:
 	case PRS_EV_KILLED:
 		break; /* (handled above) */
 	}
+}
+
+/*
+ * The next ptrace stop, not an exit (while a stop window is open: each waitpid() more there is
+ * time the stopped threads wait), its waitpid() status in *status. Returns its tid or 0.
+ */
+static pid_t next_stop(int *status)
+{
+	siginfo_t si;
+
+	si.si_pid = 0;
+	/* (without WEXITED a zombie is not reaped; a ptrace stop is reported without WSTOPPED
+	 * too, which waitid needs one of) */
+	if (waitid(P_ALL, 0, &si, WSTOPPED | WNOHANG | __WALL) != 0 || si.si_pid <= 0)
+		return 0;
+	*status = si.si_status << 8 | 0x7f; /* (si_status: the stop's signal and event) */
+	return si.si_pid;
+}
+
+/*
+ * The next waitpid() result, in *status. Returns its tid or 0. A traced thread that exited stays
+ * a zombie until it is reaped here, its /proc files still there with its final counts: a thread
+ * not a leader has no exit stop (PRS_PTRACE_OPTIONS), so its exit accounting is read now.
+ */
+static pid_t next_event(struct prs_sampler *s, int *status)
+{
+	struct prs_target *tg;
+	struct prs_thr *t;
+	siginfo_t si;
+	pid_t tid;
+
+	if (!s->opts.acct_exits) {
+		tid = waitpid(-1, status, __WALL | WNOHANG);
+		return tid > 0 ? tid : 0;
+	}
+	si.si_pid = 0;
+	if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) != 0 || si.si_pid <= 0)
+		return 0;
+	tid = si.si_pid;
+	if (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED) {
+		tg = prs_session_thread(s, tid, &t);
+		if (tg && tid != tg->pid)
+			prs_exit_acct_take(s, tg, tid);
+	}
+	return waitpid(tid, status, __WALL | WNOHANG) == tid ? tid : 0;
 }
 
 int prs_events_drain(struct prs_sampler *s, bool in_tick)
@@ -199,7 +216,7 @@ int prs_events_drain(struct prs_sampler *s, bool in_tick)
 	int n = 0, status;
 	pid_t tid;
 
-	while ((tid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) {
+	while ((tid = s->window_start ? next_stop(&status) : next_event(s, &status)) > 0) {
 		prs_events_handle(s, tid, status, in_tick);
 		n++;
 	}
@@ -282,22 +299,6 @@ static void detach_event(struct prs_sampler *s, pid_t tid, int status)
 		tg = prs_session_thread(s, tid, &t);
 		prs_ptrace_detach(tid, 0);
 		prs_thr_remove(&tg->thr, t);
-		break;
-	case PRS_EV_CLONE:
-		if (prs_tree_is_process(s, tg, ev.new_tid)) {
-			prs_tree_forked_at_detach(s, tg, ev.new_tid);
-			tg = prs_session_thread(s, tid, &t);
-		} else if (ev.new_tid > 0 && !prs_thr_find(&tg->thr, ev.new_tid)) {
-			struct prs_thr *n = prs_thr_add(&tg->thr, ev.new_tid);
-
-			if (n)
-				n->life = PRS_THR_INTERRUPTED;
-		}
-		t = prs_thr_find(&tg->thr, tid);
-		if (t) {
-			prs_ptrace_detach(tid, 0);
-			prs_thr_remove(&tg->thr, t);
-		}
 		break;
 	default:
 		prs_ptrace_detach(tid, 0);

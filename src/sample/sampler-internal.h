@@ -17,6 +17,7 @@
 #ifndef PYRSPROF_SAMPLE_SAMPLER_INTERNAL_H
 #define PYRSPROF_SAMPLE_SAMPLER_INTERNAL_H
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -52,6 +53,9 @@ struct prs_source_ops {
 	/* Makes live process tg->pid (its table empty) ready to sample. Returns 0 or -errno with
 	 * err set (-EPERM explained). */
 	int (*attach)(struct prs_sampler *s, struct prs_target *tg, struct prs_err *err);
+	/* Optional. Before the begin of any target's tick: tg's threads started since the last tick
+	 * join its table (the ptrace source seizes them then: newthreads.c). */
+	void (*threads)(struct prs_sampler *s, struct prs_target *tg);
 	/* Starts tg's tick (NULL: none). now_ns: the loop's time. */
 	void (*begin)(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns);
 	/* One tick of tg: a sample of each of its threads taken (with record NULL: recorded). */
@@ -99,6 +103,7 @@ struct prs_target {
 	pid_t ppid;             /* its parent (0: unknown, the root) */
 	uint32_t command;       /* the command it runs (profile string id; 0: not recorded yet) */
 	struct prs_thr_table thr;
+	DIR *task_dir;          /* /proc/PID/task, kept open (newthreads.c; NULL: not yet) */
 	bool seized;            /* its threads are traced: they are detached at the end */
 	bool own_image;         /* it runs its own program (a launched child: once it exec'ed;
 				 * before, it is still a copy of pyrsprof and is not sampled) */
@@ -198,14 +203,16 @@ void prs_tree_record_command(struct prs_sampler *s, struct prs_target *tg);
 /* tg forked (fork, vfork, or a clone of a process) the new process child: its target, its leader
  * NEW (its first stop not seen yet), unless its first stop came first. */
 void prs_tree_forked(struct prs_sampler *s, struct prs_target *tg, pid_t child);
-/* True when the clone event new_tid of tg made a process, not a thread (subprocesses only). */
-bool prs_tree_is_process(const struct prs_sampler *s, const struct prs_target *tg, pid_t new_tid);
 /* An unknown tid stopped: when it is a new process of the tree whose first stop came before its
  * parent's fork event, its target is made now; returns its leader (NEW), else NULL. */
 struct prs_thr *prs_tree_early_stop(struct prs_sampler *s, pid_t tid);
 /* Attach: seizes every process below the root, alive now (subprocesses only). Processes that
  * cannot be seized are skipped. Returns 0 or -ENOMEM. */
 int prs_tree_attach(struct prs_sampler *s, struct prs_err *err);
+/* Seizes the children of tg that are not targets yet (forked by a thread before it was seized,
+ * or by a clone that sends no fork event), and theirs: each becomes a target (counted in
+ * stats.processes_adopted). */
+void prs_tree_adopt_children(struct prs_sampler *s, struct prs_target *tg);
 /* During the detach: tg forked child; when child is still ours, its target waits for its stop to
  * detach it. */
 void prs_tree_forked_at_detach(struct prs_sampler *s, struct prs_target *tg, pid_t child);
@@ -250,6 +257,15 @@ void prs_target_py_names(struct prs_sampler *s, struct prs_target *tg);
 const struct prs_py_thread *prs_target_py_thread(const struct prs_target *tg, pid_t tid);
 /* Drops the reader (after an exec: it is looked for again). */
 void prs_target_py_drop(struct prs_target *tg);
+
+/* ---- newthreads.c ---- */
+
+/* The ptrace options of thread tid of process pid: a leader's (s->seize_options) or another
+ * thread's (no exit stop). */
+int prs_seize_options(const struct prs_sampler *s, pid_t pid, pid_t tid);
+/* Seizes the threads of tg that its table does not hold (started since the last tick; tg seized),
+ * and with subprocesses the children they may have forked untraced. */
+void prs_newthreads_find(struct prs_sampler *s, struct prs_target *tg);
 
 /* ---- events.c ---- */
 

@@ -374,6 +374,13 @@ static void tick_take(struct prs_sampler *s, uint64_t now)
 		struct prs_target *tg = s->targets[i];
 
 		tg->tick.open = tg->own_image && !tg->exited;
+		if (tg->tick.open && s->src->threads)
+			s->src->threads(s, tg);
+	}
+	n = s->ntargets; /* (processes adopted meanwhile wait for the next tick) */
+	for (size_t i = 0; i < n; i++) {
+		struct prs_target *tg = s->targets[i];
+
 		if (!tg->tick.open)
 			continue;
 		prs_target_try_python(s, tg, now, tg->maps_dirty);

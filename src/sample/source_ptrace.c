@@ -621,7 +621,8 @@ static void ptrace_tick_record(struct prs_sampler *s, struct prs_target *tg)
 
 /* Seizes every thread; threads created by a not-yet-seized thread meanwhile show up in the next
  * listing, so list again until nothing new appears. */
-static int seize_all(struct prs_target *tg, int options, pid_t *tids, struct prs_err *err)
+static int seize_all(const struct prs_sampler *s, struct prs_target *tg, pid_t *tids,
+		     struct prs_err *err)
 {
 	bool added;
 	int n, rc;
@@ -634,7 +635,7 @@ static int seize_all(struct prs_target *tg, int options, pid_t *tids, struct prs
 		for (int i = 0; i < n && i < PRS_THR_MAX; i++) {
 			if (prs_thr_find(&tg->thr, tids[i]))
 				continue;
-			rc = prs_ptrace_seize(tids[i], options, err);
+			rc = prs_ptrace_seize(tids[i], prs_seize_options(s, tg->pid, tids[i]), err);
 			if (rc == -ESRCH)
 				continue; /* exited meanwhile */
 			if (rc == -EPERM) {
@@ -662,7 +663,7 @@ static int ptrace_attach(struct prs_sampler *s, struct prs_target *tg, struct pr
 
 	if (!tids)
 		return prs_err_set(err, -ENOMEM, "out of memory");
-	rc = seize_all(tg, s->seize_options, tids, err);
+	rc = seize_all(s, tg, tids, err);
 	free(tids);
 	if (rc)
 		return rc;
@@ -675,6 +676,7 @@ const struct prs_source_ops prs_source_ptrace = {
 	.name = "ptrace",
 	.traces = true,
 	.attach = ptrace_attach,
+	.threads = prs_newthreads_find,
 	.begin = ptrace_tick_begin,
 	.tick = ptrace_tick_collect,
 	.record = ptrace_tick_record,

@@ -41,6 +41,8 @@ void prs_target_free(struct prs_target *tg)
 	if (!tg)
 		return;
 	prs_thr_table_release(&tg->thr);
+	if (tg->task_dir)
+		closedir(tg->task_dir);
 	prs_unwinder_free(tg->uw);
 	prs_py_free(tg->py);
 	free(tg->pyt);

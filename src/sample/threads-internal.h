@@ -27,8 +27,8 @@
  */
 enum prs_thr_life {
 	PRS_THR_RUNNING = 0,   /* running or asleep in the kernel: we owe it nothing, it owes no stop */
-	PRS_THR_NEW,           /* auto-attached by a clone; its first stop (only resumed) not seen
-				* yet: it has run no code */
+	PRS_THR_NEW,           /* a new process's leader, auto-attached by a fork; its first stop
+				* (only resumed) not seen yet: it has run no code */
 	PRS_THR_INTERRUPTED,   /* we sent PTRACE_INTERRUPT and have not seen its stop */
 	PRS_THR_LATE,          /* interrupted and found in uninterruptible sleep (D): not waited for
 				* this tick (its stop, if it comes during the tick, is still taken) */

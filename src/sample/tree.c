@@ -6,9 +6,12 @@
  * PROCESS records of the profile (a process's command from when it runs it); and, without
  * --subprocesses, how much CPU the children that were not followed used.
  *
- * ptrace facts relied on (ptrace(2)): a child of a tracee with PTRACE_O_TRACEFORK/VFORK (or
- * TRACECLONE, for a clone whose exit signal is not SIGCHLD) starts traced, with its tracer's
- * options, in a PTRACE_EVENT_STOP; that stop and its parent's fork event come in either order. A
+ * ptrace facts relied on (ptrace(2)): a child of a tracee with PTRACE_O_TRACEFORK/VFORK starts
+ * traced, with the options of the thread that forked it (a leader's are set at its first stop),
+ * in a PTRACE_EVENT_STOP; that stop and its parent's fork event come in either order. A child
+ * that sends no event (forked by a thread before a tick found and seized it; a clone whose exit
+ * signal is not SIGCHLD, without PTRACE_O_TRACECLONE) is found by the children files at the tick
+ * that finds the new threads, and seized then (prs_tree_adopt_children). A
  * vfork parent stays in the kernel (state D) until its child execs or exits: it is recorded from
  * /proc meanwhile (source_ptrace.c takes threads that do not stop so).
  */
@@ -103,16 +106,6 @@ void prs_tree_forked(struct prs_sampler *s, struct prs_target *tg, pid_t child)
 	add_child(s, child, tg->pid, PRS_THR_NEW);
 }
 
-bool prs_tree_is_process(const struct prs_sampler *s, const struct prs_target *tg, pid_t new_tid)
-{
-	struct prs_proc_ids ids;
-
-	(void)tg;
-	/* (gone already: taken as a thread, whose exit event ends it) */
-	return s->opts.subprocesses && new_tid > 0 && prs_proc_ids(new_tid, &ids) == 0 &&
-	       ids.tgid == new_tid;
-}
-
 struct prs_thr *prs_tree_early_stop(struct prs_sampler *s, pid_t tid)
 {
 	struct prs_proc_ids ids;
@@ -168,23 +161,55 @@ static struct prs_target *attach_one(struct prs_sampler *s, pid_t pid, pid_t ppi
 	return tg;
 }
 
-int prs_tree_attach(struct prs_sampler *s, struct prs_err *err)
+/* Seizes the children of the targets from index first on, and theirs, that are not targets yet.
+ * Returns how many were, or -ENOMEM. */
+static int attach_below(struct prs_sampler *s, size_t first)
 {
 	pid_t *kids = malloc(TREE_MAX_CHILDREN * sizeof(*kids));
+	int added = 0;
 
 	if (!kids)
-		return prs_err_set(err, -ENOMEM, "out of memory");
+		return -ENOMEM;
 	/* Breadth first: a process is seized before its children are listed, so a child it forks
 	 * later is reported by its fork event, and one forked before is listed. */
-	for (size_t i = 0; i < s->ntargets; i++) {
+	for (size_t i = first; i < s->ntargets; i++) {
 		pid_t pid = s->targets[i]->pid;
 		int n = prs_proc_children(pid, kids, TREE_MAX_CHILDREN);
 
 		for (int k = 0; k < n && k < TREE_MAX_CHILDREN; k++)
-			attach_one(s, kids[k], pid);
+			added += attach_one(s, kids[k], pid) != NULL;
 	}
 	free(kids);
+	return added;
+}
+
+int prs_tree_attach(struct prs_sampler *s, struct prs_err *err)
+{
+	if (attach_below(s, 0) < 0)
+		return prs_err_set(err, -ENOMEM, "out of memory");
 	return 0;
+}
+
+void prs_tree_adopt_children(struct prs_sampler *s, struct prs_target *tg)
+{
+	pid_t *kids = malloc(TREE_MAX_CHILDREN * sizeof(*kids));
+	size_t n0 = s->ntargets;
+	pid_t pid = tg->pid;
+	int n, added = 0;
+
+	if (!kids)
+		return;
+	n = prs_proc_children(pid, kids, TREE_MAX_CHILDREN);
+	for (int k = 0; k < n && k < TREE_MAX_CHILDREN; k++)
+		added += attach_one(s, kids[k], pid) != NULL;
+	free(kids);
+	/* (the children found run untraced until now: theirs too; the targets from n0 on) */
+	if (added) {
+		int below = attach_below(s, n0);
+
+		added += below > 0 ? below : 0;
+	}
+	s->st.processes_adopted += (uint64_t)added;
 }
 
 /* ---- children not followed ---- */

@@ -53,13 +53,30 @@ Test(cpu_balance, first_sample_is_running)
 Test(cpu_balance, first_sample_with_zero_cpu_is_still_a_start)
 {
 	struct prs_cpu_balance b = { 0 };
-	struct prs_schedstat before = { 0, 0, 0 }, after = { 0, 0, 1 };
+	struct prs_schedstat before = { 0, 0, 1 }, after = { 0, 0, 2 };
 
 	cr_assert_eq(prs_cpu_balance_judge(&b, P, &before, &after), PRS_STATE_RUNNING);
 	cr_assert_eq(b.cpu_ns, 1, "0 CPU time is kept as 1, so the next sample is not a first");
-	after.slices = 2;
-	before.slices = 1;
+	after.slices = 3;
+	before.slices = 2;
 	cr_assert_eq(prs_cpu_balance_judge(&b, P, &before, &after), PRS_STATE_RUNQUEUE);
+}
+
+Test(cpu_balance, never_on_a_cpu_before_the_interrupt_is_waiting)
+{
+	/* a thread just born, found at the tick (src/sample/newthreads.c) before its first CPU */
+	struct prs_cpu_balance b = { 0 };
+	struct prs_schedstat before = { 0, 40000, 0 }, after = { 3000, 90000, 1 };
+
+	cr_assert_eq(prs_cpu_balance_judge(&b, P, &before, &after), PRS_STATE_RUNQUEUE);
+	cr_assert_eq(b.cpu_ns, 3000, "its balance starts from its CPU time now");
+	cr_assert_eq(b.credit_ns, 0, "nothing paid out");
+	/* its next sample is judged by the balance as any other's */
+	before = after;
+	after.cpu_ns += (uint64_t)P;
+	before.cpu_ns = after.cpu_ns;
+	cr_assert_eq(prs_cpu_balance_judge(&b, P, &before, &after), PRS_STATE_RUNNING);
+	cr_assert_eq(b.credit_ns, 0, "its period was paid for");
 }
 
 Test(cpu_balance, slices_unchanged_is_running_whatever_the_balance)

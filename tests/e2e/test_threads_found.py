@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: MIT
+"""New threads found at the ticks (no clone events, src/sample/newthreads.c): threadwaves starts
+three long threads (300 ms of CPU each, a name and a tid printed) and 150 short ones (2 ms of CPU
+each, less than a 10 ms tick) while it runs. The truth is what the target prints: the long
+threads' tids, and the CPU time the short ones used by their own clocks."""
+
+import re
+
+import pytest
+
+from conftest import count_where, has_frame, thread_root, thread_tids
+
+PERIOD_MS = 10.0  # 100 Hz
+
+
+@pytest.fixture(scope="module")
+def waves(record):
+    return record("threadwaves", rate=100)
+
+
+def per_thread(records):
+    """{tid: [(frames without the root, count)]} from a --per-thread export."""
+    out = {}
+    for fr, c in records:
+        root = thread_root(fr)
+        assert root, f"per-thread stack without a thread root: {fr[0].name!r}"
+        out.setdefault(root[0], []).append((fr[1:], c))
+    return out
+
+
+def printed_ms(out, what):
+    m = re.search(rf"^{what} ([\d.]+)$", out, re.M)
+    assert m, out
+    return float(m.group(1))
+
+
+def test_every_long_thread_found_with_its_function(waves, export_folded):
+    """Each long thread (started after the recording began, ~30 ticks of CPU) is in the profile
+    under its own tid, in long_work."""
+    tids = thread_tids(waves.res.out)
+    assert set(tids) == {"long-0", "long-1", "long-2"}, waves.res.out
+    threads = per_thread(export_folded(waves.pyrs, view="cpu", per_thread=True))
+    for name, tid in tids.items():
+        assert tid in threads, f"{name} (tid {tid}) not in the profile; roots {sorted(threads)}"
+        n = sum(c for _, c in threads[tid])
+        own = count_where(threads[tid], has_frame("long_work"))
+        # 300 ms of CPU at 100 Hz: ~30 CPU samples; 8 is a loose floor
+        assert n >= 8, f"only {n} CPU samples for {name}"
+        assert own >= 0.9 * n, f"long_work in {own} of {n} samples of {name}"
+
+
+def test_short_threads_cpu_not_lost(waves, export_folded):
+    """Threads shorter than a tick are caught in proportion to their lives: their CPU samples
+    (short_work, over all threads) times the period match the CPU time they used, within the
+    sampling noise (~30 samples expected: +-50 % is over 2.5 standard deviations)."""
+    truth = printed_ms(waves.res.out, "short_cpu_ms")
+    recs = export_folded(waves.pyrs, view="cpu")
+    got = count_where(recs, has_frame("short_work")) * PERIOD_MS
+    assert 0.5 * truth <= got <= 1.5 * truth, \
+        f"short threads: {got:.0f} ms of CPU samples for {truth:.0f} ms used"
+
+
+def test_found_threads_in_stats(waves):
+    """stats.json says how many threads were found at ticks: at least the three long ones, at most
+    every thread the target started; and the thread count agrees."""
+    st = waves.stats()
+    found = st["found_at_ticks"]["threads"]
+    assert 3 <= found <= 153, st["found_at_ticks"]
+    assert st["found_at_ticks"]["threads_not_followed"] == 0
+    assert st["threads"] == found + 1, f"main + the threads found: {st['threads']} vs {found}"
