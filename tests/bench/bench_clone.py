@@ -7,6 +7,8 @@ mode at 1 Hz and 100 Hz, and in --mode vm. The cost per thread is the round's ti
 untraced one's, per thread. The same at 1 Hz and at 100 Hz means the cost is in following the
 thread (ptrace's clone, first-stop and exit events, each a round trip through pyrsprof), not in
 the ticks. Usage: PYRSPROF=build/release/pyrsprof /usr/bin/python3 tests/bench/bench_clone.py [--quick]
+[--passes N] [--builds NAME=PATH ...] (N passes over the arms, default 2; several pyrsprof binaries, e.g. before=... after=..., their arms alternating
+in each of the two passes: last on the command line)
 """
 import os
 import statistics
@@ -32,15 +34,29 @@ def rounds_ms(prefix, n, tmp, k):
     return [float(line.split()[1]) for line in out.splitlines() if line.startswith("round ")]
 
 
+def arms_of(builds, tmp):
+    """The arms: untraced, then for each build (NAME=PATH; one unnamed: PYRSPROF) ptrace at 1 and
+    100 Hz and --mode vm at 100 Hz."""
+    arms = [("untraced", [])]
+    for k, (name, prs) in enumerate(builds):
+        tag = f"{name}: " if name else ""
+        arms += [(f"{tag}ptrace, 1 Hz", [prs, "run", "-r", "1", "-o", f"{tmp}/a{k}_", "--"]),
+                 (f"{tag}ptrace, 100 Hz", [prs, "run", "-r", "100", "-o", f"{tmp}/b{k}_", "--"]),
+                 (f"{tag}--mode vm, 100 Hz",
+                  [prs, "run", "--mode", "vm", "-r", "100", "-o", f"{tmp}/c{k}_", "--"])]
+    return arms
+
+
 def main():
     n = 2 if "--quick" in sys.argv else 5
+    builds = [tuple(a.split("=", 1)) for a in sys.argv[sys.argv.index("--builds") + 1:]
+              if "=" in a] \
+        if "--builds" in sys.argv else [("", PRS)]
     tmp = tempfile.mkdtemp(prefix="pyrsprof-clone-")
-    arms = [("untraced", []),
-            ("ptrace, 1 Hz", [PRS, "run", "-r", "1", "-o", f"{tmp}/a", "--"]),
-            ("ptrace, 100 Hz", [PRS, "run", "-r", "100", "-o", f"{tmp}/b", "--"]),
-            ("--mode vm, 100 Hz", [PRS, "run", "--mode", "vm", "-r", "100", "-o", f"{tmp}/c", "--"])]
+    arms = arms_of(builds, tmp)
     got = {name: [] for name, _ in arms}
-    for k in range(2):  # alternating
+    passes = int(sys.argv[sys.argv.index("--passes") + 1]) if "--passes" in sys.argv else 2
+    for k in range(passes):  # alternating (each pass runs every arm)
         for name, prefix in arms:
             got[name] += rounds_ms(prefix, n, tmp, k)
     base = statistics.median(got["untraced"])
