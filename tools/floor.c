@@ -15,9 +15,11 @@
  *                                program: every PERIOD_US, PTRACE_INTERRUPT every thread of it
  *                                (of its child processes too), each one's registers read and
  *                                PTRACE_CONT as its stop comes (nothing held, nothing else read),
- *                                waiting until all stopped; new threads and processes followed
- *                                (PTRACE_O_TRACECLONE/FORK/VFORK, the events a sampler that
- *                                follows them cannot avoid). -p: attaches to PID's threads for
+ *                                waiting until all stopped; new threads found at each tick (a
+ *                                process's task directory listed when its link count says it has
+ *                                threads not known, and those PTRACE_SEIZEd: no stop, as pyrsprof
+ *                                does, src/sample/newthreads.c), new processes followed
+ *                                (PTRACE_O_TRACEFORK/VFORK). -p: attaches to PID's threads for
  *                                SECS; --: runs CMD until it exits (SECS: 0). Prints the tick's
  *                                length (first interrupt to last stop) and the samples taken.
  *                                The program's own timing (throughput, wall time) is the caller's.
@@ -34,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -92,11 +95,12 @@ static void sleep_until(double t)
 
 #define TICK_MAX_TASKS 4096
 #define TICK_MAX_N 1000000
-#define TICK_OPTIONS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK)
+#define TICK_OPTIONS (PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK)
 
 struct tick_state {
 	pid_t tid[TICK_MAX_TASKS];
 	bool owed[TICK_MAX_TASKS];
+	pid_t tgid[TICK_MAX_TASKS];  /* its process: the threads of each process are listed */
 	int n, nowed;
 	pid_t root;
 	bool root_gone;
@@ -112,7 +116,8 @@ static int task_find(struct tick_state *ts, pid_t tid)
 	return -1;
 }
 
-static int task_add(struct tick_state *ts, pid_t tid)
+/* Adds thread tid of process tgid (tid: a new process). Returns its index or -1 (full). */
+static int task_add(struct tick_state *ts, pid_t tid, pid_t tgid)
 {
 	int i = task_find(ts, tid);
 
@@ -120,6 +125,7 @@ static int task_add(struct tick_state *ts, pid_t tid)
 		return i;
 	ts->tid[ts->n] = tid;
 	ts->owed[ts->n] = false;
+	ts->tgid[ts->n] = tgid;
 	return ts->n++;
 }
 
@@ -129,6 +135,50 @@ static void task_remove(struct tick_state *ts, int i)
 	ts->n--;
 	ts->tid[i] = ts->tid[ts->n];
 	ts->owed[i] = ts->owed[ts->n];
+	ts->tgid[i] = ts->tgid[ts->n];
+}
+
+/* Threads of process pid (a leader of ts) not known yet, seized. Returns how many. */
+static int seize_new_threads(struct tick_state *ts, pid_t pid, int known)
+{
+	char path[64];
+	struct stat st;
+	struct dirent *e;
+	DIR *d;
+	int added = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	/* (its link count is 2 + its threads: listed only when it has more than known) */
+	if (known > 0 && stat(path, &st) == 0 && st.st_nlink >= 2 && (int)st.st_nlink - 2 == known)
+		return 0;
+	d = opendir(path);
+	while (d && (e = readdir(d))) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+
+		if (tid > 0 && task_find(ts, tid) < 0 && ptrace(PTRACE_SEIZE, tid, 0, TICK_OPTIONS) == 0) {
+			task_add(ts, tid, pid);
+			added++;
+		}
+	}
+	if (d)
+		closedir(d);
+	return added;
+}
+
+/* Seizes the new threads of every process followed (before a tick's interrupts). */
+static void seize_all_new(struct tick_state *ts)
+{
+	int n = ts->n;
+
+	for (int i = 0; i < n; i++) {
+		int known = 0;
+
+		if (ts->tid[i] != ts->tgid[i])
+			continue;
+		for (int k = 0; k < ts->n; k++)
+			known += ts->tgid[k] == ts->tgid[i];
+		seize_new_threads(ts, ts->tid[i], known);
+	}
 }
 
 /* Handles one waitpid result: an owed stop is a sample (regs read); every stop is resumed, a
@@ -150,7 +200,7 @@ static void tick_event(struct tick_state *ts, pid_t w, int st)
 	if (!WIFSTOPPED(st))
 		return;
 	if (i < 0)
-		i = task_add(ts, w); /* a new thread's first stop before its parent's event */
+		i = task_add(ts, w, w); /* a new process's first stop before its parent's event */
 	if (i >= 0 && ts->owed[i]) {
 		struct user_regs_struct regs;
 
@@ -159,11 +209,11 @@ static void tick_event(struct tick_state *ts, pid_t w, int st)
 		ts->nowed--;
 		ts->samples++;
 	}
-	if (ev == PTRACE_EVENT_CLONE || ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK) {
+	if (ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK) {
 		unsigned long child;
 
 		if (ptrace(PTRACE_GETEVENTMSG, w, 0, &child) == 0)
-			task_add(ts, (pid_t)child);
+			task_add(ts, (pid_t)child, (pid_t)child);
 	}
 	ptrace(PTRACE_CONT, w, 0, (void *)(long)(ev == 0 ? WSTOPSIG(st) : 0));
 }
@@ -171,28 +221,12 @@ static void tick_event(struct tick_state *ts, pid_t w, int st)
 static int tick_start(struct tick_state *ts, char **argv, bool attach)
 {
 	if (attach) {
-		char path[64];
 		int added;
 
 		ts->root = (pid_t)atoi(argv[0]);
-		snprintf(path, sizeof(path), "/proc/%d/task", (int)ts->root);
-		do { /* threads started meanwhile show up in the next listing */
-			DIR *d = opendir(path);
-			struct dirent *e;
-
-			added = 0;
-			while (d && (e = readdir(d))) {
-				pid_t tid = (pid_t)atoi(e->d_name);
-
-				if (tid > 0 && task_find(ts, tid) < 0 &&
-				    ptrace(PTRACE_SEIZE, tid, 0, TICK_OPTIONS) == 0) {
-					task_add(ts, tid);
-					added++;
-				}
-			}
-			if (d)
-				closedir(d);
-		} while (added);
+		do /* threads started meanwhile show up in the next listing */
+			added = seize_new_threads(ts, ts->root, 0);
+		while (added);
 		return ts->n ? 0 : -1;
 	}
 	ts->root = fork();
@@ -204,7 +238,7 @@ static int tick_start(struct tick_state *ts, char **argv, bool attach)
 	if (ts->root < 0 || waitpid(ts->root, NULL, WUNTRACED) != ts->root ||
 	    ptrace(PTRACE_SEIZE, ts->root, 0, TICK_OPTIONS))
 		return -1;
-	task_add(ts, ts->root);
+	task_add(ts, ts->root, ts->root);
 	kill(ts->root, SIGCONT);
 	return 0;
 }
@@ -235,6 +269,7 @@ static long tick_loop(struct tick_state *ts, double period, double secs, double 
 			tick_drain(ts, false);
 			sleep_until(now_us() + 200 < next ? now_us() + 200 : next);
 		}
+		seize_all_new(ts);
 		t0 = now_us();
 		for (int i = 0; i < ts->n; i++)
 			if (!ts->owed[i] && ptrace(PTRACE_INTERRUPT, ts->tid[i], 0, 0) == 0) {
