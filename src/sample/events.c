@@ -213,10 +213,12 @@ static pid_t next_event(struct prs_sampler *s, int *status)
 
 int prs_events_drain(struct prs_sampler *s, bool in_tick)
 {
+	/* (dump waits for every stop: a thread that exits instead must be seen to, at once) */
+	bool stops_only = s->window_start && !s->opts.wait_every_stop;
 	int n = 0, status;
 	pid_t tid;
 
-	while ((tid = s->window_start ? next_stop(&status) : next_event(s, &status)) > 0) {
+	while ((tid = stops_only ? next_stop(&status) : next_event(s, &status)) > 0) {
 		prs_events_handle(s, tid, status, in_tick);
 		n++;
 	}
