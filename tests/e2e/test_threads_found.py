@@ -4,11 +4,12 @@ three long threads (300 ms of CPU each, a name and a tid printed) and 150 short 
 each, less than a 10 ms tick) while it runs. The truth is what the target prints: the long
 threads' tids, and the CPU time the short ones used by their own clocks."""
 
+import json
 import re
 
 import pytest
 
-from conftest import count_where, has_frame, thread_root, thread_tids
+from conftest import TARGET_SRC, count_where, has_frame, thread_root, thread_tids
 
 PERIOD_MS = 10.0  # 100 Hz
 
@@ -68,3 +69,26 @@ def test_found_threads_in_stats(waves):
     assert 3 <= found <= 153, st["found_at_ticks"]
     assert st["found_at_ticks"]["threads_not_followed"] == 0
     assert st["threads"] == found + 1, f"main + the threads found: {st['threads']} vs {found}"
+
+
+def test_child_forked_by_a_thread_not_seized_yet(run_prs, export_folded, tmp_path):
+    """--subprocesses: a thread forks as soon as it starts, before any tick could seize it (no
+    fork event comes); the tick that finds the thread finds its child too: the child is in the
+    profile, spinning in child_spin for about the CPU time it printed."""
+    d = tmp_path / "prof"
+    res = run_prs(["run", "-r", 100, "-o", d, "--subprocesses", "--",
+                   "/usr/bin/python3", TARGET_SRC / "py" / "threadfork.py", "1"], timeout=60)
+    assert res.rc == 0 and res.out.rstrip().endswith("done"), res.describe()
+    m = re.search(r"^child (\d+) cpu=([0-9.]+)$", res.out, re.M)
+    assert m, res.describe()
+    child, cpu = int(m.group(1)), float(m.group(2))
+    per_pid = {}
+    for fr, c in export_folded(d / "profile.pyrs", view="cpu"):
+        root = re.fullmatch(r".* \[(\d+)\]", fr[0].name)
+        assert root, f"no process root: {fr[0].name!r}"
+        if any(f.name == "child_spin" for f in fr):
+            per_pid[int(root.group(1))] = per_pid.get(int(root.group(1)), 0) + c
+    # ~100 CPU samples per CPU second; half of that is a loose floor
+    assert per_pid.get(child, 0) >= 50 * cpu, (child, cpu, per_pid)
+    st = json.loads((d / "stats.json").read_text())
+    assert st["processes"] == 2, st["processes"]
