@@ -47,16 +47,17 @@ struct prs_event {
 };
 
 /*
- * The options a process's leader gets: see execs, and stop once at its exit (the last moment its
- * children's CPU time and its final kernel accounting can be read). Not PTRACE_O_TRACECLONE: a
- * clone event stops the thread that creates a thread, and the new one starts in a stop, each a
- * round trip through pyrsprof (~60-70 us) that a thread-per-request server pays per request; the
- * sampler finds new threads at its ticks instead and seizes them then (src/sample/newthreads.c).
+ * The options every seized thread gets: see execs. Not PTRACE_O_TRACECLONE: a clone event stops
+ * the thread that creates a thread, and the new one starts in a stop, each a round trip through
+ * pyrsprof (~60-70 us) that a thread-per-request server pays per request; the sampler finds new
+ * threads at its ticks instead and seizes them then (src/sample/newthreads.c). Not
+ * PTRACE_O_TRACEEXIT: an exit stop is one more round trip per thread, and it can deadlock the
+ * seize of a new thread: a thread not seized yet that execs waits (holding the lock PTRACE_SEIZE
+ * takes) for the leader to die, the leader waits in its exit stop for pyrsprof, pyrsprof waits in
+ * PTRACE_SEIZE. A thread's final counts are read while it is a zombie instead, before it is reaped
+ * (src/sample/events.c).
  */
-#define PRS_PTRACE_OPTIONS (PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT)
-/* The options of every other thread: no exit stop either (a thread's final accounting is read
- * while it is a zombie, before it is reaped: src/sample/events.c). */
-#define PRS_PTRACE_OPTIONS_THREAD PTRACE_O_TRACEEXEC
+#define PRS_PTRACE_OPTIONS PTRACE_O_TRACEEXEC
 /* With the child processes followed too (--subprocesses): every fork and vfork (a clone with
  * SIGCHLD as its exit signal, or CLONE_VFORK) makes a tracee, auto-attached and stopped at its
  * start. (A clone of a process with another exit signal is found at a tick, by the children
@@ -77,9 +78,6 @@ int prs_ptrace_interrupt(pid_t tid);
 
 /* Resumes a stopped thread, delivering sig (0 for none). Returns 0 or -errno (-ESRCH: it died). */
 int prs_ptrace_cont(pid_t tid, int sig);
-
-/* PTRACE_SETOPTIONS on a thread in a ptrace-stop. Returns 0 or -errno. */
-int prs_ptrace_setoptions(pid_t tid, int options);
 
 /* Resumes a thread from a group-stop with PTRACE_LISTEN (it stays job-control stopped). */
 int prs_ptrace_listen(pid_t tid);

@@ -103,6 +103,8 @@ struct prs_sampler_stats {
 	 * followed (the table was full); processes found at a tick (forked by a thread before it was
 	 * seized) and seized then (src/sample/newthreads.c) */
 	uint64_t threads_found, threads_not_followed, processes_adopted;
+	/* ptrace: execs by a thread not seized yet, found at a tick (its process seized again) */
+	uint64_t execs_found;
 	/* ptrace: the time threads spent stopped for their samples, in all */
 	uint64_t stopped_ns;
 	/* threads asleep since their last sample, recorded without being read again: all of their

@@ -62,10 +62,11 @@ int cli_write_stats(const char *dir, const struct prs_sampler_stats *st, double 
 	json_object_set_new(j, "skipped", json_pack("{s:I, s:I, s:I}", "late", (json_int_t)st->skipped_late,
 						    "late_sampled", (json_int_t)st->late_sampled, "new",
 						    (json_int_t)st->skipped_new));
-	json_object_set_new(j, "found_at_ticks", json_pack("{s:I, s:I, s:I}", "threads",
-							   (json_int_t)st->threads_found, "threads_not_followed",
-							   (json_int_t)st->threads_not_followed, "processes",
-							   (json_int_t)st->processes_adopted));
+	json_object_set_new(j, "found_at_ticks",
+			    json_pack("{s:I, s:I, s:I, s:I}", "threads", (json_int_t)st->threads_found,
+				      "threads_not_followed", (json_int_t)st->threads_not_followed,
+				      "processes", (json_int_t)st->processes_adopted, "execs",
+				      (json_int_t)st->execs_found));
 	json_object_set_new(j, "kernel_stacks",
 			    json_pack("{s:I, s:I, s:I, s:I, s:f}", "perf_samples",
 				      (json_int_t)st->kstack_perf_samples, "matched",

@@ -38,11 +38,6 @@ int prs_ptrace_cont(pid_t tid, int sig)
 	return ptrace(PTRACE_CONT, tid, 0, (void *)(long)sig) == 0 ? 0 : -errno;
 }
 
-int prs_ptrace_setoptions(pid_t tid, int options)
-{
-	return ptrace(PTRACE_SETOPTIONS, tid, 0, (void *)(long)options) == 0 ? 0 : -errno;
-}
-
 int prs_ptrace_listen(pid_t tid)
 {
 	return ptrace(PTRACE_LISTEN, tid, 0, 0) == 0 ? 0 : -errno;

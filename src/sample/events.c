@@ -59,23 +59,29 @@ static void on_interrupt(struct prs_sampler *s, struct prs_target *tg, struct pr
 	}
 }
 
-static void on_exec(struct prs_sampler *s, struct prs_target *tg)
+struct prs_thr *prs_events_new_image(struct prs_sampler *s, struct prs_target *tg)
 {
 	struct prs_thr *t;
 
 	prs_target_exec(tg);
 	prs_tree_record_command(s, tg);
 	t = prs_thr_find(&tg->thr, tg->pid);
-	/* A thread that execs becomes the leader: it gets the leader's options (its exit stop) */
-	prs_ptrace_setoptions(tg->pid, s->seize_options);
 	if (t) {
 		if (t->life != PRS_THR_GROUP_STOPPED)
 			t->life = PRS_THR_RUNNING; /* an interrupt owed is of the old image */
 		t->kept.valid = t->kept.native = false; /* of the old image */
 		t->ndeferred = 0;
 		t->name_sid = t->py_name_sid = 0;
-		prs_events_resume(t, 0);
 	}
+	return t;
+}
+
+static void on_exec(struct prs_sampler *s, struct prs_target *tg)
+{
+	struct prs_thr *t = prs_events_new_image(s, tg);
+
+	if (t)
+		prs_events_resume(t, 0);
 }
 
 /* A fork or vfork event (only with subprocesses): the child joins the session. */
@@ -88,17 +94,6 @@ static void on_fork(struct prs_sampler *s, struct prs_target *tg, pid_t tid, pid
 		prs_events_resume(t, 0);
 }
 
-/*
- * Without subprocesses, the root's leader's PTRACE_EVENT_EXIT stop (PRS_PTRACE_OPTIONS) is the
- * last moment its children's CPU time can be read, before it is reaped.
- */
-static void note_root_exit(struct prs_sampler *s, pid_t tid, int status)
-{
-	if (WIFSTOPPED(status) && (unsigned)status >> 16 == PTRACE_EVENT_EXIT && s->ntargets &&
-	    tid == s->targets[0]->pid)
-		prs_tree_note_children_cpu(s);
-}
-
 void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tick)
 {
 	struct prs_event ev;
@@ -106,7 +101,6 @@ void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tic
 	struct prs_target *tg;
 
 	prs_ptrace_decode(tid, status, &ev);
-	note_root_exit(s, tid, status);
 	tg = prs_session_thread(s, tid, &t);
 	if (is_exit(&ev)) {
 		on_thread_exit(s, tg, t, tid, status);
@@ -123,9 +117,7 @@ void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tic
 	}
 	if (t->life == PRS_THR_NEW) {
 		/* An auto-attached process (a fork) starts in a ptrace-stop (reported as
-		 * PTRACE_EVENT_STOP, whatever its signal): always just resume it, never LISTEN. It has
-		 * the options of the thread that forked it: a leader's now. */
-		prs_ptrace_setoptions(tid, s->seize_options);
+		 * PTRACE_EVENT_STOP, whatever its signal): always just resume it, never LISTEN. */
 		t->life = PRS_THR_RUNNING;
 		prs_events_resume(t, ev.kind == PRS_EV_SIGNAL ? ev.sig : 0);
 		return;
@@ -153,8 +145,7 @@ void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tic
 	case PRS_EV_EXEC:
 		on_exec(s, tg);
 		break;
-	case PRS_EV_EXITING:
-		prs_exit_acct_take(s, tg, tid);
+	case PRS_EV_EXITING: /* (not asked for: PRS_PTRACE_OPTIONS) */
 		prs_events_resume(t, 0);
 		break;
 	case PRS_EV_FORK:
@@ -184,30 +175,35 @@ static pid_t next_stop(int *status)
 }
 
 /*
- * The next waitpid() result, in *status. Returns its tid or 0. A traced thread that exited stays
- * a zombie until it is reaped here, its /proc files still there with its final counts: a thread
- * not a leader has no exit stop (PRS_PTRACE_OPTIONS), so its exit accounting is read now.
+ * A traced thread that exited stays a zombie until it is reaped, its /proc files still there with
+ * its final counts (no exit stop: PRS_PTRACE_OPTIONS): its exit accounting is read now, and
+ * without subprocesses, at the root's exit, the CPU time of its children.
  */
+static void before_reaping(struct prs_sampler *s, pid_t tid)
+{
+	struct prs_thr *t;
+	struct prs_target *tg = prs_session_thread(s, tid, &t);
+
+	if (!tg)
+		return;
+	prs_exit_acct_take(s, tg, tid);
+	if (tid == s->targets[0]->pid)
+		prs_tree_note_children_cpu(s);
+}
+
+/* The next waitpid() result, in *status (an exit is looked at before it is reaped). Returns its
+ * tid or 0. */
 static pid_t next_event(struct prs_sampler *s, int *status)
 {
-	struct prs_target *tg;
-	struct prs_thr *t;
 	siginfo_t si;
 	pid_t tid;
 
-	if (!s->opts.acct_exits) {
-		tid = waitpid(-1, status, __WALL | WNOHANG);
-		return tid > 0 ? tid : 0;
-	}
 	si.si_pid = 0;
 	if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) != 0 || si.si_pid <= 0)
 		return 0;
 	tid = si.si_pid;
-	if (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED) {
-		tg = prs_session_thread(s, tid, &t);
-		if (tg && tid != tg->pid)
-			prs_exit_acct_take(s, tg, tid);
-	}
+	if (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED)
+		before_reaping(s, tid);
 	return waitpid(tid, status, __WALL | WNOHANG) == tid ? tid : 0;
 }
 

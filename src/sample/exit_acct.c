@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Hook 1 of the classifier's collection (docs/classify.md section 6): at a traced thread's
- * PTRACE_EVENT_EXIT stop its /proc files still hold its final counts (CPU and run-queue time,
- * context switches, faults, IO), so they are read there and stored as a THREAD EXIT record. This
+ * Hook 1 of the classifier's collection (docs/classify.md section 6): a traced thread that exited
+ * is a zombie until pyrsprof reaps it, and its /proc files still hold its final counts (CPU and
+ * run-queue time, context switches, faults, IO), so they are read then (events.c, before it is
+ * reaped; there is no exit stop: PRS_PTRACE_OPTIONS) and stored as a THREAD EXIT record. This
  * gives every thread that ends before the recording does its kernel accounting without root
  * (taskstats needs CAP_NET_ADMIN). Off the tick: a thread exits once.
  */

@@ -24,19 +24,14 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "pyrsprof/ptrace.h"
 #include "pyrsprof/task.h"
+#include "pyrsprof/util.h"
 #include "sample/sampler-internal.h"
 #include "util/banned.h"
-
-int prs_seize_options(const struct prs_sampler *s, pid_t pid, pid_t tid)
-{
-	return tid == pid ? s->seize_options : s->seize_options & ~PTRACE_O_TRACEEXIT;
-}
 
 /* tg's /proc/PID/task, opened once. NULL: the process is gone (or out of descriptors). */
 static DIR *task_dir(struct prs_target *tg)
@@ -70,11 +65,37 @@ static bool seize_new(struct prs_sampler *s, struct prs_target *tg, pid_t tid)
 		s->st.threads_not_followed++;
 		return false;
 	}
-	if (prs_ptrace_seize(tid, prs_seize_options(s, tg->pid, tid), &err) == 0)
+	if (prs_ptrace_seize(tid, s->seize_options, &err) == 0)
 		return true;
 	prs_thr_remove(&tg->thr, t); /* gone meanwhile (-ESRCH) */
 	tg->thr.common->seen--;
 	return false;
+}
+
+/*
+ * When a thread not seized yet execs, it takes the leader's pid untraced: no exec event comes
+ * (the other threads' exits do), and the process would run on unsampled (a sleeper is read from
+ * /proc without being ours: with the old image's maps), its exit unseen (attach). So the leader
+ * is checked (its TracerPid, ~10 us) when it could not be interrupted, and at most every
+ * LEADER_CHECK_NS anyway; found not ours, it is seized again, the leader of a new image.
+ */
+#define LEADER_CHECK_NS 100000000ull
+
+static void find_lost_leader(struct prs_sampler *s, struct prs_target *tg)
+{
+	struct prs_err err = { 0 };
+	struct prs_proc_ids ids;
+	uint64_t now = prs_now_ns();
+
+	if (!tg->leader_lost && now - tg->leader_checked < LEADER_CHECK_NS)
+		return;
+	tg->leader_lost = false;
+	tg->leader_checked = now;
+	if (prs_proc_ids(tg->pid, &ids) != 0 || ids.tracer == getpid() ||
+	    prs_ptrace_seize(tg->pid, s->seize_options, &err) != 0)
+		return;
+	prs_events_new_image(s, tg);
+	s->st.execs_found++;
 }
 
 void prs_newthreads_find(struct prs_sampler *s, struct prs_target *tg)
@@ -83,6 +104,8 @@ void prs_newthreads_find(struct prs_sampler *s, struct prs_target *tg)
 	struct dirent *de;
 	size_t found = 0;
 
+	if (d)
+		find_lost_leader(s, tg);
 	if (!d || !maybe_new(tg, d))
 		return;
 	rewinddir(d);

@@ -104,6 +104,8 @@ struct prs_target {
 	uint32_t command;       /* the command it runs (profile string id; 0: not recorded yet) */
 	struct prs_thr_table thr;
 	DIR *task_dir;          /* /proc/PID/task, kept open (newthreads.c; NULL: not yet) */
+	bool leader_lost;       /* the leader could not be interrupted (newthreads.c looks why) */
+	uint64_t leader_checked; /* when newthreads.c last looked whether the leader is still ours */
 	bool seized;            /* its threads are traced: they are detached at the end */
 	bool own_image;         /* it runs its own program (a launched child: once it exec'ed;
 				 * before, it is still a copy of pyrsprof and is not sampled) */
@@ -260,9 +262,6 @@ void prs_target_py_drop(struct prs_target *tg);
 
 /* ---- newthreads.c ---- */
 
-/* The ptrace options of thread tid of process pid: a leader's (s->seize_options) or another
- * thread's (no exit stop). */
-int prs_seize_options(const struct prs_sampler *s, pid_t pid, pid_t tid);
 /* Seizes the threads of tg that its table does not hold (started since the last tick; tg seized),
  * and with subprocesses the children they may have forked untraced. */
 void prs_newthreads_find(struct prs_sampler *s, struct prs_target *tg);
@@ -277,6 +276,10 @@ void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tic
 /* Stops every thread of every seized target and detaches, re-injecting any signal caught on
  * the way; gives up after 2 s. */
 void prs_events_detach_all(struct prs_sampler *s);
+/* tg's leader runs a new image (its exec event came, or it was found exec'ed untraced): what
+ * belonged to the old one is forgotten, its command recorded. Returns the leader's entry (its
+ * life RUNNING unless job-control stopped; not resumed) or NULL. */
+struct prs_thr *prs_events_new_image(struct prs_sampler *s, struct prs_target *tg);
 /* Resumes a thread in a ptrace-stop, delivering sig. Its life is the caller's to set. A thread
  * that vanished meanwhile is left to its exit event. */
 void prs_events_resume(struct prs_thr *t, int sig);
@@ -357,8 +360,8 @@ void prs_offcpu_guess_rbp(struct prs_unwinder *uw, struct prs_regs *regs,
 
 /* ---- exit_acct.c ---- */
 
-/* Thread tid of tg is in its PTRACE_EVENT_EXIT stop: stores its final kernel accounting (a
- * THREAD EXIT record) when opts.acct_exits. The caller resumes it. */
+/* Thread tid of tg exited and is not reaped yet: stores its final kernel accounting (a THREAD
+ * EXIT record) when opts.acct_exits. */
 void prs_exit_acct_take(struct prs_sampler *s, const struct prs_target *tg, pid_t tid);
 
 /* ---- diskwait.c ---- */

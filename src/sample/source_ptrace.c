@@ -372,6 +372,8 @@ static size_t interrupt_all(struct prs_target *tg)
 		if (prs_ptrace_interrupt(t->tid) == 0) {
 			t->life = PRS_THR_INTERRUPTED;
 			n++;
+		} else if (t->tid == tg->pid) {
+			tg->leader_lost = true; /* (exiting, or exec'ed by a thread not seized) */
 		}
 	}
 	return n;
@@ -635,7 +637,7 @@ static int seize_all(const struct prs_sampler *s, struct prs_target *tg, pid_t *
 		for (int i = 0; i < n && i < PRS_THR_MAX; i++) {
 			if (prs_thr_find(&tg->thr, tids[i]))
 				continue;
-			rc = prs_ptrace_seize(tids[i], prs_seize_options(s, tg->pid, tids[i]), err);
+			rc = prs_ptrace_seize(tids[i], s->seize_options, err);
 			if (rc == -ESRCH)
 				continue; /* exited meanwhile */
 			if (rc == -EPERM) {

@@ -92,3 +92,19 @@ def test_child_forked_by_a_thread_not_seized_yet(run_prs, export_folded, tmp_pat
     assert per_pid.get(child, 0) >= 50 * cpu, (child, cpu, per_pid)
     st = json.loads((d / "stats.json").read_text())
     assert st["processes"] == 2, st["processes"]
+
+
+def test_exec_by_a_thread_not_seized_yet(run_prs, export_folded, targets, tmp_path):
+    """A thread execs build/targets/busy as soon as it starts (no exec event: the thread was not
+    seized); the tick that cannot interrupt the leader finds it in its new image and seizes it
+    again: busy's spin is in the profile, with ~1 s of CPU, and the recording ends with it."""
+    d = tmp_path / "prof"
+    res = run_prs(["run", "-r", 100, "-o", d, "--", "/usr/bin/python3",
+                   TARGET_SRC / "py" / "threadexec.py", targets / "busy", "threads", "1", "1"],
+                  timeout=60)
+    assert res.rc == 0, res.describe()
+    spin = count_where(export_folded(d / "profile.pyrs", view="cpu"), has_frame("spin"))
+    # 1 s of one spinning thread at 100 Hz: ~100 CPU samples; half is a loose floor
+    assert spin >= 50, f"only {spin} CPU samples in busy's spin\n{res.describe()}"
+    st = json.loads((d / "stats.json").read_text())
+    assert st["found_at_ticks"]["execs"] == 1, st["found_at_ticks"]
