@@ -59,11 +59,11 @@ static void on_interrupt(struct prs_sampler *s, struct prs_target *tg, struct pr
 	}
 }
 
-struct prs_thr *prs_events_new_image(struct prs_sampler *s, struct prs_target *tg)
+struct prs_thr *prs_events_new_image(struct prs_sampler *s, struct prs_target *tg, bool others_gone)
 {
 	struct prs_thr *t;
 
-	prs_target_exec(tg);
+	prs_target_exec(tg, others_gone);
 	prs_tree_record_command(s, tg);
 	t = prs_thr_find(&tg->thr, tg->pid);
 	if (t) {
@@ -78,7 +78,7 @@ struct prs_thr *prs_events_new_image(struct prs_sampler *s, struct prs_target *t
 
 static void on_exec(struct prs_sampler *s, struct prs_target *tg)
 {
-	struct prs_thr *t = prs_events_new_image(s, tg);
+	struct prs_thr *t = prs_events_new_image(s, tg, true);
 
 	if (t)
 		prs_events_resume(t, 0);

@@ -94,7 +94,7 @@ static void find_lost_leader(struct prs_sampler *s, struct prs_target *tg)
 	if (prs_proc_ids(tg->pid, &ids) != 0 || ids.tracer == getpid() ||
 	    prs_ptrace_seize(tg->pid, s->seize_options, &err) != 0)
 		return;
-	prs_events_new_image(s, tg);
+	prs_events_new_image(s, tg, false);
 	s->st.execs_found++;
 }
 

@@ -238,8 +238,9 @@ void prs_target_free(struct prs_target *tg);
 void prs_target_refresh_maps(struct prs_target *tg, uint64_t now_ns);
 /* The profile mapping id of the unwinder's map containing pc, or PRS_NO_MAPPING. */
 uint32_t prs_target_mapping_id(struct prs_sampler *s, struct prs_target *tg, uint64_t pc);
-/* Forgets what belonged to the old image after an exec (the leader stays, in its new image). */
-void prs_target_exec(struct prs_target *tg);
+/* Forgets what belonged to the old image after an exec (the leader stays, in its new image; the
+ * other threads of the table too, but when others_gone). */
+void prs_target_exec(struct prs_target *tg, bool others_gone);
 /* The leader exited with raw wait status status. */
 void prs_target_exited(struct prs_target *tg, int status);
 
@@ -277,9 +278,10 @@ void prs_events_handle(struct prs_sampler *s, pid_t tid, int status, bool in_tic
  * the way; gives up after 2 s. */
 void prs_events_detach_all(struct prs_sampler *s);
 /* tg's leader runs a new image (its exec event came, or it was found exec'ed untraced): what
- * belonged to the old one is forgotten, its command recorded. Returns the leader's entry (its
+ * belonged to the old one is forgotten, its command recorded; others_gone: every other thread of
+ * the table with it (else they stay: found after the exec, or leaving by their exit events). Returns the leader's entry (its
  * life RUNNING unless job-control stopped; not resumed) or NULL. */
-struct prs_thr *prs_events_new_image(struct prs_sampler *s, struct prs_target *tg);
+struct prs_thr *prs_events_new_image(struct prs_sampler *s, struct prs_target *tg, bool others_gone);
 /* Resumes a thread in a ptrace-stop, delivering sig. Its life is the caller's to set. A thread
  * that vanished meanwhile is left to its exit event. */
 void prs_events_resume(struct prs_thr *t, int sig);

@@ -290,7 +290,7 @@ static bool slot_current(struct prs_sampler *s, struct prs_target *tg, struct pr
 	}
 	if (gen > p->gen) {
 		if (p->gen != 0) {
-			prs_target_exec(tg);
+			prs_target_exec(tg, true);
 			prs_tree_record_command(s, tg); /* (as ptrace's exec event) */
 			prs_target_refresh_maps(tg, prs_now_ns());
 			prs_target_try_python(s, tg, prs_now_ns(), true);
@@ -560,7 +560,7 @@ int prs_preload_adopt(struct prs_sampler *s, struct prs_target *tg, struct prs_r
 		p->off.samples = 0;
 		p->py_published = false;
 		p->agent_seen = false;
-		prs_target_exec(tg);
+		prs_target_exec(tg, true);
 		prs_tree_record_command(s, tg);
 	}
 	p->h = h;

@@ -112,11 +112,11 @@ uint32_t prs_target_mapping_id(struct prs_sampler *s, struct prs_target *tg, uin
 	return tg->map_ids[idx];
 }
 
-void prs_target_exec(struct prs_target *tg)
+void prs_target_exec(struct prs_target *tg, bool others_gone)
 {
 	/* Every other thread is gone; the leader carries on in a new image. */
 	for (size_t i = 0; i < tg->thr.n;) {
-		if (tg->thr.v[i].tid != tg->pid)
+		if (others_gone && tg->thr.v[i].tid != tg->pid)
 			prs_thr_remove(&tg->thr, &tg->thr.v[i]);
 		else
 			i++;
