@@ -52,12 +52,15 @@ def test_every_long_thread_found_with_its_function(waves, export_folded):
 
 def test_short_threads_cpu_not_lost(waves, export_folded):
     """Threads shorter than a tick are caught in proportion to their lives: their CPU samples
-    (short_work, over all threads) times the period match the CPU time they used, within the
-    sampling noise (~30 samples expected: +-50 % is over 2.5 standard deviations)."""
+    (short_work, over all threads) times the period match the CPU time they used. Not lost: at
+    least half (~30 samples expected: -50 % is over 2.5 standard deviations). At most twice: a
+    thread's first sample counts as on-CPU when its stop does not tell (balance-internal.h), and
+    a short thread is mostly sampled once, so on a loaded machine, where it waits for a CPU, it
+    reads high (measured 0.9-1.6 of the truth at load 2-3)."""
     truth = printed_ms(waves.res.out, "short_cpu_ms")
     recs = export_folded(waves.pyrs, view="cpu")
     got = count_where(recs, has_frame("short_work")) * PERIOD_MS
-    assert 0.5 * truth <= got <= 1.5 * truth, \
+    assert 0.5 * truth <= got <= 2.0 * truth, \
         f"short threads: {got:.0f} ms of CPU samples for {truth:.0f} ms used"
 
 
