@@ -187,7 +187,7 @@ def test_native_leaves_under_python(py, kind, native_re, python_cli, shared, run
     exe = python_or_skip(py)
     # one recording of the three kinds in turn, for the three tests of an interpreter
     recs = shared(("native-all", str(exe)), lambda: export_folded(record_py(
-        run_prs, tmp_path_factory.mktemp("native"), [exe, T.HERE / "native.py", "all", 4], rate=500)[1]))
+        run_prs, tmp_path_factory.mktemp("native"), [exe, T.HERE / "native.py", "all", 2.5], rate=500)[1]))
     fn = "do_" + kind
     under = [(fr, c) for fr, c in recs if any(f.name == fn for f in fr)]
     n = sum(c for _, c in under)
