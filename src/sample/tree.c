@@ -161,6 +161,17 @@ static struct prs_target *attach_one(struct prs_sampler *s, pid_t pid, pid_t ppi
 	return tg;
 }
 
+/* Seizes the children of process pid that are not targets yet (kids: room for TREE_MAX_CHILDREN).
+ * Returns how many were. */
+static int attach_children(struct prs_sampler *s, pid_t pid, pid_t *kids)
+{
+	int n = prs_proc_children(pid, kids, TREE_MAX_CHILDREN), added = 0;
+
+	for (int k = 0; k < n && k < TREE_MAX_CHILDREN; k++)
+		added += attach_one(s, kids[k], pid) != NULL;
+	return added;
+}
+
 /* Seizes the children of the targets from index first on, and theirs, that are not targets yet.
  * Returns how many were, or -ENOMEM. */
 static int attach_below(struct prs_sampler *s, size_t first)
@@ -172,13 +183,8 @@ static int attach_below(struct prs_sampler *s, size_t first)
 		return -ENOMEM;
 	/* Breadth first: a process is seized before its children are listed, so a child it forks
 	 * later is reported by its fork event, and one forked before is listed. */
-	for (size_t i = first; i < s->ntargets; i++) {
-		pid_t pid = s->targets[i]->pid;
-		int n = prs_proc_children(pid, kids, TREE_MAX_CHILDREN);
-
-		for (int k = 0; k < n && k < TREE_MAX_CHILDREN; k++)
-			added += attach_one(s, kids[k], pid) != NULL;
-	}
+	for (size_t i = first; i < s->ntargets; i++)
+		added += attach_children(s, s->targets[i]->pid, kids);
 	free(kids);
 	return added;
 }
@@ -194,14 +200,11 @@ void prs_tree_adopt_children(struct prs_sampler *s, struct prs_target *tg)
 {
 	pid_t *kids = malloc(TREE_MAX_CHILDREN * sizeof(*kids));
 	size_t n0 = s->ntargets;
-	pid_t pid = tg->pid;
-	int n, added = 0;
+	int added;
 
 	if (!kids)
 		return;
-	n = prs_proc_children(pid, kids, TREE_MAX_CHILDREN);
-	for (int k = 0; k < n && k < TREE_MAX_CHILDREN; k++)
-		added += attach_one(s, kids[k], pid) != NULL;
+	added = attach_children(s, tg->pid, kids);
 	free(kids);
 	/* (the children found run untraced until now: theirs too; the targets from n0 on) */
 	if (added) {
