@@ -137,10 +137,9 @@ static struct prs_sample *last_of(struct prs_recorder *r, int32_t tid, bool *see
 		return NULL;
 	*seen = rc == 0;
 	if (!*seen) {
-		if (prs_array_grow((void **)&r->last, &r->last_cap, r->nlast + 1, sizeof(*r->last)) < 0) {
-			forget_last(r);
+		/* (on failure the entry just made names no sample: the caller forgets them all) */
+		if (prs_array_grow((void **)&r->last, &r->last_cap, r->nlast + 1, sizeof(*r->last)) < 0)
 			return NULL;
-		}
 		r->nlast++;
 	}
 	return &r->last[k];
