@@ -31,8 +31,12 @@ Test(wss, touched_pages_are_referenced_after_a_clear)
 	for (size_t i = 0; i < len; i += 4096)
 		buf[i]++;
 	cr_assert_eq(prs_wss_referenced(getpid(), &touched), 0);
-	cr_assert_geq(touched, quiet + len - MIB, "%llu after, %llu before", (unsigned long long)touched,
-		      (unsigned long long)quiet);
+	/* all but what the TLB still maps: the clear leaves the TLB's entries (kernel 6.18 here), and
+	 * an access through an entry the CPU still holds does not set the page's accessed bit again.
+	 * Measured here: 16 MiB touched after the clear read as 10-11.6 (the last 5-6 MiB the memset
+	 * touched, the STLB's reach), 64 MiB as 58-63.3, 256 MiB and 1 GiB as all of it. */
+	cr_assert_geq(touched, quiet + len - 8 * MIB, "%llu after, %llu before",
+		      (unsigned long long)touched, (unsigned long long)quiet);
 	munmap((void *)buf, len);
 }
 
