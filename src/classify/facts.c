@@ -31,6 +31,7 @@
 #define PRS_IDLE_DOUBT 0.25        /* idle share of the CPUs above which run-queue samples are doubted */
 #define PRS_DISK_RATE (1e6)        /* storage bytes/s that make unseen waits disk IO */
 #define PRS_IDLE_CPU_SHARE 0.01    /* an idle worker uses less than this share of the process CPU */
+#define PRS_IDLE_OWN_CPU_MAX 0.10  /* ... (or of its own life), and never more than this of its life */
 #define PRS_IDLE_WAIT_SHARE 0.95   /* ... and waits in one syscall this share of its time */
 #define PRS_CHILD_WAIT_SHARE 0.5   /* a parent waiting for its children's results waits this share */
 #define PRS_TREE_DEPTH 8           /* process generations looked up for a busy descendant */
@@ -498,8 +499,13 @@ void prs_facts_budget(struct prs_facts *f)
 			nidle++;
 			continue;
 		}
-		if (t->t[PRS_R_CPU] > PRS_IDLE_CPU_SHARE * total_cpu &&
-		    t->t[PRS_R_CPU] > PRS_IDLE_CPU_SHARE * t->wall_s)
+		/* next to no CPU: of its own life, or of the program's CPU while it was on a CPU for
+		 * a small part of its life (a pool thread on 3 % of its 10 s beside busy threads). A
+		 * thread that lived 20 ms, on a CPU for 9 of them, used little of the program's CPU
+		 * but worked: it counts */
+		if (t->t[PRS_R_CPU] > PRS_IDLE_CPU_SHARE * t->wall_s &&
+		    (t->t[PRS_R_CPU] > PRS_IDLE_CPU_SHARE * total_cpu ||
+		     t->t[PRS_R_CPU] > PRS_IDLE_OWN_CPU_MAX * t->wall_s))
 			continue;
 		if (t->wait_syscall < 0 || t->wait_syscall_share < PRS_IDLE_WAIT_SHARE)
 			continue;

@@ -474,6 +474,45 @@ Test(classify, io_waiter_is_idle_only_beside_a_busy_thread)
 	cr_assert_eq(v.primary.rule, PRS_RULE_CPU);
 }
 
+/* A thread that lived 20 ms of a 2 s run, on a CPU for 44 % of its life, its two samples parked
+ * on a futex: next to no CPU of the program's, but not of its own life. An idle worker uses next
+ * to no CPU on both counts (design note 1.4); this one worked, and counts. */
+Test(classify, brief_thread_that_worked_is_not_idle)
+{
+	struct prs_thread_facts *t;
+
+	facts(2, 2);
+	thread(false, 0.99, 0.01);
+	t = thread(false, 0, 0);
+	t->wall_s = 0.02;
+	t->samples = 2;
+	t->t[PRS_R_CPU] = 0.44 * t->wall_s;
+	t->t[PRS_R_LOCK] = 0.56 * t->wall_s;
+	t->wait_syscall = SYS_futex;
+	t->wait_syscall_share = 1.0;
+	judge();
+	cr_assert(!t->idle, "44 %% of its own life on a CPU");
+	cr_assert_eq(F.budget.active, 2);
+	/* the same thread on a CPU for 0.5 % of its life is a parked worker */
+	t->t[PRS_R_CPU] = 0.005 * t->wall_s;
+	t->t[PRS_R_LOCK] = 0.995 * t->wall_s;
+	judge();
+	cr_assert(t->idle);
+	cr_assert_eq(F.budget.active, 1);
+	/* a parked pool thread of the whole run, on a CPU for 1.5 % of it beside two busy threads:
+	 * 0.75 % of the program's CPU, idle; on a CPU for 15 % of it, it worked */
+	facts(2, 2);
+	thread(false, 0.99, 0.01);
+	thread(false, 0.99, 0.01);
+	t = thread(false, 0.015, 0);
+	wait_in(t, PRS_R_LOCK, 0.985, SYS_futex);
+	judge();
+	cr_assert(t->idle);
+	t->t[PRS_R_CPU] = 0.15 * t->wall_s;
+	judge();
+	cr_assert(!t->idle);
+}
+
 Test(classify, rule_order_io_before_saturated)
 {
 	struct prs_verdict v;
