@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pyrsprof/wss.h"
@@ -53,9 +54,23 @@ Test(wss, windows_of_a_thread)
 	struct prs_wss *w = NULL;
 	struct prs_wss_result r;
 
+	size_t len = 64 * MIB;
+	volatile uint8_t *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct timespec t0, now;
+
+	cr_assert(buf != MAP_FAILED);
 	cr_assert_eq(prs_wss_start(getpid(), 20000000, 30000000, &w), 0);
-	usleep(150000);
+	/* 150 ms of touching 64 MiB, far past the TLB's reach, so that every window sees pages
+	 * touched (a process that only sleeps may touch nothing the TLB does not already map, and
+	 * read as 0 bytes: see touched_pages_are_referenced_after_a_clear) */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		for (size_t i = 0; i < len; i += 4096)
+			buf[i]++;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while ((now.tv_sec - t0.tv_sec) * 1000000000ll + (now.tv_nsec - t0.tv_nsec) < 150000000ll);
 	prs_wss_stop(w, &r);
+	munmap((void *)buf, len);
 	cr_assert_geq(r.samples, 2);
 	cr_assert_eq(r.window_ns, 20000000);
 	cr_assert_gt(r.max_bytes, 0);
