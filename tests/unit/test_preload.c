@@ -36,6 +36,46 @@ static struct prs_ring_hdr *ring_make(uint32_t nslots, uint32_t cap)
 	return h;
 }
 
+Test(preload_ring, a_thread_writes_its_last_slot_again_when_free)
+{
+	struct prs_ring_hdr *h = ring_make(8, 64);
+	struct prs_ring_slot *a, *b, *c;
+	uint32_t home = 0, other = 0;
+
+	a = prs_ring_claim_home(h, &home);
+	cr_assert_eq(a, prs_ring_slot(h, 0));
+	cr_assert_eq(home, 1);
+	prs_ring_publish(h, a);
+	/* another thread's samples move the ticket on (each in its own slot, 1, read at once) */
+	for (int i = 0; i < 3; i++) {
+		b = prs_ring_claim_home(h, &other);
+		cr_assert(b);
+		prs_ring_publish(h, b);
+		prs_ring_release(b);
+	}
+	cr_assert_eq(other, 2);
+	/* its slot not read yet: the ticket's (tickets 0-3 taken, this one is 4) */
+	c = prs_ring_claim_home(h, &home);
+	cr_assert_eq(c, prs_ring_slot(h, 4));
+	cr_assert_eq(c->seq, 4);
+	cr_assert_eq(home, 5);
+	prs_ring_publish(h, c);
+	/* read and freed: the same slot again, whatever the ticket, stamped with the ticket */
+	prs_ring_release(c);
+	c = prs_ring_claim_home(h, &home);
+	cr_assert_eq(c, prs_ring_slot(h, 4));
+	cr_assert_eq(c->seq, 5);
+	cr_assert_eq(home, 5);
+	prs_ring_publish(h, c);
+	/* a home past the ring (the program scribbled on the agent's memory) is not used */
+	home = 9;
+	c = prs_ring_claim_home(h, &home);
+	cr_assert_eq(c, prs_ring_slot(h, 6));
+	cr_assert_eq(home, 7);
+	cr_assert_eq(h->dropped, 0);
+	free(h);
+}
+
 Test(preload_ring, full_ring_drops_and_counts)
 {
 	struct prs_ring_hdr *h = ring_make(8, 64);
