@@ -117,8 +117,8 @@ struct prs_hotspot_top {
  * The function and the line tables of one view of p (as prs_hotspots with flags 0 and
  * PRS_HOT_LINES), each cut to its first k rows: one view and one walk for both, and rows made
  * only for the first ones (a long profile has ~100k lines). The view is o->view, in the Python
- * stack view with o->python_stacks (its other options are the hot spots' own). Returns 0,
- * -ENOMEM (err set).
+ * stack view with o->python_stacks (its other options are the hot spots' own). line may be
+ * NULL: the function table alone (no line spots counted). Returns 0, -ENOMEM (err set).
  */
 int prs_hotspots_top(const struct prs_profile *p, const struct prs_view_opts *o, size_t k,
 		     struct prs_hotspot_top *fn, struct prs_hotspot_top *line, struct prs_err *err);

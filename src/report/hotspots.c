@@ -390,18 +390,21 @@ int prs_hotspots_top(const struct prs_profile *p, const struct prs_view_opts *o,
 	int rc;
 
 	memset(fn, 0, sizeof(*fn));
-	memset(line, 0, sizeof(*line));
+	if (line)
+		memset(line, 0, sizeof(*line));
 	memset(&c, 0, sizeof(c));
-	c.nt = 2;
+	c.nt = line ? 2 : 1;
 	c.t[1].lines = true;
 	rc = hctx_count(&c, p, &(struct prs_view_opts){ .view = o->view, .python_stacks = o->python_stacks },
 			&total, err);
-	if (!rc && (table_top(&c, &c.t[0], k, total, fn) || table_top(&c, &c.t[1], k, total, line)))
+	if (!rc && (table_top(&c, &c.t[0], k, total, fn) ||
+		    (line && table_top(&c, &c.t[1], k, total, line))))
 		rc = prs_err_set(err, -ENOMEM, "hot spots: out of memory");
 	hctx_release(&c);
 	if (rc) {
 		prs_hotspot_top_release(fn);
-		prs_hotspot_top_release(line);
+		if (line)
+			prs_hotspot_top_release(line);
 	}
 	return rc;
 }

@@ -204,9 +204,10 @@ static void fill_top(const struct p4 *x, const struct prs_hotspot_top *t, struct
 int prs_phase4_top(const struct prs_report_ctx *c, struct prs_phase4_top *top, struct prs_err *err)
 {
 	struct p4 x;
-	struct prs_hotspot_top t, lines;
+	struct prs_hotspot_top t;
 	struct prs_view_opts o = { .view = PRS_VIEW_CPU, .python_stacks = c->python_stacks };
-	int rc = prs_hotspots_top(c->p, &o, PRS_PHASE4_ROWS, &t, &lines, err);
+	/* the function table alone: the line table is phase4.md's, not the top's */
+	int rc = prs_hotspots_top(c->p, &o, PRS_PHASE4_ROWS, &t, NULL, err);
 
 	if (rc)
 		return rc;
@@ -215,7 +216,6 @@ int prs_phase4_top(const struct prs_report_ctx *c, struct prs_phase4_top *top, s
 	stop_hint(&x, &t);
 	fill_top(&x, &t, top);
 	prs_hotspot_top_release(&t);
-	prs_hotspot_top_release(&lines);
 	return 0;
 }
 
