@@ -3,7 +3,11 @@
 #include "pyrsprof/change.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "pyrsprof/util.h"
 
 #include "util/banned.h"
 
@@ -33,23 +37,64 @@ void prs_change_of(const struct prs_sampled *b, const struct prs_sampled *a, dou
 			 fabs(c->delta) >= PRS_CHANGE_MIN_SHARE * (tb > ta ? tb : ta);
 }
 
+/* a >= 0 as printf's "%.{decimals}f" (0, 1 or 2) writes it, into out (PRS_FMT_FIXED_MAX bytes):
+ * without printf below 1e12 (prs_fmt_fixed; "%.0f" is rint's integer: the same round-half-even
+ * of the exact binary value). The diff's SVG writes four such values per frame's title. */
+static size_t fixed_text(char *out, double a, int decimals)
+{
+	uint64_t n;
+	char d[24];
+	size_t i = sizeof(d), k;
+	int len;
+
+	if (decimals || !(a >= 0 && a < 1e12)) {
+		if (decimals)
+			return prs_fmt_fixed(out, a, decimals);
+		len = snprintf(out, PRS_FMT_FIXED_MAX, "%.0f", a);
+		return len < 0 ? 0 : (size_t)len < PRS_FMT_FIXED_MAX ? (size_t)len : PRS_FMT_FIXED_MAX - 1;
+	}
+	n = (uint64_t)rint(a);
+	do
+		d[--i] = (char)('0' + n % 10);
+	while ((n /= 10));
+	for (k = 0; i < sizeof(d); k++)
+		out[k] = d[i++];
+	out[k] = '\0';
+	return k;
+}
+
 const char *prs_change_fmt_s(char *buf, size_t size, double v, bool sign)
 {
 	double a = fabs(v);
-	const char *sg = v < 0 ? "-" : sign ? "+" : "";
+	const char *sg = v < 0 ? "-" : sign ? "+" : "", *unit;
+	char t[PRS_FMT_FIXED_MAX + 16];
+	size_t n = strlen(sg);
+	int decimals;
 
 	/* the boundaries are where the rounded text moves to the next unit: 0.99999 s is "1.00 s" */
 	if (a >= 99.5)
-		snprintf(buf, size, "%s%.0f s", sg, a);
+		decimals = 0, unit = " s";
 	else if (a >= 0.9995)
-		snprintf(buf, size, "%s%.2f s", sg, a);
+		decimals = 2, unit = " s";
 	else if (a >= 0.0995)
-		snprintf(buf, size, "%s%.0f ms", sg, a * 1e3);
+		decimals = 0, unit = " ms", a *= 1e3;
 	else if (a >= 0.00095)
-		snprintf(buf, size, "%s%.1f ms", sg, a * 1e3);
+		decimals = 1, unit = " ms", a *= 1e3;
 	else if (a > 0)
-		snprintf(buf, size, "%s%.0f µs", sg, a * 1e6);
+		decimals = 0, unit = " µs", a *= 1e6;
 	else
-		snprintf(buf, size, "0 s");
+		sg = "", n = 0, decimals = -1, unit = "0 s";
+	memcpy(t, sg, n);
+	if (decimals >= 0)
+		n += fixed_text(t + n, a, decimals);
+	memcpy(t + n, unit, strlen(unit) + 1);
+	n += strlen(unit);
+	/* as snprintf: cut to size - 1 bytes */
+	if (size) {
+		if (n >= size)
+			n = size - 1;
+		memcpy(buf, t, n);
+		buf[n] = '\0';
+	}
 	return buf;
 }

@@ -107,6 +107,54 @@ Test(change, seconds_for_people)
 	cr_assert_str_eq(prs_change_fmt_s(b, sizeof(b), 250, false), "250 s");
 }
 
+/* The text printf's formats give (the reference the fast path must match byte for byte). */
+static void fmt_s_printf(char *buf, size_t size, double v, bool sign)
+{
+	double a = fabs(v);
+	const char *sg = v < 0 ? "-" : sign ? "+" : "";
+
+	if (a >= 99.5)
+		snprintf(buf, size, "%s%.0f s", sg, a);
+	else if (a >= 0.9995)
+		snprintf(buf, size, "%s%.2f s", sg, a);
+	else if (a >= 0.0995)
+		snprintf(buf, size, "%s%.0f ms", sg, a * 1e3);
+	else if (a >= 0.00095)
+		snprintf(buf, size, "%s%.1f ms", sg, a * 1e3);
+	else if (a > 0)
+		snprintf(buf, size, "%s%.0f µs", sg, a * 1e6);
+	else
+		snprintf(buf, size, "0 s");
+}
+
+Test(change, seconds_as_printf_writes_them)
+{
+	/* ties of "%.0f" (to even), unit edges, huge and odd values, then random ones of every size */
+	static const double edge[] = { 100.5, 101.5, 102.5, 99.5, 99.49999, 0.9995, 0.99949, 0.1005,
+				       0.1015, 0.0995, 0.00095, 0.0009495, 0.0000005, 0.0000015,
+				       2.5e-6, 1e11 + 0.5, 1e12, 1e15 + 1, 1e300, INFINITY, NAN, -0.0,
+				       4503599627370497.0 };
+	char got[32], want[32], cut[5], cutw[5];
+	unsigned seed = 7;
+
+	for (size_t i = 0; i < 200000 + sizeof(edge) / sizeof(edge[0]); i++) {
+		double v;
+
+		if (i < sizeof(edge) / sizeof(edge[0]))
+			v = edge[i];
+		else
+			v = ldexp((double)rand_r(&seed) / RAND_MAX, (int)(rand_r(&seed) % 60) - 30);
+		for (int s = 0; s < 4; s++) {
+			double x = s & 1 ? -v : v;
+
+			fmt_s_printf(want, sizeof(want), x, s & 2);
+			cr_assert_str_eq(prs_change_fmt_s(got, sizeof(got), x, s & 2), want, "%.17g", x);
+			fmt_s_printf(cutw, sizeof(cutw), x, s & 2);
+			cr_assert_str_eq(prs_change_fmt_s(cut, sizeof(cut), x, s & 2), cutw, "%.17g", x);
+		}
+	}
+}
+
 /* ---- constructed recordings ---- */
 
 /* One stack of a recording: "file:name;name;..." root first (every frame in that file unless
