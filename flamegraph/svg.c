@@ -563,15 +563,19 @@ static void write_title(struct wbuf *w, const struct prs_fg *fg, const struct fg
 	if (nall > 1) {
 		wb_puts(w, "\nlines:");
 		for (size_t i = 0; i < ntop; i++) {
-			wb_printf(w, "%s %u (", i ? "," : "", top[i]->line);
+			wb_puts(w, i ? ", " : " ");
+			wb_uint(w, top[i]->line);
+			wb_puts(w, " (");
 			put_count(w, top[i]->count);
 			wb_puts(w, ")");
 		}
 		if (nall > ntop)
 			wb_printf(w, ", %zu more", nall - ntop);
 	}
-	if (d->node && !d->merged)
-		wb_printf(w, "\nkind: %s", prs_kind_name((enum prs_kind)n->kind));
+	if (d->node && !d->merged) {
+		wb_puts(w, "\nkind: ");
+		wb_puts(w, prs_kind_name((enum prs_kind)n->kind));
+	}
 	wb_puts(w, "</title>");
 }
 
@@ -627,10 +631,15 @@ static void write_frames(struct wbuf *w, struct prs_fg *fg, const struct fg_diff
 		wb_puts(w, "\" data-d=\"");
 		wb_uint(w, d->depth);
 		wb_puts(w, "\"");
-		if (D->on)
-			wb_printf(w, " data-a=\"%llu\" data-b=\"%llu\" data-s=\"%s\"",
-				  (unsigned long long)d->count[0], (unsigned long long)d->count[1],
-				  diff_states[st]);
+		if (D->on) {
+			wb_puts(w, " data-a=\"");
+			wb_uint(w, d->count[0]);
+			wb_puts(w, "\" data-b=\"");
+			wb_uint(w, d->count[1]);
+			wb_puts(w, "\" data-s=\"");
+			wb_puts(w, diff_states[st]);
+			wb_puts(w, "\"");
+		}
 		wb_puts(w, ">");
 		write_title(w, fg, d, D, parent, unit, min_width);
 		wb_puts(w, "<rect x=\"");

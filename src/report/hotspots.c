@@ -74,14 +74,18 @@ static size_t spot_of(struct hctx *c, struct table *t, enum prs_kind kind, const
 		      const char *file, size_t flen, uint32_t line)
 {
 	char ln[16];
-	uint32_t v;
+	size_t nln = sizeof(ln);
+	uint32_t v, num = t->lines ? line : 0;
 	struct spot *s;
 
-	snprintf(ln, sizeof(ln), "%u", t->lines ? line : 0);
+	/* the line in decimal, without snprintf: once per view frame and table */
+	do
+		ln[--nln] = (char)('0' + num % 10);
+	while ((num /= 10));
 	prs_buf_reset(&c->key);
 	if (prs_buf_append(&c->key, label, strlen(label) + 1) ||
 	    prs_buf_append(&c->key, file, t->by_name ? 0 : flen) ||
-	    prs_buf_append(&c->key, "", 1) || prs_buf_append(&c->key, ln, strlen(ln)))
+	    prs_buf_append(&c->key, "", 1) || prs_buf_append(&c->key, ln + nln, sizeof(ln) - nln))
 		return SIZE_MAX;
 	v = prs_strmap_get(&t->map, c->key.data, c->key.len);
 	if (v != PRS_MAP_NONE) {
