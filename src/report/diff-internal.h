@@ -20,6 +20,10 @@ const char *prs_diff_basename(const char *path);
  */
 int prs_diff_json_row(struct prs_buf *b, const struct prs_diff *d, const struct prs_diff_row *r);
 
+/* snprintf(out, size, "%.8g", v), the same bytes and return, without printf where it can
+ * (diff_json_row.c). */
+int prs_diff_g8_text(char *out, size_t size, double v);
+
 /* Writes diff.json's document to f (no final newline). 0, -ENOMEM or -EIO. */
 int prs_diff_json_write(const struct prs_diff *d, FILE *f);
 

@@ -17,6 +17,7 @@
 #include "pyrsprof/change.h"
 #include "pyrsprof/diff.h"
 #include "pyrsprof/profile.h"
+#include "report/diff-internal.h"
 
 #include "util/banned.h"
 
@@ -151,6 +152,41 @@ Test(change, seconds_as_printf_writes_them)
 			cr_assert_str_eq(prs_change_fmt_s(got, sizeof(got), x, s & 2), want, "%.17g", x);
 			fmt_s_printf(cutw, sizeof(cutw), x, s & 2);
 			cr_assert_str_eq(prs_change_fmt_s(cut, sizeof(cut), x, s & 2), cutw, "%.17g", x);
+		}
+	}
+}
+
+Test(change, json_reals_as_printf_writes_them)
+{
+	/* %.8g: ties at the 8th digit (to even), rounding into the next power of ten, the %e and %f
+	 * boundaries (1e-4, 1e-5, 1e8), the fast path's edges (1e-15), then random values of every
+	 * magnitude and sign */
+	static const double edge[] = { 0.5, 0.125, 1.00000005, 1.00000015, 1.00000025, 99999999.5,
+				       99999999.4, 9999999.95, 0.0001, 0.00009999999995, 1e-5,
+				       1e-15, 9.9999999e-16, 1.0000000000000002e-15, 1e8, 12345678.5,
+				       0.1, 0.3, 2.0 / 3, 1e-7, 123.456, 0, -0.0, INFINITY, NAN,
+				       5e-324, 1.7976931348623157e308 };
+	char got[64], want[64], cut[6], cutw[6];
+	unsigned seed = 11;
+
+	for (size_t i = 0; i < 400000 + sizeof(edge) / sizeof(edge[0]); i++) {
+		double v;
+
+		if (i < sizeof(edge) / sizeof(edge[0]))
+			v = edge[i];
+		else if (i % 3)
+			v = ldexp((double)rand_r(&seed) / RAND_MAX + 0.5, (int)(rand_r(&seed) % 120) - 70);
+		else /* 8 decimal digits and a half: exact ties where binary allows */
+			v = ((double)(rand_r(&seed) % 100000000) + 0.5) * pow(10, (int)(rand_r(&seed) % 24) - 16);
+		for (int s = 0; s < 2; s++) {
+			double x = s ? -v : v;
+			int nw = snprintf(want, sizeof(want), "%.8g", x);
+
+			cr_assert_eq(prs_diff_g8_text(got, sizeof(got), x), nw, "%.17g", x);
+			cr_assert_str_eq(got, want, "%.17g", x);
+			snprintf(cutw, sizeof(cutw), "%.8g", x);
+			prs_diff_g8_text(cut, sizeof(cut), x);
+			cr_assert_str_eq(cut, cutw, "%.17g", x);
 		}
 	}
 }
