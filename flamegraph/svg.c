@@ -460,13 +460,17 @@ static const char *str_of(const struct prs_fg *fg, uint32_t id, size_t *len)
 
 static void put_count(struct wbuf *w, uint64_t v)
 {
-	char digits[32], out[48];
-	int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v), o = 0;
+	char d[24], out[48];
+	int k = (int)sizeof(d), n, o = 0;
 
+	do /* the digits without snprintf: one count per frame */
+		d[--k] = (char)('0' + v % 10);
+	while ((v /= 10));
+	n = (int)sizeof(d) - k;
 	for (int i = 0; i < n; i++) {
 		if (i && (n - i) % 3 == 0)
 			out[o++] = ',';
-		out[o++] = digits[i];
+		out[o++] = d[k + i];
 	}
 	wb_put(w, out, (size_t)o);
 }
@@ -527,10 +531,13 @@ static void write_title(struct wbuf *w, const struct prs_fg *fg, const struct fg
 			wb_puts(w, "\n");
 			s = str_of(fg, n->file, &len);
 			xml_escape(w, s, len, -1);
-			if (nall == 1)
-				wb_printf(w, ":%u", top[0]->line);
+			if (nall == 1) {
+				wb_puts(w, ":");
+				wb_uint(w, top[0]->line);
+			}
 		} else if (nall == 1) {
-			wb_printf(w, "\nline %u", top[0]->line);
+			wb_puts(w, "\nline ");
+			wb_uint(w, top[0]->line);
 		}
 	}
 	if (D->on) {
