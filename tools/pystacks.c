@@ -73,9 +73,9 @@ static void stats(const struct prs_py *py)
 		"stats: samples %" PRIu64 " threads %" PRIu64 " frames %" PRIu64 " code_hits %" PRIu64
 		" code_misses %" PRIu64 " code_stale %" PRIu64 " read_errors %" PRIu64 " bad_frames %" PRIu64
 		" bad_lines %" PRIu64 " cycles %" PRIu64 " truncated %" PRIu64 " retries %" PRIu64
-		" steady_tops %" PRIu64 " syscalls %" PRIu64 "\n",
+		" steady_tops %" PRIu64 " seen_running %" PRIu64 " syscalls %" PRIu64 "\n",
 		s.samples, s.threads, s.frames, s.code_hits, s.code_misses, s.code_stale, s.read_errors,
-		s.bad_frames, s.bad_lines, s.cycles, s.truncated, s.retries, s.steady_tops, s.syscalls);
+		s.bad_frames, s.bad_lines, s.cycles, s.truncated, s.retries, s.steady_tops, s.seen_running, s.syscalls);
 }
 
 int main(int argc, char **argv)

@@ -24,7 +24,8 @@
 
 #define PRS_PAGECACHE_PAGE 4096u
 #define PRS_PAGECACHE_SLOTS 128u /* 512 KiB; a sample of 1024 frames of <=3.10 touches fewer pages */
-#define PRS_PAGECACHE_GUARDS 2u  /* words a begin can read both first and last (prs_pagecache_guard) */
+#define PRS_PAGECACHE_GUARDS 3u  /* words a begin can read both first and last (prs_pagecache_guard) */
+#define PRS_PAGECACHE_GUARD_MAX 128u /* bytes of a guard range (prs_pagecache_guard_range) */
 
 /* Bytes [lo, hi) of a page that a sample read. */
 struct prs_pagecache_ws {
@@ -43,9 +44,11 @@ struct prs_pagecache {
 	struct prs_pagecache_ws ws[PRS_PAGECACHE_SLOTS]; /* what this sample read so far (may hold duplicates) */
 	unsigned nws;
 	bool noting;                         /* between begin and end: reads are added to ws */
-	/* the guard words of the next begin, and what the last begin read of them */
+	/* the guards of the next begin (words, or a range), and what the last begin read of them */
 	uint64_t guard_addr[PRS_PAGECACHE_GUARDS];
-	uint64_t guard_first[PRS_PAGECACHE_GUARDS], guard_last[PRS_PAGECACHE_GUARDS];
+	uint32_t guard_len[PRS_PAGECACHE_GUARDS];
+	uint64_t guard_first[PRS_PAGECACHE_GUARDS][PRS_PAGECACHE_GUARD_MAX / 8];
+	uint64_t guard_last[PRS_PAGECACHE_GUARDS][PRS_PAGECACHE_GUARD_MAX / 8];
 	unsigned nguard;                     /* asked for the next begin */
 	unsigned nguard_read;                /* read both times by the last begin (0: none) */
 };
@@ -68,9 +71,16 @@ void prs_pagecache_begin(struct prs_pagecache *pc);
  * one state of it, and no read after the walk is needed to check. Cleared by each begin.
  */
 void prs_pagecache_guard(struct prs_pagecache *pc, const uint64_t *addrs, unsigned n);
-/* After a begin that had guards: whether each of the n words read the same value before and after
- * the working set, that value into vals[i]. False when a read failed or n is not what was asked. */
+/* After prs_pagecache_guard: adds a range of len (<= PRS_PAGECACHE_GUARD_MAX) bytes at addr to the
+ * guards (not when they are full or len is 0), read before and after as the words are (cut to the
+ * end of the working set's range that holds its first word, if one does); its index k (for
+ * prs_pagecache_guard_moved), or -1. */
+int prs_pagecache_guard_range(struct prs_pagecache *pc, uint64_t addr, unsigned len);
+/* After a begin that had guards: whether each of the first n words read the same value before and
+ * after the working set, that value into vals[i]. False when a read failed or fewer were asked. */
 bool prs_pagecache_guard_steady(const struct prs_pagecache *pc, uint64_t *vals, unsigned n);
+/* After a begin that had guards: whether guard k was read both times and changed between. */
+bool prs_pagecache_guard_moved(const struct prs_pagecache *pc, unsigned k);
 /* Ends it: later reads (outside samples) are not part of the next sample's working set. */
 void prs_pagecache_end(struct prs_pagecache *pc);
 /* Reads the working set in one readv into the slots' buffers and keeps nothing: pays for the

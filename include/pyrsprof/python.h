@@ -93,6 +93,8 @@ struct prs_py_thread {
 	bool holds_gil;         /* this thread holds the GIL (from the GIL's locked + last holder) */
 	bool truncated;         /* the stack was deeper than PRS_MAX_PY_FRAMES or a walk was cut short */
 	bool kept;              /* not walked: the caller keeps its frames (prs_py_set_keep); nframes 0 */
+	bool ran;               /* seen running: its top frame's instruction pointer changed during the
+				 * sample's readv (the GIL holder, 3.11+); false when not known */
 	uint32_t name;          /* string id of the threading name, 0 if unknown: not filled by
 				 * prs_py_sample (see prs_py_thread_name) */
 	uint32_t nframes;       /* frames[0] is the innermost */
@@ -114,6 +116,7 @@ struct prs_py_stats {
 	uint64_t truncated;     /* stacks cut at PRS_MAX_PY_FRAMES or by an error mid-walk */
 	uint64_t retries;       /* GIL holder re-read because its frame changed under the walk */
 	uint64_t steady_tops;   /* GIL holder's top not re-read: the same before and after the readv */
+	uint64_t seen_running;  /* GIL holder seen running (struct prs_py_thread.ran) */
 	uint64_t merge_mismatch;/* merges where eval frames and Python groups did not pair up */
 	uint64_t syscalls;      /* process_vm_readv calls (or memreader calls) */
 };

@@ -101,64 +101,169 @@ static void ws_note(struct prs_pagecache *pc, unsigned s, uint64_t page, unsigne
 void prs_pagecache_guard(struct prs_pagecache *pc, const uint64_t *addrs, unsigned n)
 {
 	pc->nguard = n < PRS_PAGECACHE_GUARDS ? n : PRS_PAGECACHE_GUARDS;
-	for (unsigned k = 0; k < pc->nguard; k++)
+	for (unsigned k = 0; k < pc->nguard; k++) {
 		pc->guard_addr[k] = addrs[k];
+		pc->guard_len[k] = 8;
+	}
+}
+
+int prs_pagecache_guard_range(struct prs_pagecache *pc, uint64_t addr, unsigned len)
+{
+	unsigned k = pc->nguard;
+
+	if (k >= PRS_PAGECACHE_GUARDS || !len || len > PRS_PAGECACHE_GUARD_MAX)
+		return -1;
+	pc->guard_addr[k] = addr;
+	pc->guard_len[k] = len;
+	pc->nguard++;
+	return (int)k;
 }
 
 bool prs_pagecache_guard_steady(const struct prs_pagecache *pc, uint64_t *vals, unsigned n)
 {
-	if (!n || n != pc->nguard_read)
+	if (!n || n > pc->nguard_read)
 		return false;
 	for (unsigned k = 0; k < n; k++) {
-		if (pc->guard_first[k] != pc->guard_last[k])
+		if (pc->guard_len[k] != 8 || pc->guard_first[k][0] != pc->guard_last[k][0])
 			return false;
-		vals[k] = pc->guard_last[k];
+		vals[k] = pc->guard_last[k][0];
 	}
 	return true;
 }
 
-/* Puts the reads of the g guard words around the working set's nv vecs in v (which has room for
- * them); returns the new count. */
-static size_t add_guards(struct prs_pagecache *pc, unsigned g, struct prs_memvec *v, size_t nv)
+bool prs_pagecache_guard_moved(const struct prs_pagecache *pc, unsigned k)
 {
-	memmove(v + g, v, nv * sizeof(*v));
-	for (unsigned k = 0; k < g; k++) {
-		v[k] = (struct prs_memvec){ pc->guard_addr[k], &pc->guard_first[k], 8, 0 };
-		v[g + nv + k] = (struct prs_memvec){ pc->guard_addr[k], &pc->guard_last[k], 8, 0 };
-	}
-	return nv + 2 * g;
+	return k < pc->nguard_read && memcmp(pc->guard_first[k], pc->guard_last[k], pc->guard_len[k]) != 0;
 }
 
-/* g when each of the g guard words was read both times (v as add_guards left it, total vecs),
- * else 0. */
-static unsigned guards_read(unsigned g, const struct prs_memvec *v, size_t total)
+/* The working set's nv vecs (v, and each one's slot and bytes [lo, hi) of its page), in order. */
+struct ws_vecs {
+	struct prs_memvec v[PRS_PAGECACHE_SLOTS + 2 * PRS_PAGECACHE_GUARDS];
+	unsigned slot[PRS_PAGECACHE_SLOTS + 2 * PRS_PAGECACHE_GUARDS];
+	unsigned lo[PRS_PAGECACHE_SLOTS + 2 * PRS_PAGECACHE_GUARDS], hi[PRS_PAGECACHE_SLOTS + 2 * PRS_PAGECACHE_GUARDS];
+	size_t nv;
+};
+
+/* The vec of w that holds all of guard k, or -1. A range (more than a word) is cut to the end of
+ * the vec that holds its first word: what the sample reads anyway is what it compares. */
+static int covering(struct prs_pagecache *pc, unsigned k, const struct ws_vecs *w)
 {
-	for (unsigned k = 0; k < g; k++)
-		if (v[k].res || v[total - g + k].res)
+	uint64_t a = pc->guard_addr[k], b = a + pc->guard_len[k];
+
+	for (size_t i = 0; i < w->nv; i++) {
+		uint64_t end = w->v[i].addr + w->v[i].len;
+
+		if (w->v[i].addr > a || end < a + 8 || b <= a)
+			continue;
+		if (b <= end)
+			return (int)i;
+		if (pc->guard_len[k] > 8) {
+			pc->guard_len[k] = (uint32_t)(end - a);
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+/* Appends vec i of from to to (to's slot -1u: a guard's own read). */
+static void put(struct ws_vecs *to, const struct ws_vecs *from, size_t i)
+{
+	to->v[to->nv] = from->v[i];
+	to->slot[to->nv] = from->slot[i];
+	to->lo[to->nv] = from->lo[i];
+	to->hi[to->nv] = from->hi[i];
+	to->nv++;
+}
+
+static void put_guard(struct ws_vecs *to, uint64_t addr, void *buf, unsigned len)
+{
+	to->v[to->nv] = (struct prs_memvec){ addr, buf, len, 0 };
+	to->slot[to->nv] = -1u;
+	to->lo[to->nv] = to->hi[to->nv] = 0;
+	to->nv++;
+}
+
+/*
+ * Orders the working set w with the g guards around it into out: each guard's first read is the
+ * working set's own read of it when a vec holds all of it (the runs of contiguous vecs holding
+ * one go first, so it is read before the rest: a vec less per guard in the readv, ~0.5 us each),
+ * else a vec of its own at the start; its last read is a vec of its own at the end. first[k]:
+ * the index in out of guard k's first read.
+ */
+static void place_guards(struct prs_pagecache *pc, unsigned g, const struct ws_vecs *w,
+			 struct ws_vecs *out, int *first)
+{
+	bool front[PRS_PAGECACHE_SLOTS] = { false };
+	int cov[PRS_PAGECACHE_GUARDS], at[PRS_PAGECACHE_SLOTS];
+	size_t i, j;
+	unsigned k;
+
+	out->nv = 0;
+	for (k = 0; k < g; k++) {
+		cov[k] = covering(pc, k, w);
+		if (cov[k] < 0) {
+			first[k] = (int)out->nv;
+			put_guard(out, pc->guard_addr[k], (void *)pc->guard_first[k], pc->guard_len[k]);
+			continue;
+		}
+		/* its run: the vecs the reader merges into one remote range with it */
+		for (i = (size_t)cov[k]; i > 0 && w->v[i - 1].addr + w->v[i - 1].len == w->v[i].addr; i--)
+			;
+		for (j = i; j < w->nv && (j == i || w->v[j - 1].addr + w->v[j - 1].len == w->v[j].addr); j++)
+			front[j] = true;
+	}
+	for (i = 0; i < w->nv; i++)
+		if (front[i]) {
+			at[i] = (int)out->nv;
+			put(out, w, i);
+		}
+	for (i = 0; i < w->nv; i++)
+		if (!front[i])
+			put(out, w, i);
+	for (k = 0; k < g; k++) {
+		if (cov[k] >= 0)
+			first[k] = at[cov[k]];
+		put_guard(out, pc->guard_addr[k], (void *)pc->guard_last[k], pc->guard_len[k]);
+	}
+}
+
+/* g when each of the g guards was read both times (out and first as place_guards left them; a
+ * first read that was the working set's is copied to guard_first), else 0. */
+static unsigned guards_read(struct prs_pagecache *pc, unsigned g, const struct ws_vecs *out, const int *first)
+{
+	for (unsigned k = 0; k < g; k++) {
+		const struct prs_memvec *f = &out->v[first[k]];
+
+		if (f->res || out->v[out->nv - g + k].res)
 			return 0;
+		if (out->slot[first[k]] != -1u)
+			memcpy(pc->guard_first[k], (const uint8_t *)f->buf + (pc->guard_addr[k] - f->addr),
+			       pc->guard_len[k]);
+	}
 	return g;
 }
 
 void prs_pagecache_begin(struct prs_pagecache *pc)
 {
-	struct prs_memvec v[PRS_PAGECACHE_SLOTS + 2 * PRS_PAGECACHE_GUARDS];
-	unsigned slots[PRS_PAGECACHE_SLOTS], lo[PRS_PAGECACHE_SLOTS], hi[PRS_PAGECACHE_SLOTS];
-	size_t nv = 0, i, j, total;
+	struct ws_vecs w, o, *rv = &w;
+	int first[PRS_PAGECACHE_GUARDS];
+	size_t i, j;
 	unsigned n = pc->nws, g = pc->nguard;
 
 	prs_pagecache_reset(pc);
 	pc->nws = 0;
 	pc->noting = true;
 	pc->nguard = pc->nguard_read = 0;
+	w.nv = 0;
 	if (!pc->data || !pc->mr.readv || !n)
 		return;
 	/* sorted by page (insertion sort: a few dozen entries), duplicates merged */
 	for (i = 1; i < n; i++) {
-		struct prs_pagecache_ws w = pc->ws[i];
+		struct prs_pagecache_ws e = pc->ws[i];
 
-		for (j = i; j > 0 && pc->ws[j - 1].page > w.page; j--)
+		for (j = i; j > 0 && pc->ws[j - 1].page > e.page; j--)
 			pc->ws[j] = pc->ws[j - 1];
-		pc->ws[j] = w;
+		pc->ws[j] = e;
 	}
 	for (i = 0; i < n; i = j) {
 		unsigned a = pc->ws[i].lo, b = pc->ws[i].hi;
@@ -177,27 +282,27 @@ void prs_pagecache_begin(struct prs_pagecache *pc)
 		b = (b + 63) & ~63u;
 		if (a >= b || (s = claim_free(pc, pc->ws[i].page)) < 0)
 			continue;
-		v[nv].addr = pc->ws[i].page + a;
-		v[nv].buf = pc->data[s] + a;
-		v[nv].len = b - a;
-		v[nv].res = 0;
-		slots[nv] = (unsigned)s;
-		lo[nv] = a;
-		hi[nv] = b;
-		nv++;
+		w.v[w.nv] = (struct prs_memvec){ pc->ws[i].page + a, pc->data[s] + a, b - a, 0 };
+		w.slot[w.nv] = (unsigned)s;
+		w.lo[w.nv] = a;
+		w.hi[w.nv] = b;
+		w.nv++;
 	}
-	if (!nv)
+	if (!w.nv)
 		return;
-	total = g ? add_guards(pc, g, v, nv) : nv;
+	if (g) {
+		place_guards(pc, g, &w, &o, first);
+		rv = &o;
+	}
 	if (pc->syscalls)
 		(*pc->syscalls)++;
-	if (pc->mr.readv(pc->mr.ctx, v, total) < 0)
+	if (pc->mr.readv(pc->mr.ctx, rv->v, rv->nv) < 0)
 		return; /* the slots hold no bytes: reads load their pages again (and see -ESRCH) */
-	pc->nguard_read = guards_read(g, v, total);
-	for (i = 0; i < nv; i++)
-		if (v[g + i].res == 0) {
-			pc->lo[slots[i]] = (uint16_t)lo[i];
-			pc->hi[slots[i]] = (uint16_t)hi[i];
+	pc->nguard_read = g ? guards_read(pc, g, rv, first) : 0;
+	for (i = 0; i < rv->nv; i++)
+		if (rv->slot[i] != -1u && rv->v[i].res == 0) {
+			pc->lo[rv->slot[i]] = (uint16_t)rv->lo[i];
+			pc->hi[rv->slot[i]] = (uint16_t)rv->hi[i];
 		}
 	/* a failed vec leaves its slot empty of bytes: a read loads the page again, and only that
 	 * read marks it bad (a guess from the last sample must not hide a page) */

@@ -500,6 +500,7 @@ int prs_py_name(struct prs_py *py, struct prs_profile *p, const struct prs_py_st
 	out->holds_gil = raw->holds_gil;
 	out->truncated = raw->truncated;
 	out->kept = raw->kept;
+	out->ran = false;
 	out->name = 0;
 	out->nframes = 0;
 	if (raw->kept)

@@ -95,6 +95,10 @@ struct prs_py {
 	struct prs_py_names *names; /* threading names (threadnames.c), allocated on first use */
 	/* the GIL holder's top frame words guarded in the next sample's readv (steady_top) */
 	uint64_t guard_tstate, guard_ref; /* its thread state, and its frame_ref (walk.h) then */
+	uint64_t guard_top;               /* its top frame then (3.11+: its instruction word guarded) */
+	uint64_t guard_top_was;           /* guard_top at this sample's begin */
+	int guard_instr;                  /* which guard word that is in this sample, -1 none */
+	uint64_t ran_tstate;              /* the thread state seen running in this sample, 0 none */
 	uint64_t syscalls_at_begin;       /* st.syscalls after the sample's first readv */
 	struct prs_py_stack raw;    /* prs_py_sample's scratch: one thread's raw stack */
 };

@@ -196,9 +196,26 @@ static bool steady_top(struct prs_py *py, uint64_t tstate, uint64_t frame_ref, u
 	    py->st.syscalls != py->syscalls_at_begin)
 		return false;
 	n = top_words(py, tstate, frame_ref, w);
+	/* (the words guarded were this thread's: the holder may have changed since the last sample) */
+	for (unsigned k = 0; k < n; k++)
+		if (py->pc.guard_addr[k] != w[k])
+			return false;
 	if (!prs_pagecache_guard_steady(&py->pc, v, n))
 		return false;
 	return n == 1 ? v[0] == top : v[0] == frame_ref && v[1] == top;
+}
+
+/* f when it is a frame in its thread's data stack (3.11+, owner FRAME_OWNED_BY_THREAD, as the
+ * walk read it): else 0 (a generator's frame is in its object, among objects other threads
+ * write; a shim frame is on the C stack). */
+static uint64_t thread_frame(struct prs_py *py, uint64_t f)
+{
+	uint8_t owner = 1;
+
+	if (py->walk.minor < 11 || py->L.frame_owner < 0 || !plausible_ptr(f) ||
+	    prs_pagecache_read(&py->pc, f + (uint64_t)py->L.frame_owner, &owner, 1) || owner != 0)
+		return 0;
+	return f;
 }
 
 /* Adds what one frame walk ran into to the counters. */
@@ -231,8 +248,18 @@ static void walk_thread(struct prs_py *py, const struct prs_pywalk_iter *it, str
 	py->guard_ref = it->frame_ref;
 	if (steady_top(py, st->tstate, it->frame_ref, top)) {
 		py->st.steady_tops++;
+		/* one state of its stack with this top at both ends of the readv, and the top's
+		 * bytes changed between: only the thread itself writes them (or frees and reuses
+		 * the frame, by running too), so it ran during the read */
+		if (py->guard_instr >= 0 && top == py->guard_top_was &&
+		    prs_pagecache_guard_moved(&py->pc, (unsigned)py->guard_instr)) {
+			py->ran_tstate = st->tstate;
+			py->st.seen_running++;
+		}
+		py->guard_top = thread_frame(py, top);
 		return;
 	}
+	py->guard_top = thread_frame(py, top);
 	/* the holder runs while we read: if its frame moved, walk again once (on fresh data: the
 	 * cache is emptied only then) */
 	if (top_frame_now(py, st->tstate, it->frame_ref, &top2) == 0 && top2 != top) {
@@ -240,14 +267,27 @@ static void walk_thread(struct prs_py *py, const struct prs_pywalk_iter *it, str
 		py->st.retries++;
 		prs_pywalk_frames(&py->walk, &py->cr, top2, st);
 		count_walk(py, st);
+		py->guard_top = thread_frame(py, top2);
 	}
 }
 
 /* ---- samples ---- */
 
+/*
+ * The bytes guarded from a thread-owned top frame's instruction pointer at a: up to
+ * PRS_PAGECACHE_GUARD_MAX, not past a's page (the thread's data stack is mapped in whole pages, so
+ * what follows the frame there is only ever written by its thread).
+ */
+static unsigned guard_len(uint64_t a)
+{
+	uint64_t left = PRS_PAGECACHE_PAGE - (a & (PRS_PAGECACHE_PAGE - 1));
+
+	return left < PRS_PAGECACHE_GUARD_MAX ? (unsigned)left : PRS_PAGECACHE_GUARD_MAX;
+}
+
 void prs_py_begin(struct prs_py *py)
 {
-	uint64_t w[PRS_PAGECACHE_GUARDS];
+	uint64_t w[PRS_PAGECACHE_GUARDS] = { 0 };
 	unsigned n;
 
 	py->gen++;
@@ -255,6 +295,15 @@ void prs_py_begin(struct prs_py *py)
 	/* the last holder's top frame, read before and after the rest (steady_top) */
 	n = !py->all_stopped && py->guard_tstate ? top_words(py, py->guard_tstate, py->guard_ref, w) : 0;
 	prs_pagecache_guard(&py->pc, w, n);
+	/* and its top frame from its instruction pointer on (3.11+: the pointer, then its locals and
+	 * value stack, which a thread running Python code writes all the time): when those bytes
+	 * change while they are read, the thread runs (walk_thread; its state need not be read) */
+	py->guard_instr = -1;
+	py->guard_top_was = py->guard_top;
+	py->ran_tstate = 0;
+	if (n && py->walk.minor >= 11 && py->L.frame_instr >= 0 && plausible_ptr(py->guard_top))
+		py->guard_instr = prs_pagecache_guard_range(&py->pc, py->guard_top + (uint64_t)py->L.frame_instr,
+							    guard_len(py->guard_top + (uint64_t)py->L.frame_instr));
 	prs_pagecache_begin(&py->pc);
 	py->syscalls_at_begin = py->st.syscalls;
 }
@@ -302,6 +351,8 @@ static int walk_all(struct prs_py *py, struct prs_py_stack *stacks, struct prs_p
 		py->st.threads++;
 		if (p && (rc = prs_py_name(py, p, st, &threads[nt])))
 			return prs_err_set(err, rc, "pid %d: out of memory", py->pid);
+		if (p)
+			threads[nt].ran = py->ran_tstate && st->tstate == py->ran_tstate;
 		nt++;
 	}
 	py->st.read_errors += it.read_errors;

@@ -102,10 +102,18 @@ static void record_py_thread(struct prs_sampler *s, struct prs_target *tg,
 		return;
 	}
 	/* A thread-sample costs its share of the one batched read of all threads, and the read of
-	 * its state (and its schedstat before, if it slept at its last sample). */
+	 * its state (and its schedstat before, if it slept at its last sample). A thread the read
+	 * saw running (its instruction pointer moved during it) runs: no /proc read (9.5 us cold of
+	 * a 100 Hz sample's ~40). */
 	s0 = prs_now_ns();
 	memset(&smp, 0, sizeof(smp));
-	smp.state = (uint8_t)vm_state(tg, t, &sc);
+	if (pt->ran) {
+		t->wait_addr = 0;
+		smp.state = PRS_STATE_RUNNING;
+		sc = -1;
+	} else {
+		smp.state = (uint8_t)vm_state(tg, t, &sc);
+	}
 	smp.syscall = (int16_t)sc;
 	s0 = prs_now_ns() - s0;
 	prs_durations_add(&s->d_state, s0);

@@ -33,7 +33,8 @@ target on the profiler's CPU, where it waits for the profiler, and that wait is 
 sample. --pin forces it, --no-pin disables it.
 
 Usage: PYRSPROF=build/release/pyrsprof /usr/bin/python3 tests/bench/bench_python.py [--quick]
-       [--pin | --no-pin] [--versions 3.11,3.12] [--no-slowdown]
+       [--pin | --no-pin] [--versions 3.11,3.12] [--kinds sleeping,running] [--no-slowdown]
+--kinds: the targets measured (sleeping also selects "sleeping, kept"), all three by default.
 """
 import json
 import os
@@ -59,6 +60,10 @@ TARGET_CPU = ["taskset", "-c", "1"] if PIN else []
 
 def option(name):
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv[:-1] else None
+
+
+KINDS = [k for k in ("sleeping", "sleeping, kept", "running")
+         if not option("--kinds") or k.split(",")[0] in option("--kinds").split(",")]
 
 
 def target(py, script, *args):
@@ -203,7 +208,7 @@ def main():
             rows_vm.append("| %s | not installed |%s" % (v, " |" * len(VM_COLS)))
             rows_mg.append("| %s | not installed |%s" % (v, " |" * len(MERGED_COLS)))
             continue
-        for kind in ("sleeping", "sleeping, kept", "running"):
+        for kind in KINDS:
             vm, mg = sample_costs(py, kind)
             rows_vm.append("| %s | %s | %s |" % (v, kind, " | ".join(cell(vm[c]) for c in VM_COLS)))
             rows_mg.append("| %s | %s | %s |" % (v, kind, " | ".join(cell(mg[c]) for c in MERGED_COLS)))

@@ -229,7 +229,8 @@ Test(pagecache, guard_is_read_first_and_last)
 	the_reads();
 	prs_pagecache_end(&pc);
 	guarded_sample(GUARD);
-	cr_assert_eq(img.vecs, 3 + 2, "the working set's 3 vecs and the guard twice");
+	cr_assert_eq(img.vecs, 3 + 1, "the working set's 3 vecs (page 1's holds the guard: its first "
+				      "read, the range read first) and the guard's last read");
 	cr_assert(prs_pagecache_guard_steady(&pc, &v, 1));
 	cr_assert_eq(v, img_get64(GUARD));
 	cr_assert_not(prs_pagecache_guard_steady(&pc, &v, 2), "asked for 1 word");
@@ -238,9 +239,28 @@ Test(pagecache, guard_is_read_first_and_last)
 	guarded_sample(GUARD);
 	cr_assert_not(prs_pagecache_guard_steady(&pc, &v, 1));
 	/* ... or after the last vec of the working set, before the guard's second read */
-	write_after = 4;
+	write_after = 3;
 	guarded_sample(GUARD);
 	cr_assert_not(prs_pagecache_guard_steady(&pc, &v, 1));
+	/* a guard no vec of the working set holds (page 2) is read on its own, first and last */
+	write_after = 0;
+	guarded_sample(BASE + 0x2008);
+	cr_assert_eq(img.vecs, 3 + 2);
+	cr_assert(prs_pagecache_guard_steady(&pc, &v, 1));
+	cr_assert_eq(v, img_get64(BASE + 0x2008));
+	img_put64(BASE + 0x2008, 77);
+	for (write_after = 1; write_after <= 4; write_after += 3) {
+		uint64_t was = img_get64(GUARD);
+
+		guarded_sample(BASE + 0x2008);
+		cr_assert_not(prs_pagecache_guard_moved(&pc, 0), "not the word written");
+		cr_assert_eq(img_get64(GUARD), was + 1);
+	}
+	/* ... and written before its last read */
+	for (write_after = 1; write_after <= 3; write_after += 2) {
+		guarded_sample(GUARD);
+		cr_assert(prs_pagecache_guard_moved(&pc, 0), "written after vec %u", write_after);
+	}
 	/* a begin clears the guards: the next one has none */
 	write_after = 0;
 	zero_counts();
@@ -248,6 +268,48 @@ Test(pagecache, guard_is_read_first_and_last)
 	prs_pagecache_end(&pc);
 	cr_assert_eq(img.vecs, 3);
 	cr_assert_not(prs_pagecache_guard_steady(&pc, &v, 1));
+}
+
+/* A range guarded after a word: read first and last too; "moved" when the target wrote in it
+ * while the readv ran (how the CPython reader sees its GIL holder run), the word still steady. */
+Test(pagecache, guard_range_moves_when_written_between_its_reads)
+{
+	uint64_t w = GUARD + 64, v = 0;
+	int k;
+
+	plain = pc.mr;
+	pc.mr.readv = running_readv;
+	prs_pagecache_begin(&pc);
+	the_reads();
+	prs_pagecache_end(&pc);
+	for (write_after = 0; write_after <= 2; write_after += 2) { /* (after page 1's vec: both first reads) */
+		prs_pagecache_guard(&pc, &w, 1);
+		k = prs_pagecache_guard_range(&pc, GUARD - 8, 16); /* the written word is its second */
+		cr_assert_eq(k, 1);
+		zero_counts();
+		prs_pagecache_begin(&pc);
+		cr_assert_eq(img.readvs, 1);
+		cr_assert_eq(img.vecs, 3 + 2, "the working set's 3 vecs (page 1's holds both: their first "
+					      "reads), the word's and the range's last reads");
+		the_reads();
+		prs_pagecache_end(&pc);
+		cr_assert(prs_pagecache_guard_steady(&pc, &v, 1), "the word did not change");
+		cr_assert_eq(v, img_get64(GUARD + 64));
+		cr_assert_not(prs_pagecache_guard_steady(&pc, &v, 2), "a range is not a steady word");
+		cr_assert_eq(prs_pagecache_guard_moved(&pc, 1), write_after == 2);
+		cr_assert_not(prs_pagecache_guard_moved(&pc, 0));
+		cr_assert_not(prs_pagecache_guard_moved(&pc, 2), "no third guard");
+	}
+	write_after = 0;
+	/* bounded: no empty or oversized range, and no more than PRS_PAGECACHE_GUARDS in all */
+	prs_pagecache_guard(&pc, &w, 1);
+	cr_assert_eq(prs_pagecache_guard_range(&pc, GUARD, 0), -1);
+	cr_assert_eq(prs_pagecache_guard_range(&pc, GUARD, PRS_PAGECACHE_GUARD_MAX + 8), -1);
+	for (k = 1; k < (int)PRS_PAGECACHE_GUARDS; k++)
+		cr_assert_eq(prs_pagecache_guard_range(&pc, GUARD, 8), k);
+	cr_assert_eq(prs_pagecache_guard_range(&pc, GUARD, 8), -1);
+	prs_pagecache_begin(&pc);
+	prs_pagecache_end(&pc);
 }
 
 Test(pagecache, unreadable_guard_is_not_steady)

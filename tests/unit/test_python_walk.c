@@ -598,34 +598,89 @@ Test(python_walk, holder_rechecked_only_while_running)
 
 static struct prs_memreader plain;
 static uint64_t push_frame; /* a frame the holder calls while the readv is served (0: none) */
+static uint64_t step_frame; /* a frame whose next instruction the holder runs meanwhile (0: none) */
 
-/* The target runs while the sample's readv is served: after every vec but the last one (the
- * working set read; the guard's second read to come), the holder pushes push_frame. */
+/* The target runs while the sample's readv is served: after every vec but the last two (the
+ * working set read; the second reads of the guards of its top frame's current_frame word and of
+ * its top frame to come), the holder pushes push_frame or steps step_frame. */
 static int running_readv(void *ctx, struct prs_memvec *v, size_t n)
 {
 	int a, b;
 
-	if (!push_frame || n < 2)
+	if ((!push_frame && !step_frame) || n < 3)
 		return plain.readv(ctx, v, n);
-	a = plain.readv(ctx, v, n - 1);
-	set_top(push_frame);
-	push_frame = 0;
-	b = plain.readv(ctx, v + n - 1, 1);
+	a = plain.readv(ctx, v, n - 2);
+	if (push_frame)
+		set_top(push_frame);
+	if (step_frame)
+		img_put64(step_frame + L->frame_instr, img_get64(step_frame + L->frame_instr) + 2);
+	push_frame = step_frame = 0;
+	b = plain.readv(ctx, v + n - 2, 2);
 	return a < 0 ? a : b < 0 ? b : a + b;
+}
+
+/* A running holder: f ("hold") on top, g ("called", f's callee) made; sampled twice over
+ * running_readv (the second sample asks the guards of the next). */
+static void running_holder(uint64_t *f, uint64_t *g)
+{
+	uint64_t file = img_mkstr("f.py");
+
+	*f = mkframe(mkcode(img_mkstr("hold"), file, 1), 1, 0, 0);
+	*g = mkframe(mkcode(img_mkstr("called"), file, 5), 1, *f, 0);
+	plain = py->pc.mr;
+	py->pc.mr.readv = running_readv;
+	set_top(*f);
+	sample();
+	sample();
+}
+
+/* The holder seen running (its state need not be read from /proc): its top frame's bytes
+ * changed while the readv was served, the frame itself still on top. */
+Test(python_walk, holder_seen_running_when_its_top_frame_changes_during_the_readv)
+{
+	uint64_t f, g;
+	struct prs_py_stats a, b;
+
+	running_holder(&f, &g);
+	cr_assert_not(th[0].ran, "nothing changed during the readv");
+	prs_py_get_stats(py, &a);
+	step_frame = f;
+	sample();
+	prs_py_get_stats(py, &b);
+	cr_assert(th[0].ran);
+	cr_assert_eq(b.seen_running - a.seen_running, 1);
+	cr_assert_eq(b.steady_tops - a.steady_tops, 1, "the walk stands: its top did not move");
+	cr_assert_str_eq(fname(th[0].frames[0]), "hold");
+	sample();
+	cr_assert_not(th[0].ran, "still since");
+	/* a call during the readv: walked again, not known to run (its state is read) */
+	push_frame = g;
+	sample();
+	cr_assert_not(th[0].ran);
+	cr_assert_str_eq(fname(th[0].frames[0]), "called");
+	/* stopped: no guards */
+	prs_py_set_stopped(py, true);
+	step_frame = g;
+	sample();
+	cr_assert_not(th[0].ran);
+	prs_py_set_stopped(py, false);
+	step_frame = 0;
+	/* a generator's frame is not guarded (its bytes lie among other objects) */
+	img_put8(g + L->frame_owner, (uint8_t)L->owner_generator);
+	sample();
+	sample();
+	step_frame = g;
+	sample();
+	cr_assert_not(th[0].ran);
+	cr_assert_str_eq(fname(th[0].frames[0]), "called");
 }
 
 Test(python_walk, holder_moved_during_the_readv_is_walked_again)
 {
-	uint64_t file = img_mkstr("f.py");
-	uint64_t f = mkframe(mkcode(img_mkstr("hold"), file, 1), 1, 0, 0);
-	uint64_t g = mkframe(mkcode(img_mkstr("called"), file, 5), 1, f, 0);
+	uint64_t f, g;
 	struct prs_py_stats a, b;
 
-	plain = py->pc.mr;
-	py->pc.mr.readv = running_readv;
-	set_top(f);
-	sample();
-	sample(); /* (the guard of the next sample is asked) */
+	running_holder(&f, &g);
 	prs_py_get_stats(py, &a);
 	/* the working set still shows f on top, but its top frame word changed before its second
 	 * read: the walk of f alone is not taken, the holder is read again */
