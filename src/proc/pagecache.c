@@ -243,21 +243,18 @@ static unsigned guards_read(struct prs_pagecache *pc, unsigned g, const struct w
 	return g;
 }
 
-void prs_pagecache_begin(struct prs_pagecache *pc)
+/*
+ * The last sample's working set as vecs into w: sorted by page (insertion sort: a few dozen
+ * entries), the ranges of a page merged, whole 64-byte lines. Into
+ * slots claimed for the pages (claim), or into their home slots' bytes (a read that keeps
+ * nothing).
+ */
+static void working_set(struct prs_pagecache *pc, struct ws_vecs *w, bool claim)
 {
-	struct ws_vecs w, o, *rv = &w;
-	int first[PRS_PAGECACHE_GUARDS];
+	unsigned n = pc->nws;
 	size_t i, j;
-	unsigned n = pc->nws, g = pc->nguard;
 
-	prs_pagecache_reset(pc);
-	pc->nws = 0;
-	pc->noting = true;
-	pc->nguard = pc->nguard_read = 0;
-	w.nv = 0;
-	if (!pc->data || !pc->mr.readv || !n)
-		return;
-	/* sorted by page (insertion sort: a few dozen entries), duplicates merged */
+	w->nv = 0;
 	for (i = 1; i < n; i++) {
 		struct prs_pagecache_ws e = pc->ws[i];
 
@@ -280,14 +277,35 @@ void prs_pagecache_begin(struct prs_pagecache *pc)
 		 * 35-49 with whole pages) */
 		a &= ~63u;
 		b = (b + 63) & ~63u;
-		if (a >= b || (s = claim_free(pc, pc->ws[i].page)) < 0)
+		if (a >= b)
 			continue;
-		w.v[w.nv] = (struct prs_memvec){ pc->ws[i].page + a, pc->data[s] + a, b - a, 0 };
-		w.slot[w.nv] = (unsigned)s;
-		w.lo[w.nv] = a;
-		w.hi[w.nv] = b;
-		w.nv++;
+		s = claim ? claim_free(pc, pc->ws[i].page) : (int)slot_of(pc->ws[i].page);
+		if (s < 0)
+			continue;
+		w->v[w->nv] = (struct prs_memvec){ pc->ws[i].page + a, pc->data[s] + a, b - a, 0 };
+		w->slot[w->nv] = (unsigned)s;
+		w->lo[w->nv] = a;
+		w->hi[w->nv] = b;
+		w->nv++;
 	}
+}
+
+void prs_pagecache_begin(struct prs_pagecache *pc)
+{
+	struct ws_vecs w, o, *rv = &w;
+	int first[PRS_PAGECACHE_GUARDS];
+	size_t i;
+	unsigned g = pc->nguard;
+
+	prs_pagecache_reset(pc);
+	pc->noting = true;
+	pc->nguard = pc->nguard_read = 0;
+	if (!pc->data || !pc->mr.readv || !pc->nws) {
+		pc->nws = 0;
+		return;
+	}
+	working_set(pc, &w, true);
+	pc->nws = 0;
 	if (!w.nv)
 		return;
 	if (g) {
@@ -310,28 +328,17 @@ void prs_pagecache_begin(struct prs_pagecache *pc)
 
 void prs_pagecache_warm(struct prs_pagecache *pc)
 {
-	struct prs_memvec v[PRS_PAGECACHE_SLOTS];
-	size_t nv = 0, i;
+	struct ws_vecs w;
 
-	if (!pc->data || !pc->mr.readv)
+	if (!pc->data || !pc->mr.readv || pc->noting)
 		return;
-	for (i = 0; i < pc->nws; i++) {
-		unsigned a = pc->ws[i].lo & ~63u, b = (pc->ws[i].hi + 63u) & ~63u;
-
-		if (a >= b)
-			continue;
-		/* into the bytes of the page's home slot: begin empties the cache anyway */
-		v[nv].addr = pc->ws[i].page + a;
-		v[nv].buf = pc->data[slot_of(pc->ws[i].page)] + a;
-		v[nv].len = b - a;
-		v[nv].res = 0;
-		nv++;
-	}
-	if (!nv)
+	/* into the bytes of the pages' home slots: begin empties the cache anyway */
+	working_set(pc, &w, false);
+	if (!w.nv)
 		return;
 	if (pc->syscalls)
 		(*pc->syscalls)++;
-	(void)pc->mr.readv(pc->mr.ctx, v, nv);
+	(void)pc->mr.readv(pc->mr.ctx, w.v, w.nv);
 	prs_pagecache_reset(pc); /* what the slots held is gone */
 }
 

@@ -99,7 +99,10 @@ Test(pagecache, bytes_are_of_this_sample)
 	the_reads();
 	prs_pagecache_end(&pc);
 	/* warm (before a stop) reads and keeps nothing: the sample after it still reads fresh */
+	zero_counts();
 	prs_pagecache_warm(&pc);
+	cr_assert_eq(img.readvs, 1);
+	cr_assert_eq(img.vecs, 3, "the working set's vecs, as begin reads them");
 	memset(img.mem + 0x1f00, 0xef, 8);
 	zero_counts();
 	prs_pagecache_begin(&pc);
