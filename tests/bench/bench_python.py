@@ -224,7 +224,8 @@ def main():
           " floor N: what the platform charges any sampler at N Hz before it reads anything (tools/floor:"
           " vm, one 64-byte process_vm_readv; merged, stopping the thread, its registers and letting it go);"
           " over N: N Hz - floor N, the part pyrsprof's code adds; vm python, state: the parts of vm 100 Hz (the"
-          " Python read of the tick, the thread's state from /proc); merged check, warm up, stop, python, unwind:"
+          " Python read of the tick, the thread's state from /proc: ~0 when the read saw the GIL holder run);"
+          " merged check, warm up, stop, python, unwind:"
           " the parts of merged 100 Hz (its schedstat before the stop; the Python read warmed up before the stops,"
           " per tick; stop includes python)")
     if "--no-slowdown" in sys.argv:
