@@ -3,7 +3,12 @@
 """Does a tick hold the program? (`make bench` runs this; tables, not timed tests.)
 
     PYRSPROF=$PWD/build/release/pyrsprof /usr/bin/python3 tests/bench/bench_ticks.py [--quick]
-        [--rounds N] [--secs S] [--builds NAME=PATH ...]
+        [--rounds N] [--secs S] [--builds NAME=PATH ...] [--only PART] [--no-classify]
+
+Every pyrsprof arm runs in the default mode (ptrace, the classifier on: its per-thread perf
+events, taskstats and accounting included), the one the goals are for. --no-classify adds a
+--no-classify arm per build to part 1 and runs parts 2 and 3 with --no-classify (what the
+classifier's collection costs, by difference).
 
 1. Throughput of a thread-per-request server (tests/targets/py/threadserver.py: Python's
    ThreadingHTTPServer, one new thread per request) under a loopback load generator
@@ -79,32 +84,51 @@ def wait_attached(p, timeout=10.0):
     raise RuntimeError("pyrsprof did not attach: " + "".join(lines))
 
 
+def cpu_s(pid):
+    """The CPU time (user + system) of process pid so far, its exited threads included, or 0."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 class Server:
     def __init__(self):
         self.p = subprocess.Popen([PY, str(SERVER)], stdout=subprocess.PIPE, text=True)
         self.port = int(self.p.stdout.readline().split()[1])
 
-    def load(self, secs, clients=8):
+    def load(self, secs, clients=8, prs_pid=None):
+        """Loads the server for secs: loadgen's result, with "srv_cpu" and "prs_cpu", the CPU
+        seconds the server and pyrsprof (prs_pid) took meanwhile."""
+        c0, p0 = cpu_s(self.p.pid), cpu_s(prs_pid) if prs_pid else 0.0
         out = subprocess.run([PY, str(LOADGEN), str(self.port), str(clients), str(secs)],
                              capture_output=True, text=True, check=True).stdout
-        return json.loads(out)
+        res = json.loads(out)
+        res["srv_cpu"] = cpu_s(self.p.pid) - c0
+        res["prs_cpu"] = cpu_s(prs_pid) - p0 if prs_pid else 0.0
+        return res
 
     def close(self):
         self.p.terminate()
         self.p.wait(timeout=10)
 
 
+def mode_args(mode):
+    """pyrsprof's options for an arm's mode: "ptrace" (the default mode: ptrace, classifier on),
+    "ptrace --no-classify", "vm" (--mode vm, classifier on)."""
+    return {"ptrace": [], "ptrace --no-classify": ["--no-classify"], "vm": ["--mode", "vm"]}[mode]
+
+
 def traced_window(srv, prs, mode, secs, outdir):
     """Attaches prs to the server, loads it for secs, stops pyrsprof: (loadgen result, stats,
     threads left stopped, pyrsprof's lines)."""
-    cmd = [str(prs), "attach", str(srv.p.pid), "-o", str(outdir), "--no-classify"]
-    if mode != "ptrace":
-        cmd += ["--mode", mode]
+    cmd = [str(prs), "attach", str(srv.p.pid), "-o", str(outdir)] + mode_args(mode)
     p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     try:
         lines = wait_attached(p)
         time.sleep(0.3)
-        res = srv.load(secs)
+        res = srv.load(secs, prs_pid=p.pid)
     finally:
         p.send_signal(signal.SIGINT)
     rest = p.communicate(timeout=120)[1]
@@ -120,7 +144,7 @@ def floor_window(srv, secs):
                          stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(0.3)
-        res = srv.load(secs)
+        res = srv.load(secs, prs_pid=p.pid)
     finally:
         err = p.communicate(timeout=60)[1]
     return res, err.strip(), stopped_threads(srv.p.pid)
@@ -149,12 +173,19 @@ def dist(st, *path):
     return d if isinstance(d, dict) else {}
 
 
-def server_part(builds, rounds, secs, tmp):
+def per_req(lg, key):
+    """us of lg[key] (CPU seconds) per answered request."""
+    return lg[key] / lg["answered"] * 1e6 if lg.get("answered") else float("nan")
+
+
+def server_part(builds, rounds, secs, tmp, no_classify_arm):
     srv = Server()
     try:
         srv.load(1.0)  # warm
         arms = [("untraced", None, None), ("floor (tools/floor tick)", None, "floor")] + \
                [(n, p, "ptrace") for n, p in builds] + \
+               ([(n + " --no-classify", p, "ptrace --no-classify") for n, p in builds]
+                if no_classify_arm else []) + \
                [(builds[-1][0] + " --mode vm", builds[-1][1], "vm")]
         res = {a[0]: [] for a in arms}
         problems = []
@@ -186,7 +217,9 @@ def server_part(builds, rounds, secs, tmp):
                         "of their time stopped" in ln or "did not stop within" in ln]
                 got[name] = (lg, st, warn)
             for name, (lg, st, warn) in got.items():
-                res[name].append((lg["rps"] / base["rps"], base["rps"], lg["rps"], st, warn))
+                res[name].append((lg["rps"] / base["rps"], base["rps"], lg["rps"], st, warn,
+                                  per_req(base, "srv_cpu"), per_req(lg, "srv_cpu"),
+                                  per_req(lg, "prs_cpu")))
     finally:
         srv.close()
     rows = []
@@ -203,33 +236,38 @@ def server_part(builds, rounds, secs, tmp):
         ts = sum(x[3].get("thread_samples", 0) for x in xs)
         warned = sum(1 for x in xs if x[4])
         goal = "" if mode != "ptrace" else ("met" if med >= GOAL_THROUGHPUT else "NOT met")
+        cpu = (f"{statistics.median(x[5] for x in xs):.0f} -> {statistics.median(x[6] for x in xs):.0f}"
+               f" + {statistics.median(x[7] for x in xs):.0f}")
         if mode == "floor":
             rows.append([name, len(xs), f"{statistics.median(x[1] for x in xs):.0f}",
                          f"{statistics.median(x[2] for x in xs):.0f}",
-                         f"{med:.2f} [{min(ratios):.2f}-{max(ratios):.2f}]", "-", "-", "-", "-", ""])
+                         f"{med:.2f} [{min(ratios):.2f}-{max(ratios):.2f}]", cpu, "-", "-", "-", "-",
+                         ""])
             continue
         rows.append([name, len(xs), f"{statistics.median(x[1] for x in xs):.0f}",
                      f"{statistics.median(x[2] for x in xs):.0f}",
-                     f"{med:.2f} [{min(ratios):.2f}-{max(ratios):.2f}]",
-                     f"{win50:.0f} / {win99:.0f}" if mode == "ptrace" else "-",
+                     f"{med:.2f} [{min(ratios):.2f}-{max(ratios):.2f}]", cpu,
+                     f"{win50:.0f} / {win99:.0f}" if mode != "vm" else "-",
                      f"{missed}+{late} of {taken + missed}", f"{skl} of {ts}", f"{warned}/{len(xs)}",
                      goal])
     table(f"1. thread-per-request server, {secs:g} s windows, 100 Hz: traced / untraced throughput "
-          f"(goal >= {GOAL_THROUGHPUT}; the floor row: a sampler that only stops every thread; "
-          f"1-min load {os.getloadavg()[0]:.1f})",
+          f"(goal >= {GOAL_THROUGHPUT} in the default mode: ptrace, classifier on; the floor row: "
+          f"a sampler that only stops every thread; "
+          f"1-min load {os.getloadavg()[0]:.1f}; the CPU per request, untraced and traced, is of the same round, "
+          f"steadier than the throughput when other work shares the CPUs)",
           ["build", "rounds", "untraced rps", "traced rps", "ratio median [range]",
-           "stop window p50/p99 us", "missed+late ticks", "skipped late", "warned", "goal"], rows)
+           "CPU us/request: server untraced -> traced + pyrsprof", "stop window p50/p99 us", "missed+late ticks", "skipped late", "warned", "goal"], rows)
     for p in problems:
         print(f"   PROBLEM: {p}")
     if not problems:
         print("   every request answered; no server thread left stopped after any recording")
 
 
-def busy_run(prs, kind, n, secs, pinned, outdir):
+def busy_run(prs, kind, n, secs, pinned, outdir, extra):
     pre_prs = ["taskset", "-c", "0"] if pinned else []
     pre_tgt = ["taskset", "-c", "1"] if pinned else []
     tree = ["--subprocesses"] if kind == "procs" else []  # (every process of the tree sampled)
-    cmd = pre_prs + [str(prs), "run", "-o", str(outdir), "--no-classify"] + tree + ["--"] + \
+    cmd = pre_prs + [str(prs), "run", "-o", str(outdir)] + extra + tree + ["--"] + \
         pre_tgt + [str(BUSY), kind, str(n), str(secs)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=secs * 10 + 60)
     if p.returncode != 0:
@@ -249,12 +287,12 @@ def cpu_pressure():
         return None
 
 
-def busy_part(prs, secs, tmp):
+def busy_part(prs, secs, tmp, extra):
     ncpu = len(os.sched_getaffinity(0))
     rows = []
     for kind in ["threads", "procs"]:
         for pinned in ([True, False] if ncpu >= 2 else [False]):
-            st, warned = busy_run(prs, kind, 16, secs, pinned, tmp / f"busy-{kind}-{pinned}")
+            st, warned = busy_run(prs, kind, 16, secs, pinned, tmp / f"busy-{kind}-{pinned}", extra)
             t = st.get("ticks", {})
             due = t.get("taken", 0) + t.get("missed", 0)
             ts = st.get("thread_samples", 0)
@@ -271,21 +309,21 @@ def busy_part(prs, secs, tmp):
                          "yes" if warned else "no", goal])
     load, psi = os.getloadavg()[0], cpu_pressure()
     psi = "n/a" if psi is None else f"{psi:.0f} %"
-    table(f"2. ticks under CPU pressure, {secs:g} s at 100 Hz (1-min load: {load:.1f}, CPU pressure "
+    table(f"2. ticks under CPU pressure, {secs:g} s at 100 Hz{' '.join([''] + extra)} (1-min load: {load:.1f}, CPU pressure "
           f"some avg10: {psi}: above ~10 % CPU 0 is not free, other work shares it; goal: "
           f"<= {GOAL_MISSED * 100:.0f} % missed with a free core, else the summary says so)",
           ["target", "pyrsprof", "ticks due", "missed", "late", "delay p99 ms",
            "stop window p50/p99 us", "skipped late", "summary warns", "goal"], rows)
 
 
-def pool_run(prs, iters, outdir):
+def pool_run(prs, iters, outdir, extra=()):
     """One run of poolwork.py, traced when prs is given ("floor": under tools/floor tick at
     100 Hz): (its wall time, stats or None)."""
     cmd = [PY, str(POOLWORK), str(iters)]
     if prs == "floor":
         cmd = [str(FLOOR), "tick", "10000", "0", "--"] + cmd
     elif prs:
-        cmd = [str(prs), "run", "--subprocesses", "-r", "100", "-o", str(outdir), "--no-classify",
+        cmd = [str(prs), "run", "--subprocesses", "-r", "100", "-o", str(outdir), *extra,
                "--"] + cmd
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
@@ -295,7 +333,7 @@ def pool_run(prs, iters, outdir):
     return wall, st
 
 
-def pool_part(prs, pairs, iters, tmp):
+def pool_part(prs, pairs, iters, tmp, extra):
     pool_run(None, iters // 4, tmp)  # warm
     slow, base, traced, stats, fslow = [], [], [], [], []
     arms = [None, prs, "floor"]
@@ -306,7 +344,7 @@ def pool_part(prs, pairs, iters, tmp):
         got = {}
         for arm in order:
             out = tmp / f"pool-{r}"
-            got[arm] = pool_run(arm, iters, out)
+            got[arm] = pool_run(arm, iters, out, extra)
         base.append(got[None][0])
         traced.append(got[prs][0])
         stats.append(got[prs][1])
@@ -323,7 +361,8 @@ def pool_part(prs, pairs, iters, tmp):
     taken = sum(st.get("ticks", {}).get("taken", 0) for st in stats)
     load = os.getloadavg()[0]
     table(f"3. 4-process pool (poolwork.py, fork), {pairs} rounds of untraced, pyrsprof and the floor "
-          f"(tools/floor tick) in rotating order, 100 Hz --subprocesses: slowdown of its wall time "
+          f"(tools/floor tick) in rotating order, 100 Hz --subprocesses{' '.join([''] + extra)}: "
+          f"slowdown of its wall time "
           f"(goal <= {GOAL_POOL_SLOWDOWN * 100:.0f} %; 1-min load {load:.1f})",
           ["untraced s (median)", "traced s (median)", "slowdown median [range]",
            "floor slowdown median [range]", "processes", "stopped share", "missed ticks", "goal"],
@@ -345,6 +384,9 @@ def main():
     ap.add_argument("--secs", type=float, default=None)
     ap.add_argument("--builds", nargs="+", default=None, help="NAME=PATH of pyrsprof binaries")
     ap.add_argument("--only", choices=["server", "busy", "pool"], action="append")
+    ap.add_argument("--no-classify", action="store_true",
+                    help="parts 2 and 3 with --no-classify (default: the default mode, classifier "
+                         "on); part 1 adds a --no-classify arm per build")
     a = ap.parse_args()
     prs = Path(os.environ.get("PYRSPROF", REPO / "bin" / "pyrsprof")).resolve()
     builds = [tuple(b.split("=", 1)) for b in a.builds] if a.builds else [("pyrsprof", str(prs))]
@@ -365,12 +407,13 @@ def main():
     try:
         parts = a.only or ["server", "busy", "pool"]
         if "server" in parts:
-            server_part(builds, rounds, secs, tmp)
+            server_part(builds, rounds, secs, tmp, a.no_classify)
+        extra = ["--no-classify"] if a.no_classify else []
         if "busy" in parts:
-            busy_part(Path(builds[-1][1]), max(2.0, secs), tmp)
+            busy_part(Path(builds[-1][1]), max(2.0, secs), tmp, extra)
         if "pool" in parts:
             pool_part(Path(builds[-1][1]), 3 if a.quick else 6, 5_000_000 if a.quick else 15_000_000,
-                      tmp)
+                      tmp, extra)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
