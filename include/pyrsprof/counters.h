@@ -132,7 +132,7 @@ struct prs_counter_backend *prs_counter_replay_new(const char *path, struct prs_
 void prs_counter_backend_free(struct prs_counter_backend *b);
 
 /*
- * The counters pyrsprof opens on this machine: the software group always; cycles,
+ * The counters pyrsprof opens on this machine: task-clock always (the software group); cycles,
  * instructions, cache references and misses, branch misses when hardware is true; plus the
  * top-down group this CPU has (Intel perf metrics from sysfs, AMD Zen 4/5 pipeline events).
  * *topdown gets enum prs_topdown_kind.

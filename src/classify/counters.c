@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The counter set shared by both backends: specs and readings, the one-line explanation of each
- * failure, the set pyrsprof opens on this CPU (software always; hardware and top-down events when
- * the PMU has them), the PMU probe, and the conversion to and from COUNTER accounting records.
+ * failure, the set pyrsprof opens on this CPU (task-clock always; hardware and top-down events
+ * when the PMU has them), the PMU probe, and the conversion to and from COUNTER accounting records.
  *
  * Top-down events: Intel's perf-metrics events are named in sysfs
  * (/sys/bus/event_source/devices/cpu/events/{slots,topdown-*}, encoded with the format files
@@ -258,16 +258,20 @@ static int add_amd_pipeline(struct prs_counter_set *set, int group, int family, 
 
 void prs_counter_default_set(struct prs_counter_set *set, bool hardware, int *topdown)
 {
+	/*
+	 * One software counter, task-clock (the refusals of perf_event_open are told by it on a
+	 * machine without a PMU). Not context-switches, cpu-migrations and the faults: no verdict
+	 * reads them, the kernel's accounting has the switches and faults of every thread (THREAD
+	 * and PROCESS records), and each counter inherits to every thread the target creates: ~4 us
+	 * of the target's CPU per counter per new thread (its copy at clone, its scheduling at every
+	 * switch, its sum at exit). A thread-per-request server paid ~25 us per request for the five
+	 * (tests/bench/bench_ticks.py, bench_clone.py).
+	 */
 	static const struct {
 		const char *name;
 		uint64_t config;
 	} sw[] = {
 		{ "task-clock", PERF_COUNT_SW_TASK_CLOCK },
-		{ "context-switches", PERF_COUNT_SW_CONTEXT_SWITCHES },
-		{ "cpu-migrations", PERF_COUNT_SW_CPU_MIGRATIONS },
-		{ "page-faults", PERF_COUNT_SW_PAGE_FAULTS },
-		{ "minor-faults", PERF_COUNT_SW_PAGE_FAULTS_MIN },
-		{ "major-faults", PERF_COUNT_SW_PAGE_FAULTS_MAJ },
 	}, hw[] = {
 		{ "cycles", PERF_COUNT_HW_CPU_CYCLES },
 		{ "instructions", PERF_COUNT_HW_INSTRUCTIONS },
