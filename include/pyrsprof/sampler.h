@@ -53,8 +53,11 @@ struct prs_sampler_opts {
 	 * comparisons. */
 	bool read_idle;
 	/* Store each traced thread's kernel accounting when it exits (a THREAD EXIT record of source
-	 * PRS_SRC_SAMPLER, acct.h): the classifier's collection (ptrace source only). */
+	 * PRS_SRC_SAMPLER, acct.h): the classifier's collection (ptrace source only). Not when
+	 * exits_by_taskstats: the taskstats exit messages give the same fields for every thread, and
+	 * the reads (4 /proc files, ~15 syscalls a thread) are left out of pyrsprof's CPU. */
 	bool acct_exits;
+	bool exits_by_taskstats;
 	/* Kernel frames under the user stacks of running samples, from perf_event_open where
 	 * permitted (ptrace and preload sources; src/sample/kstack-internal.h). prs_sampler_kernel_stacks()
 	 * says whether they are recorded. */
@@ -123,6 +126,14 @@ struct prs_sampler_stats {
 	uint64_t kstack_perf_samples, kstack_matched, kstack_lowered_samples, kstack_period_changes;
 	/* the kernel-mode share of those perf samples, each weighed by its rate's period */
 	double kstack_perf_kernel_share;
+	/* Per-thread perf events wait until a thread has lived through a tick (a thread-per-request
+	 * server's threads mostly do not): kernel-stack events opened, running thread-samples of
+	 * threads at their first tick (no event yet: no kernel frames); switch-record events
+	 * opened, threads that ended (or were alive at the end) without one. */
+	uint64_t kstack_opened, kstack_young, switches_opened, switches_without;
+	/* Traced threads' exits whose kernel accounting the sampler read (acct_exits), and those it
+	 * left to the taskstats exit messages (exits_by_taskstats). */
+	uint64_t exit_acct_read, exit_acct_taskstats;
 	/* processes sampled (the root and, with subprocesses, every process of its tree) */
 	uint64_t processes;
 	/* Without subprocesses: the CPU time of the root's children that it waited for (so not

@@ -138,6 +138,7 @@ void cli_collect_hook(struct cli_collect *c, struct prs_sampler_opts *so)
 	so->progress = tick;
 	so->progress_arg = c;
 	so->acct_exits = true;
+	so->exits_by_taskstats = c->ts != NULL; /* (opened and registered: cli_collect_new) */
 	so->switches = true;
 }
 

@@ -99,6 +99,9 @@ struct prs_kstack_count {
 	uint64_t lowered_samples; /* on-CPU thread-samples whose thread's event was at the lowered
 				   * rate (kstack_rate.c): their kernel part was seen that rarely */
 	uint64_t period_changes;  /* PERF_EVENT_IOC_PERIOD calls made */
+	uint64_t opened;          /* threads whose event was opened */
+	uint64_t young;           /* running samples of threads at their first tick: their event
+				   * waited (prs_thr_old) */
 	/* the share of the perf samples (outside the stops, each weighed by the CPU time its rate
 	 * made it stand for) taken in the kernel: perf's own estimate of the kernel share, beside
 	 * the matched samples' (which need the stop and the perf sample before it to agree) */
@@ -115,10 +118,11 @@ bool prs_kstack_wanted(const struct prs_sampler *s);
  * Thread tid is being recorded with user stack `stack`: consumes its ring, and returns stack
  * extended with the kernel frames of its last perf sample before the interrupt (after the previous
  * stop) when that sample was taken in the kernel for the same user PC as the stop's; else stack.
- * *kt is the thread's state (allocated when first seen running; NULL stays NULL on failure).
+ * *kt is the thread's state (allocated when first seen running once old, prs_thr_old: a young
+ * one's running samples are counted as waited, prs_kstack_count; NULL stays NULL on failure).
  */
 uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct prs_kthr **kt,
-			 pid_t tid, const struct prs_kstop *stop, uint32_t stack);
+			 pid_t tid, bool old, const struct prs_kstop *stop, uint32_t stack);
 /* Closes and frees a thread's state. NULL is fine. */
 void prs_kthr_free(struct prs_kthr *kt);
 

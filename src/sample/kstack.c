@@ -37,7 +37,7 @@ struct prs_kstack {
 	int nevents;            /* threads with an open event (MAX_EVENTS at most) */
 	uint64_t opened;        /* events ever opened on the target's threads */
 	uint64_t perf_samples, matched; /* (prs_kstack_counts) */
-	uint64_t lowered_samples, period_changes; /* (prs_kstack_counts) */
+	uint64_t lowered_samples, period_changes, young; /* (prs_kstack_counts) */
 	uint64_t w_all, w_kernel; /* (prs_kstack_counts) */
 	/* the kernel's interrupt entries (asm_sysvec_*, asm_common_interrupt): a perf sample whose
 	 * outermost kernel frame is one of them caught an interrupt of the thread's user code (a
@@ -154,6 +154,8 @@ void prs_kstack_counts(const struct prs_kstack *ks, struct prs_kstack_count *c)
 	c->matched = ks->matched;
 	c->lowered_samples = ks->lowered_samples;
 	c->period_changes = ks->period_changes;
+	c->opened = ks->opened;
+	c->young = ks->young;
 	c->perf_kernel_share = ks->w_all ? (double)ks->w_kernel / (double)ks->w_all : 0;
 }
 
@@ -348,7 +350,7 @@ static void apply_rate(struct prs_kstack *ks, struct prs_kthr *kt)
 }
 
 uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct prs_kthr **kt,
-			 pid_t tid, const struct prs_kstop *stop, uint32_t stack)
+			 pid_t tid, bool old, const struct prs_kstop *stop, uint32_t stack)
 {
 	bool on_cpu = stop && stop->on_cpu;
 	struct prs_kthr *k;
@@ -358,6 +360,10 @@ uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct
 	if (!*kt) {
 		if (!on_cpu)
 			return stack; /* opened once the thread is seen running */
+		if (!old) {
+			ks->young++; /* (no perf sample before this stop anyway) */
+			return stack;
+		}
 		*kt = kthr_new(ks, tid);
 		if (!*kt)
 			return stack;

@@ -33,7 +33,8 @@ static uint32_t kernel_frames(struct prs_sampler *s, struct prs_thr *t, const st
 
 	if (!s->kstack || (!kstop && !s->src->traces))
 		return stack;
-	return prs_kstack_push(s->kstack, s->prof, &t->kthr, t->tid, kstop ? kstop : &ks, stack);
+	return prs_kstack_push(s->kstack, s->prof, &t->kthr, t->tid, prs_thr_old(t), kstop ? kstop : &ks,
+			       stack);
 }
 
 void prs_record_stack(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,

@@ -322,19 +322,22 @@ static uint64_t jitter(struct prs_sampler *s, uint64_t period)
 	return period > 1 ? s->rng % period : 0;
 }
 
-/* The switch records of every thread, once a tick (each thread's last stop told apart). */
-static void read_switches(struct prs_sampler *s)
+/* Once a tick, every thread ages by one tick, and the switch records of the old ones are read
+ * (each thread's last stop told apart; a young one's event waits: prs_thr_old). */
+static void end_tick_threads(struct prs_sampler *s)
 {
-	if (!prs_switches_on(s->thr_common.sw))
-		return;
+	bool sw = prs_switches_on(s->thr_common.sw);
+
 	for (size_t i = 0; i < s->ntargets; i++) {
 		struct prs_thr_table *tab = &s->targets[i]->thr;
 
 		for (size_t j = 0; j < tab->n; j++) {
 			struct prs_thr *t = &tab->v[j];
 
-			prs_switches_read(s->thr_common.sw, &t->swthr, t->tid, t->t_asked,
-					  t->t_cont);
+			if (sw && prs_thr_old(t))
+				prs_switches_read(s->thr_common.sw, &t->swthr, t->tid, t->t_asked,
+						  t->t_cont);
+			t->ticks += t->ticks < UINT16_MAX;
 		}
 	}
 }
@@ -402,7 +405,7 @@ static void tick_record(struct prs_sampler *s, uint64_t record_by)
 			s->src->record(s, s->targets[i]);
 		s->targets[i]->tick.open = false;
 	}
-	read_switches(s);
+	end_tick_threads(s);
 	s->st.ticks++;
 }
 
@@ -603,6 +606,9 @@ void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats
 	stats->kstack_lowered_samples = kc.lowered_samples;
 	stats->kstack_period_changes = kc.period_changes;
 	stats->kstack_perf_kernel_share = kc.perf_kernel_share;
+	stats->kstack_opened = kc.opened;
+	stats->kstack_young = kc.young;
+	prs_switches_counts(s->thr_common.sw, &stats->switches_opened, &stats->switches_without);
 	for (size_t i = 0; i < s->ntargets; i++)
 		add_py_stats(&ps, s->targets[i]);
 	stats->py_read_errors = ps.read_errors;

@@ -62,10 +62,14 @@ struct prs_swthr;
  */
 struct prs_switches *prs_switches_new(struct prs_profile *prof);
 bool prs_switches_on(const struct prs_switches *sw);
+/* Threads whose event was opened, and threads that ended (or were alive at the end) without
+ * one: young, their event waits until they lived through a tick (prs_thr_old). sw may be NULL. */
+void prs_switches_counts(const struct prs_switches *sw, uint64_t *opened, uint64_t *without);
 void prs_switches_free(struct prs_switches *sw);
 
 /*
- * Reads thread tid's ring (opening its event the first time: *st NULL), the OUTs within
+ * Reads thread tid's ring (opening its event the first time: *st NULL; the caller waits until
+ * the thread is old, prs_thr_old), the OUTs within
  * [stop_from, stop_to] being the sampler's stop of this tick (0, 0: none).
  */
 void prs_switches_read(struct prs_switches *sw, struct prs_swthr **st, pid_t tid,

@@ -28,6 +28,7 @@
 struct prs_switches {
 	struct prs_profile *prof;
 	int nevents;
+	uint64_t opened, without; /* (prs_switches_counts) */
 	bool on, closed;
 };
 
@@ -183,6 +184,12 @@ bool prs_switches_on(const struct prs_switches *sw)
 	return sw && sw->on;
 }
 
+void prs_switches_counts(const struct prs_switches *sw, uint64_t *opened, uint64_t *without)
+{
+	*opened = sw ? sw->opened : 0;
+	*without = sw ? sw->without : 0;
+}
+
 void prs_switches_close(struct prs_switches *sw)
 {
 	if (sw)
@@ -205,6 +212,7 @@ static struct prs_swthr *swthr_new(struct prs_switches *sw, pid_t tid)
 	if (t->fd < 0)
 		return t; /* (a thread exiting, or one too many): no records for it */
 	sw->nevents++;
+	sw->opened++;
 	t->ring_len = (size_t)sysconf(_SC_PAGESIZE) * (1 + RING_PAGES);
 	t->ring = mmap(NULL, t->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
 	return t;
@@ -253,8 +261,11 @@ void prs_switches_done(struct prs_switches *sw, struct prs_swthr **st, pid_t tid
 	const struct prs_switch_counts *c;
 	struct prs_acct a;
 
-	if (!sw || !*st)
+	if (!sw || !*st) {
+		if (prs_switches_on(sw) && !sw->closed)
+			sw->without++; /* ended young, its event never opened */
 		return;
+	}
 	if ((*st)->ring != MAP_FAILED && !sw->closed) {
 		drain(*st, 0, 0);
 		c = &(*st)->st.c;

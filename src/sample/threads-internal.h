@@ -62,8 +62,14 @@ struct prs_thr {
 	int blocked_in;         /* the syscall of the last blocked sample, -1 after a running one */
 	uint64_t wait_addr;     /* blocked in futex: the word it sleeps on (futex's first argument) */
 	bool disk_seen;         /* found in D state after this tick's interrupt (diskwait.c) */
-	struct prs_kthr *kthr;  /* its kernel-stack event (kstack.c), NULL until it runs */
-	struct prs_swthr *swthr; /* its context-switch records (switches.c), NULL until read */
+	/* Ticks ended while it was in the table (saturating). Its perf events (kernel stacks,
+	 * switch records) wait until it has lived through one (prs_thr_old): most threads of a
+	 * thread-per-request server are seen at one tick only, and an event opened then costs
+	 * pyrsprof its open, mmap, munmap and close and the thread its kernel work at each switch,
+	 * for little (a kernel-stack event gives frames from the next tick on). */
+	uint16_t ticks;
+	struct prs_kthr *kthr;  /* its kernel-stack event (kstack.c), NULL until it runs, old */
+	struct prs_swthr *swthr; /* its context-switch records (switches.c), NULL until read, old */
 	int schedstat_fd;       /* /proc/PID/task/TID/schedstat, kept open (-1: not open) */
 	int stat_fd;            /* /proc/PID/task/TID/stat, kept open (-1: not open) */
 	int syscall_fd;         /* /proc/PID/task/TID/syscall, kept open (-1: not open) */
@@ -113,6 +119,12 @@ struct prs_thr *prs_thr_add(struct prs_thr_table *tab, pid_t tid);
 void prs_thr_remove(struct prs_thr_table *tab, struct prs_thr *t);
 /* Removes every thread. */
 void prs_thr_remove_all(struct prs_thr_table *tab);
+
+/* True once t was in the table at the end of an earlier tick: its perf events may be opened. */
+static inline bool prs_thr_old(const struct prs_thr *t)
+{
+	return t->ticks >= 1;
+}
 
 /* True while t owes us the stop of an INTERRUPT we sent (INTERRUPTED or LATE). */
 bool prs_thr_interrupt_owed(const struct prs_thr *t);
