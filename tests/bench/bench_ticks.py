@@ -32,6 +32,9 @@ classifier's collection costs, by difference).
    join) untraced against `pyrsprof run --subprocesses` at 100 Hz, in alternating pairs (ABBA);
    median and range of the per-pair slowdown. Goal: <= 3 %. The 4 workers share 2 CPUs with
    pyrsprof, so its own CPU is part of the slowdown, as it is for a user.
+   Beside it, the CPU the traced run took (the pool's processes and pyrsprof's, its end included)
+   over the untraced run's: on a busy machine the wall times say little (a traced pool even
+   finishes first: each resume is a wake-up the scheduler favours), the CPU still does.
 
 The floor: tools/floor (build/release/tools/floor, `make targets`). `floor stop` prints the
 platform's cost of one INTERRUPT/wait/GETREGS/CONT cycle of one busy thread; `floor tick` is the
@@ -46,6 +49,7 @@ windows of every build alternating in each round.
 import argparse
 import json
 import os
+import resource
 import shutil
 import signal
 import statistics
@@ -318,24 +322,27 @@ def busy_part(prs, secs, tmp, extra):
 
 def pool_run(prs, iters, outdir, extra=()):
     """One run of poolwork.py, traced when prs is given ("floor": under tools/floor tick at
-    100 Hz): (its wall time, stats or None)."""
+    100 Hz): (its wall time, stats or None, the CPU seconds of the run: the pool's processes and
+    the tracer's)."""
     cmd = [PY, str(POOLWORK), str(iters)]
     if prs == "floor":
         cmd = [str(FLOOR), "tick", "10000", "0", "--"] + cmd
     elif prs:
         cmd = [str(prs), "run", "--subprocesses", "-r", "100", "-o", str(outdir), *extra,
                "--"] + cmd
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr[-400:]}")
     wall = float(next(ln for ln in p.stdout.splitlines() if ln.startswith("wall="))[5:])
     st = json.loads((outdir / "stats.json").read_text()) if prs and prs != "floor" else None
-    return wall, st
+    return wall, st, r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
 
 
 def pool_part(prs, pairs, iters, tmp, extra):
     pool_run(None, iters // 4, tmp)  # warm
-    slow, base, traced, stats, fslow = [], [], [], [], []
+    slow, base, traced, stats, fslow, cpu = [], [], [], [], [], []
     arms = [None, prs, "floor"]
     for r in range(pairs):
         order = arms[r % 3:] + arms[:r % 3]  # each arm first, second and last in turn
@@ -350,6 +357,7 @@ def pool_part(prs, pairs, iters, tmp, extra):
         stats.append(got[prs][1])
         slow.append(got[prs][0] / got[None][0] - 1)
         fslow.append(got["floor"][0] / got[None][0] - 1)
+        cpu.append(got[prs][2] / got[None][2] - 1)
     med = statistics.median(slow)
     # Other work on the machine confounds it: each resume after a stop is a wake-up, which the
     # scheduler favours, so a traced pool can take CPU from the rest and finish first.
@@ -365,11 +373,13 @@ def pool_part(prs, pairs, iters, tmp, extra):
           f"slowdown of its wall time "
           f"(goal <= {GOAL_POOL_SLOWDOWN * 100:.0f} %; 1-min load {load:.1f})",
           ["untraced s (median)", "traced s (median)", "slowdown median [range]",
-           "floor slowdown median [range]", "processes", "stopped share", "missed ticks", "goal"],
+           "floor slowdown median [range]", "CPU more (pool + pyrsprof)", "processes",
+           "stopped share", "missed ticks", "goal"],
           [[f"{statistics.median(base):.2f}", f"{statistics.median(traced):.2f}",
             f"{med * 100:+.1f} % [{min(slow) * 100:+.1f} .. {max(slow) * 100:+.1f}]",
             f"{statistics.median(fslow) * 100:+.1f} % [{min(fslow) * 100:+.1f} .. "
             f"{max(fslow) * 100:+.1f}]",
+            f"{statistics.median(cpu) * 100:+.1f} % [{min(cpu) * 100:+.1f} .. {max(cpu) * 100:+.1f}]",
             f"{procs:.0f}", f"{share * 100:.2f} %", f"{missed} of {taken + missed}",
             verdict]])
     if busy:
