@@ -129,7 +129,7 @@ struct prs_sampler_stats {
 	/* Per-thread perf events wait until a thread has lived through a tick (a thread-per-request
 	 * server's threads mostly do not): kernel-stack events opened, running thread-samples of
 	 * threads at their first tick (no event yet: no kernel frames); switch-record events
-	 * opened, threads that ended (or were alive at the end) without one. */
+	 * opened, threads without one (young all their lives, or refused). */
 	uint64_t kstack_opened, kstack_young, switches_opened, switches_without;
 	/* Traced threads' exits whose kernel accounting the sampler read (acct_exits), and those it
 	 * left to the taskstats exit messages (exits_by_taskstats). */

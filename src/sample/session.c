@@ -608,7 +608,9 @@ void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats
 	stats->kstack_perf_kernel_share = kc.perf_kernel_share;
 	stats->kstack_opened = kc.opened;
 	stats->kstack_young = kc.young;
-	prs_switches_counts(s->thr_common.sw, &stats->switches_opened, &stats->switches_without);
+	stats->switches_opened = prs_switches_opened(s->thr_common.sw);
+	stats->switches_without = prs_switches_on(s->thr_common.sw) ?
+					  stats->threads_seen - stats->switches_opened : 0;
 	for (size_t i = 0; i < s->ntargets; i++)
 		add_py_stats(&ps, s->targets[i]);
 	stats->py_read_errors = ps.read_errors;

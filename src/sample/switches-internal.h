@@ -62,9 +62,9 @@ struct prs_swthr;
  */
 struct prs_switches *prs_switches_new(struct prs_profile *prof);
 bool prs_switches_on(const struct prs_switches *sw);
-/* Threads whose event was opened, and threads that ended (or were alive at the end) without
- * one: young, their event waits until they lived through a tick (prs_thr_old). sw may be NULL. */
-void prs_switches_counts(const struct prs_switches *sw, uint64_t *opened, uint64_t *without);
+/* Threads whose event was opened (the others were young all their lives: their event waits
+ * until they lived through a tick, prs_thr_old; or it was refused). sw may be NULL. */
+uint64_t prs_switches_opened(const struct prs_switches *sw);
 void prs_switches_free(struct prs_switches *sw);
 
 /*

@@ -28,7 +28,7 @@
 struct prs_switches {
 	struct prs_profile *prof;
 	int nevents;
-	uint64_t opened, without; /* (prs_switches_counts) */
+	uint64_t opened; /* threads whose event was opened (prs_switches_opened) */
 	bool on, closed;
 };
 
@@ -184,10 +184,9 @@ bool prs_switches_on(const struct prs_switches *sw)
 	return sw && sw->on;
 }
 
-void prs_switches_counts(const struct prs_switches *sw, uint64_t *opened, uint64_t *without)
+uint64_t prs_switches_opened(const struct prs_switches *sw)
 {
-	*opened = sw ? sw->opened : 0;
-	*without = sw ? sw->without : 0;
+	return sw ? sw->opened : 0;
 }
 
 void prs_switches_close(struct prs_switches *sw)
@@ -261,11 +260,8 @@ void prs_switches_done(struct prs_switches *sw, struct prs_swthr **st, pid_t tid
 	const struct prs_switch_counts *c;
 	struct prs_acct a;
 
-	if (!sw || !*st) {
-		if (prs_switches_on(sw) && !sw->closed)
-			sw->without++; /* ended young, its event never opened */
+	if (!sw || !*st)
 		return;
-	}
 	if ((*st)->ring != MAP_FAILED && !sw->closed) {
 		drain(*st, 0, 0);
 		c = &(*st)->st.c;

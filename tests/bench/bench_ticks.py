@@ -240,8 +240,10 @@ def server_part(builds, rounds, secs, tmp, no_classify_arm):
         ts = sum(x[3].get("thread_samples", 0) for x in xs)
         warned = sum(1 for x in xs if x[4])
         goal = "" if mode != "ptrace" else ("met" if med >= GOAL_THROUGHPUT else "NOT met")
+        more = [x[6] + x[7] - x[5] for x in xs]  # (each against the untraced window of its round)
         cpu = (f"{statistics.median(x[5] for x in xs):.0f} -> {statistics.median(x[6] for x in xs):.0f}"
-               f" + {statistics.median(x[7] for x in xs):.0f}")
+               f" + {statistics.median(x[7] for x in xs):.0f}: +{statistics.median(more):.0f} "
+               f"[{min(more):+.0f}..{max(more):+.0f}]")
         if mode == "floor":
             rows.append([name, len(xs), f"{statistics.median(x[1] for x in xs):.0f}",
                          f"{statistics.median(x[2] for x in xs):.0f}",
@@ -260,7 +262,8 @@ def server_part(builds, rounds, secs, tmp, no_classify_arm):
           f"1-min load {os.getloadavg()[0]:.1f}; the CPU per request, untraced and traced, is of the same round, "
           f"steadier than the throughput when other work shares the CPUs)",
           ["build", "rounds", "untraced rps", "traced rps", "ratio median [range]",
-           "CPU us/request: server untraced -> traced + pyrsprof", "stop window p50/p99 us", "missed+late ticks", "skipped late", "warned", "goal"], rows)
+           "CPU us/request: server untraced -> traced + pyrsprof: more, paired median [range]",
+           "stop window p50/p99 us", "missed+late ticks", "skipped late", "warned", "goal"], rows)
     for p in problems:
         print(f"   PROBLEM: {p}")
     if not problems:

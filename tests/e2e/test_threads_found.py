@@ -74,6 +74,25 @@ def test_found_threads_in_stats(waves):
     assert st["threads"] == found + 1, f"main + the threads found: {st['threads']} vs {found}"
 
 
+def test_young_threads_wait_for_their_perf_events(waves):
+    """A thread's perf events wait until it has lived through a tick (src/sample/threads-internal.h
+    ticks): main and the long threads get their switch-record and kernel-stack events, the short
+    ones (2 ms, mostly seen at one tick) mostly none; stats.json counts both.
+    Each exit of a found thread is accounted once: read by the sampler, or left to taskstats."""
+    st = waves.stats()
+    sw, ks, ex = st["switch_records"], st["kernel_stacks"], st["exit_accounting"]
+    short = st["found_at_ticks"]["threads"] - 3
+    assert short >= 4, st["found_at_ticks"]
+    if sw["threads_opened"]:  # (perf_event_open permitted)
+        assert sw["threads_opened"] >= 4 and sw["threads_without"] >= short // 2, (sw, short)
+    if ks["threads_opened"]:
+        # (a short thread found waiting for a CPU has no running sample at its tick)
+        assert 3 <= ks["threads_opened"] <= 4 + short // 2 and ks["young_samples"] >= 1, \
+            (ks, short)
+    assert ex["read"] + ex["left_to_taskstats"] >= short + 3, ex
+    assert (ex["read"] == 0) != (ex["left_to_taskstats"] == 0), ex
+
+
 def test_child_forked_by_a_thread_not_seized_yet(run_prs, export_folded, tmp_path):
     """--subprocesses: a thread forks as soon as it starts, before any tick could seize it (no
     fork event comes); the tick that finds the thread finds its child too: the child is in the
