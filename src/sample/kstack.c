@@ -325,7 +325,7 @@ static void drain(struct prs_kstack *ks, struct prs_kthr *kt, uint64_t until_ns)
 				prs_krate_see(&kt->rate, in_kernel && !interrupt_entry(ks, &r, tail, k.nr));
 				kt->n = 0;
 				kt->user_ip = k.user_ip;
-				if (k.ip >= KERNEL_HALF)
+				if (in_kernel)
 					keep_chain(&r, tail, k.nr, kt);
 			}
 		}
