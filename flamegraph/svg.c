@@ -94,14 +94,9 @@ __attribute__((format(printf, 2, 3))) static void wb_printf(struct wbuf *w, cons
 /* An unsigned integer in decimal. */
 static void wb_uint(struct wbuf *w, uint64_t v)
 {
-	char d[24];
-	size_t i = sizeof(d);
+	char d[PRS_FMT_U64_MAX];
 
-	do {
-		d[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	wb_put(w, d + i, sizeof(d) - i);
+	wb_put(w, d, prs_fmt_u64(d, v));
 }
 
 /* v as printf's "%.1f" (decimals 1) or "%.2f" (2) writes it (prs_fmt_fixed: without printf). */
@@ -460,17 +455,13 @@ static const char *str_of(const struct prs_fg *fg, uint32_t id, size_t *len)
 
 static void put_count(struct wbuf *w, uint64_t v)
 {
-	char d[24], out[48];
-	int k = (int)sizeof(d), n, o = 0;
+	char d[PRS_FMT_U64_MAX], out[48];
+	int n = (int)prs_fmt_u64(d, v), o = 0; /* (no printf: one count per frame) */
 
-	do /* the digits without snprintf: one count per frame */
-		d[--k] = (char)('0' + v % 10);
-	while ((v /= 10));
-	n = (int)sizeof(d) - k;
 	for (int i = 0; i < n; i++) {
 		if (i && (n - i) % 3 == 0)
 			out[o++] = ',';
-		out[o++] = d[k + i];
+		out[o++] = d[i];
 	}
 	wb_put(w, out, (size_t)o);
 }

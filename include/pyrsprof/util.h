@@ -78,6 +78,11 @@ int64_t prs_zigzag_decode(uint64_t v);
  */
 size_t prs_fmt_fixed(char *out, double v, int decimals);
 
+#define PRS_FMT_U64_MAX 21 /* room for any uint64_t in decimal and the NUL */
+/* Writes v in decimal into out (PRS_FMT_U64_MAX bytes), as "%" PRIu64 writes it, and a NUL.
+ * Returns the length (NUL not counted). */
+size_t prs_fmt_u64(char *out, uint64_t v);
+
 /* ---- hashing ---- */
 
 /* A well-mixed 64-bit hash of a 64-bit value (a bijection: no collisions on full keys). */

@@ -154,14 +154,9 @@ static int out_str(struct ss_out *o, const char *s)
 /* Appends the decimal text of v. */
 static int put_u64(struct prs_buf *b, uint64_t v)
 {
-	char d[24];
-	size_t n = sizeof(d);
+	char d[PRS_FMT_U64_MAX];
 
-	do {
-		d[--n] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	return prs_buf_append(b, d + n, sizeof(d) - n);
+	return prs_buf_append(b, d, prs_fmt_u64(d, v));
 }
 
 /* Appends the JSON text of v (consumed; NULL is ENOMEM) as jansson writes it. */

@@ -184,20 +184,13 @@ static int put_key(struct prs_buf *b, const char *key, int indent, bool first)
  * sample counts and the zeros of a diff are most of its numbers: no printf for them. */
 static size_t whole_text(char *out, double v)
 {
-	char digits[12];
-	size_t n = 0, k = 0;
-	uint32_t u;
+	size_t k = 0;
 
 	if (!(v > -1e8 && v < 1e8) || v != (double)(int32_t)v || (v == 0 && signbit(v)))
 		return 0;
 	if (v < 0)
 		out[k++] = '-';
-	u = (uint32_t)fabs(v);
-	do
-		digits[n++] = (char)('0' + u % 10);
-	while ((u /= 10) != 0);
-	while (n)
-		out[k++] = digits[--n];
+	k += prs_fmt_u64(out + k, (uint64_t)fabs(v));
 	memcpy(out + k, ".0", 2);
 	return k + 2;
 }

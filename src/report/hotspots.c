@@ -73,19 +73,15 @@ static void copy_utf8(struct prs_buf *scratch, char *dst, size_t size, const cha
 static size_t spot_of(struct hctx *c, struct table *t, enum prs_kind kind, const char *label,
 		      const char *file, size_t flen, uint32_t line)
 {
-	char ln[16];
-	size_t nln = sizeof(ln);
-	uint32_t v, num = t->lines ? line : 0;
+	char ln[PRS_FMT_U64_MAX];
+	size_t nln = prs_fmt_u64(ln, t->lines ? line : 0); /* (no printf: once per view frame) */
+	uint32_t v;
 	struct spot *s;
 
-	/* the line in decimal, without snprintf: once per view frame and table */
-	do
-		ln[--nln] = (char)('0' + num % 10);
-	while ((num /= 10));
 	prs_buf_reset(&c->key);
 	if (prs_buf_append(&c->key, label, strlen(label) + 1) ||
 	    prs_buf_append(&c->key, file, t->by_name ? 0 : flen) ||
-	    prs_buf_append(&c->key, "", 1) || prs_buf_append(&c->key, ln + nln, sizeof(ln) - nln))
+	    prs_buf_append(&c->key, "", 1) || prs_buf_append(&c->key, ln, nln))
 		return SIZE_MAX;
 	v = prs_strmap_get(&t->map, c->key.data, c->key.len);
 	if (v != PRS_MAP_NONE) {

@@ -42,9 +42,6 @@ void prs_change_of(const struct prs_sampled *b, const struct prs_sampled *a, dou
  * of the exact binary value). The diff's SVG writes four such values per frame's title. */
 static size_t fixed_text(char *out, double a, int decimals)
 {
-	uint64_t n;
-	char d[24];
-	size_t i = sizeof(d), k;
 	int len;
 
 	if (decimals || !(a >= 0 && a < 1e12)) {
@@ -53,14 +50,7 @@ static size_t fixed_text(char *out, double a, int decimals)
 		len = snprintf(out, PRS_FMT_FIXED_MAX, "%.0f", a);
 		return len < 0 ? 0 : (size_t)len < PRS_FMT_FIXED_MAX ? (size_t)len : PRS_FMT_FIXED_MAX - 1;
 	}
-	n = (uint64_t)rint(a);
-	do
-		d[--i] = (char)('0' + n % 10);
-	while ((n /= 10));
-	for (k = 0; i < sizeof(d); k++)
-		out[k] = d[i++];
-	out[k] = '\0';
-	return k;
+	return prs_fmt_u64(out, (uint64_t)rint(a));
 }
 
 const char *prs_change_fmt_s(char *buf, size_t size, double v, bool sign)

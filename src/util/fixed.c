@@ -18,12 +18,26 @@
  * the fraction is not 1/2, |e| (at most half an ulp) is smaller than its distance to 1/2 and r
  * alone decides; at exactly 1/2 the sign of e does (0: a real tie, to even).
  */
+size_t prs_fmt_u64(char *out, uint64_t v)
+{
+	char d[PRS_FMT_U64_MAX];
+	size_t i = sizeof(d), k = 0;
+
+	do {
+		d[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (i < sizeof(d))
+		out[k++] = d[i++];
+	out[k] = '\0';
+	return k;
+}
+
 size_t prs_fmt_fixed(char *out, double v, int decimals)
 {
 	double scale = decimals == 1 ? 10.0 : 100.0, r, e, fl, frac;
 	uint64_t n, ip;
-	char d[24];
-	size_t i = sizeof(d), k = 0;
+	size_t k;
 	int len;
 
 	if (!(v >= 0 && v < 1e12) || signbit(v) || (decimals != 1 && decimals != 2)) {
@@ -38,12 +52,7 @@ size_t prs_fmt_fixed(char *out, double v, int decimals)
 	if (frac > 0.5 || (frac == 0.5 && (e > 0 || (e == 0 && (n & 1)))))
 		n++;
 	ip = n / (uint64_t)scale;
-	do {
-		d[--i] = (char)('0' + ip % 10);
-		ip /= 10;
-	} while (ip);
-	while (i < sizeof(d))
-		out[k++] = d[i++];
+	k = prs_fmt_u64(out, ip);
 	out[k++] = '.';
 	if (decimals == 2)
 		out[k++] = (char)('0' + n % 100 / 10);

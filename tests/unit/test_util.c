@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,4 +364,24 @@ Test(util, fmt_fixed_is_printf)
 			same_as_printf((double)rand_r(&seed) / RAND_MAX * mag, d);
 		}
 	}
+}
+
+/* prs_fmt_u64 against snprintf's PRIu64: 0, every power of ten and its neighbours, the largest. */
+Test(util, fmt_u64_is_printf)
+{
+	char want[32], got[PRS_FMT_U64_MAX];
+	uint64_t p = 1;
+
+	for (int e = 0; e < 20; e++, p *= 10) {
+		const uint64_t vs[] = { p - 1, p, p + 1, p * 7 + 3 };
+
+		for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
+			snprintf(want, sizeof(want), "%" PRIu64, vs[i]);
+			cr_assert_eq(prs_fmt_u64(got, vs[i]), strlen(want));
+			cr_assert_str_eq(got, want);
+		}
+	}
+	snprintf(want, sizeof(want), "%" PRIu64, UINT64_MAX);
+	cr_assert_eq(prs_fmt_u64(got, UINT64_MAX), 20);
+	cr_assert_str_eq(got, want);
 }
