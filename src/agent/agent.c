@@ -70,6 +70,8 @@ struct agent_thread {
 	uint32_t slot;    /* 0: none yet, else its index + 1 */
 	pid_t tid;        /* its id, learnt when its clock is armed (a gettid syscall per sample
 			   * was 0.3-0.7 us here, as much as the rest of the handler) */
+	uint64_t rng;     /* the state of its periods' random draws (draw) */
+	uint32_t drawn;   /* samples since its period was last drawn (jitter_clock) */
 };
 
 static TLS struct agent_thread me;
@@ -122,6 +124,100 @@ static void agent_fail(int err, const char *what)
 
 /* ---- timers ---- */
 
+/*
+ * Drawn periods. A fixed period of CPU time is phase-locked to the program: a loop in step with
+ * it is sampled at the same point of its cycle for a whole run (tests/targets/phased at 250 Hz:
+ * hot_a read 0 or ~0.9 for a 0.25 truth), and one whose cycle is a simple fraction of it at the
+ * same few points (split.py's ~3 ms against 5 ms: `top -r 200 --mode preload`, 12 runs, mean
+ * error -0.034, sd 0.037, worst 0.124, against a binomial sd of 0.025). So the period is drawn at
+ * random. A draw costs a syscall, 5-7 us in the handler on this VM (its kernel path is cold after
+ * a period of the program's work; 1.4-1.7 us warm): one per sample is ~0.1 % of the program's
+ * CPU at 200 Hz but 0.6 % at 1000 Hz. So a thread draws once every draw_every() samples, about
+ * every DRAW_NS of its CPU time (every sample up to 125 Hz, every 8th at 1000 Hz): at most
+ * ~0.08 % of its CPU.
+ *
+ * A perf clock holds each draw as its period until the next, within P +- P / (2 * every): the
+ * rate stays even (a pool worker with a few 10 ms slices of two functions reads its split from
+ * how many samples each slice gets, and periods drawn from [P/2, 3P/2) held for 8 samples made
+ * that density vary threefold: splits 5-7 points off), and over a draw's samples the phase
+ * walks by up to half a period either way, a fresh place in the program's cycle after a few
+ * draws. Between draws the samples are as regular as a fixed period's: where the program's
+ * cycle is commensurate with it they are correlated, so the error is that of about one sample
+ * per draw (1000 Hz is as exact as 125 Hz on such a program, not worse). A POSIX timer takes one
+ * expiry drawn from [P/2, 3P/2) per draw and keeps its interval at P: its samples are weighted
+ * 1 + overruns (they expire at the scheduler tick at best), which must count periods of the mean.
+ */
+#define DRAW_NS 8000000ull
+
+static uint32_t draw_every(void)
+{
+	uint64_t p = ring->period_ns;
+
+	return p >= DRAW_NS ? 1 : (uint32_t)((DRAW_NS + p / 2) / p);
+}
+
+/* A uniform draw in [0, span) from the thread's xorshift64* (async-signal-safe, no syscall). */
+static uint64_t draw(uint64_t span)
+{
+	uint64_t x = me.rng ? me.rng : 0x9e3779b97f4a7c15ull;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	me.rng = x;
+	x *= 0x2545f4914f6cdd1dull;
+	return span > 1 ? (x >> 11) % span : 0;
+}
+
+/* A perf clock's period until its next draw. */
+static uint64_t perf_period(void)
+{
+	uint64_t p = ring->period_ns, spread = p / draw_every();
+
+	return p - spread / 2 + draw(spread);
+}
+
+/* A POSIX timer's next expiry (its interval stays the period). */
+static uint64_t posix_expiry(void)
+{
+	uint64_t p = ring->period_ns;
+
+	return p / 2 + draw(p);
+}
+
+/* Seeds the thread's draws: its id and the time, so that threads and runs differ. */
+static void seed_periods(void)
+{
+	me.rng = ((uint64_t)(uint32_t)me.tid * 0x9e3779b97f4a7c15ull) ^ now_ns() ^ 1;
+}
+
+static void ns_to_ts(uint64_t ns, struct timespec *ts)
+{
+	ts->tv_sec = (time_t)(ns / 1000000000ull);
+	ts->tv_nsec = (long)(ns % 1000000000ull);
+}
+
+/* In the handler, before the sample: every draw_every() samples, the clock's next draw. */
+static void jitter_clock(void)
+{
+	uint64_t next;
+	struct itimerspec its;
+
+	if (++me.drawn < draw_every())
+		return;
+	me.drawn = 0;
+	if (me.perf_fd >= 0) {
+		next = perf_period();
+		ioctl(me.perf_fd, PERF_EVENT_IOC_PERIOD, &next);
+		return;
+	}
+	if (me.timer < 0)
+		return;
+	ns_to_ts(ring->period_ns, &its.it_interval);
+	ns_to_ts(posix_expiry(), &its.it_value);
+	syscall(SYS_timer_settime, me.timer, 0, &its, NULL);
+}
+
 /* A task-clock event of the calling thread that signals it every period of its CPU time; -1
  * when perf events are not allowed. Async-signal-safe (syscalls). */
 static int arm_perf(void)
@@ -134,7 +230,7 @@ static int arm_perf(void)
 	pe.type = PERF_TYPE_SOFTWARE;
 	pe.size = sizeof(pe);
 	pe.config = PERF_COUNT_SW_TASK_CLOCK;
-	pe.sample_period = ring->period_ns;
+	pe.sample_period = perf_period();
 	pe.wakeup_events = 1;
 	fd = (int)syscall(SYS_perf_event_open, &pe, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
@@ -161,6 +257,7 @@ static void arm_clock(bool posix_only)
 	me.tid = my_tid();
 	me.perf_fd = -1;
 	me.timer = -1;
+	seed_periods();
 	if (!posix_only && ring->clock == PRS_CLOCK_AUTO && (me.perf_fd = arm_perf()) >= 0) {
 		me.armed = 1;
 		prs_fdguard_set(me.perf_fd, my_tid());
@@ -176,9 +273,8 @@ static void arm_clock(bool posix_only)
 		__atomic_fetch_add(&ring->timer_errors, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	its.it_interval.tv_sec = (time_t)(ring->period_ns / 1000000000ull);
-	its.it_interval.tv_nsec = (long)(ring->period_ns % 1000000000ull);
-	its.it_value = its.it_interval;
+	ns_to_ts(ring->period_ns, &its.it_interval);
+	ns_to_ts(posix_expiry(), &its.it_value); /* a random first phase */
 	if (syscall(SYS_timer_settime, id, 0, &its, NULL) != 0) {
 		syscall(SYS_timer_delete, id);
 		__atomic_fetch_add(&ring->timer_errors, 1, __ATOMIC_RELAXED);
@@ -371,6 +467,7 @@ static void take_sample(const ucontext_t *uc, int overrun)
 	uint64_t t0 = now_ns();
 	struct prs_ring_slot *sl;
 
+	jitter_clock(); /* first, whatever follows: a period is never left undrawn */
 	if (__atomic_load_n(&ring->stop, __ATOMIC_RELAXED))
 		return;
 	sl = prs_ring_claim_home(ring, &me.slot);

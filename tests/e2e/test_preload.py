@@ -67,6 +67,20 @@ def test_c_split_frames_and_lines(record, export_folded):
     assert abs(n / RATE - cpu_s) <= 0.15 * cpu_s, (n, cpu_s)
 
 
+def test_split_of_a_program_in_step_with_the_period(record, export_folded):
+    """phased runs hot_a in the first quarter of every 4 ms of its CPU time, hot_b in the rest: a
+    clock firing every 4 ms of CPU time (250 Hz) lands at one point of that cycle each time and
+    read hot_a at 0 or ~0.9 (6 runs of the fixed-period agent: errors -0.25 to +0.65). The agent
+    draws its periods (jitter_clock), so the split is the truth within its sample noise."""
+    rec = record("phased", 4000, 3, rate=250, extra=PRELOAD, steady=True)
+    recs = export_folded(rec.pyrs, view="cpu", lines=False)
+    truth_a, _ = read_truth_split(rec.res.out)
+    got, n = share_a(recs, "hot_a", "hot_b")
+    assert n >= 100, (n, rec.res.out)
+    tol = max(0.06, 4 * (truth_a * (1 - truth_a) / n) ** 0.5)
+    assert abs(got - truth_a) <= tol, (got, truth_a, n, tol)
+
+
 def test_rust_demangled_inlined_split(record, export_folded):
     rec = record("cpu_split_rs", SECONDS, rate=RATE, extra=PRELOAD, steady=True)
     recs = export_folded(rec.pyrs, view="cpu", lines=True)

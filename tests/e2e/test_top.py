@@ -195,12 +195,6 @@ def test_top_plain_tables(run_prs, mode):
     rows = rows_of(res.out)  # the whole run's table
     assert rows[0][4] == "hot_b (split.py)", res.out
     share, tol = hot_share(rows)
-    if mode == "preload":
-        # preload samples on a 5 ms CPU-time period, which aliases with split.py's ~3 ms
-        # hot_a/hot_b cycle: over 44 runs (the agents of 3207452 and of this change alike) the
-        # split scattered around the truth with sd 0.023-0.05, beyond the binomial 3 sigma (0.05)
-        # in 1 run of 10; a jittered period would remove the aliasing (not done yet)
-        tol = max(tol, 0.08)
     assert abs(share - truth_b(res.out)) <= tol, (share, res.out)
     # %Own of the whole run: hot_b's own samples among all, as its own time says
     own_b = rows[0][0] / 100
