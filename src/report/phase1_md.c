@@ -181,9 +181,13 @@ static void budget_md(FILE *f, const struct prs_facts *fa)
 	for (int r = 0; r < PRS_R__COUNT; r++)
 		if (b->f[r] > 0.0005 || r == PRS_R_CPU)
 			fprintf(f, "| %s | %.1f %% | %.2f |\n", prs_reason_label(r), pct(b->f[r]), b->f[r] * b->T);
-	fprintf(f, "\nCores used: %.2f of %u CPUs (0: unknown).\n\n| thread | name | active | Python | on-CPU | waiting "
-		"for a CPU | IO | GIL wait | lock | sleep | other | holds the GIL |\n| ---: | --- | --- | --- | ---: | "
-		"---: | ---: | ---: | ---: | ---: | ---: | ---: |\n", b->U, fa->ncpus);
+	if (fa->ncpus)
+		fprintf(f, "\nCores used: %.2f of %u CPU%s.\n", b->U, fa->ncpus, fa->ncpus == 1 ? "" : "s");
+	else
+		fprintf(f, "\nCores used: %.2f (the number of CPUs is unknown).\n", b->U);
+	fputs("\n| thread | name | active | Python | on-CPU | waiting for a CPU | IO | GIL wait | lock | sleep "
+	      "| other | holds the GIL |\n| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | "
+	      "---: | ---: |\n", f);
 	for (size_t i = 0; i < fa->nthreads && i < 64; i++) {
 		const struct prs_thread_facts *t = &fa->threads[i];
 		double w = t->wall_s > 0 ? t->wall_s : 1;
@@ -253,8 +257,9 @@ static void verdict_md(FILE *f, const struct prs_facts *fa, const struct prs_ver
 			fputc('\n', f);
 		}
 	}
-	fprintf(f, "- Parallelism: %.2f cores used by %u active threads on %u CPUs: efficiency %.0f %%.\n",
-		v->cores_used, v->threads_active, v->cpus, pct(v->efficiency));
+	fprintf(f, "- Parallelism: %.2f cores used by %u active thread%s on %u CPU%s: efficiency %.0f %%.\n",
+		v->cores_used, v->threads_active, v->threads_active == 1 ? "" : "s", v->cpus,
+		v->cpus == 1 ? "" : "s", pct(v->efficiency));
 	if (v->scaling[0]) {
 		fputs("- ", f); /* "scaling (--scaling VAR=..." */
 		text(f, v->scaling);

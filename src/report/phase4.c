@@ -116,6 +116,8 @@ static void md_rows(FILE *f, const struct prs_hotspot *rows, size_t n, double to
 			if (lines && h->line)
 				fprintf(f, ":%u", h->line);
 			fputc(')', f);
+		} else if (h->kind == PRS_KIND_KERNEL) {
+			fputs(" (kernel)", f); /* no file: else it reads as the program's code */
 		}
 		fprintf(f, " | %.1f %% | %.1f %% | ", 100 * ps, 100 * pt);
 		isfinite(prs_amdahl(ps)) ? fprintf(f, "%.2fx", prs_amdahl(ps)) : fputs("unbounded", f);

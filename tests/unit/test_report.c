@@ -541,6 +541,7 @@ Test(report, summary_lines)
 	struct prs_phase4_top top;
 	struct prs_report_ctx c = { p, &f, &v, &in };
 
+	p->complete = true; /* as a recording that ended: no qualifier line */
 	write_reports(p, &top);
 	cr_assert_eq(prs_facts_build(p, &f, NULL), 0);
 	prs_classify(&f, &v);
@@ -570,4 +571,46 @@ Test(report, md_text_escapes_what_markdown_reads)
 	prs_md_text(f, "> quote\n<b>|x_y* 0.30 -> 0.26 `c` [l](u) #h & ~s\\");
 	fclose(f);
 	cr_assert_str_eq(out, "\\> quote \\<b>\\|x\\_y\\* 0.30 -> 0.26 \\`c\\` \\[l\\](u) \\#h \\& \\~s\\\\");
+}
+
+/* A kernel function (no file) is marked "(kernel)" in the summary and in phase4.md, else it reads
+ * as the program's own code; the verdict's qualifiers (here: a cut recording) get a line of their
+ * own right after the verdict, as phase1 lists them under it. */
+Test(report, summary_qualifiers_and_kernel_spots)
+{
+	struct prs_profile *p = prs_profile_new();
+	uint32_t fmain = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "alloc"), S(p, "app.py"), 3);
+	uint32_t fk = prs_profile_named_frame(p, PRS_KIND_KERNEL, S(p, "clear_page_erms"), 0, 0);
+	uint32_t m = prs_profile_stack(p, 0, fmain), k = prs_profile_stack(p, m, fk);
+	struct prs_facts f;
+	struct prs_verdict v;
+	struct prs_phase_inputs in;
+	struct prs_phase4_top top;
+	struct prs_report_ctx c = { p, &f, &v, &in };
+	char md[8192];
+
+	prs_profile_meta(p, "duration_s", "1");
+	for (int i = 0; i < 100; i++) {
+		struct prs_sample s = { (uint64_t)i * 10000000, 1, PRS_STATE_RUNNING, -1, i < 70 ? k : m, 1, 0 };
+
+		prs_profile_sample(p, &s);
+	}
+	p->complete = false;
+	write_reports(p, &top);
+	cr_assert_eq(prs_facts_build(p, &f, NULL), 0);
+	prs_classify(&f, &v);
+	prs_phase_inputs_from_meta(p, &in);
+	nlines = 0;
+	prs_summary(&c, &top, collect, NULL);
+	cr_assert_eq(nlines, 4, "bound, qualified, time, hot");
+	cr_assert(strstr(lines[0], "bound: "), "%s", lines[0]);
+	cr_assert_str_eq(lines[1], "qualified: the recording was interrupted: judged on what was saved");
+	cr_assert(strstr(lines[2], "time: "), "%s", lines[2]);
+	cr_assert(strstr(lines[3], "hot (CPU, self): clear_page_erms (kernel) 70% (ceiling 3.33x); "
+			 "alloc (app.py) 30% (ceiling 1.43x)"), "%s", lines[3]);
+	slurp("phase4.md", md, sizeof(md));
+	cr_assert(strstr(md, "| clear\\_page\\_erms (kernel) | 70.0 % |"), "%s", md);
+	prs_facts_release(&f);
+	cleanup();
+	prs_profile_free(p);
 }
