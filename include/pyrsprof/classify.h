@@ -132,6 +132,8 @@ struct prs_facts {
 	uint64_t minflt, majflt, nvcsw, nivcsw;
 	uint64_t read_bytes, write_bytes, rchar, wchar, syscr, syscw;
 	bool have_faults, have_csw, have_io, have_rss;
+	bool have_chars, have_syscalls; /* rchar/wchar, syscr/syscw measured (taskstats rounds them
+					 * to 1024s: not kept; rusage has none) */
 	bool have_switches;        /* perf switch records were collected (SWITCH records) */
 	struct prs_switch_facts sw;
 	unsigned processes, threads_seen;

@@ -199,10 +199,10 @@ static void process_facts(struct prs_facts *f, const struct recs *r)
 		      delta(end, start, PRS_TASK_NIVCSW, &f->nivcsw);
 	f->have_io = delta(end, start, PRS_TASK_READ_BYTES, &f->read_bytes);
 	delta(end, start, PRS_TASK_WRITE_BYTES, &f->write_bytes);
-	delta(end, start, PRS_TASK_RCHAR, &f->rchar);
-	delta(end, start, PRS_TASK_WCHAR, &f->wchar);
-	delta(end, start, PRS_TASK_SYSCR, &f->syscr);
-	delta(end, start, PRS_TASK_SYSCW, &f->syscw);
+	f->have_chars = delta(end, start, PRS_TASK_RCHAR, &f->rchar) &&
+			delta(end, start, PRS_TASK_WCHAR, &f->wchar);
+	f->have_syscalls = delta(end, start, PRS_TASK_SYSCR, &f->syscr) &&
+			   delta(end, start, PRS_TASK_SYSCW, &f->syscw);
 	if (!f->have_io && delta(end, start, PRS_TASK_INBLOCK, &v)) {
 		/* rusage block operations are 512-byte units */
 		f->have_io = true;

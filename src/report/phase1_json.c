@@ -109,15 +109,16 @@ static json_t *facts_json(const struct prs_facts *f)
 
 	json_object_set_new(o, "cpu_source", json_string(f->have_proc ? "kernel" : "samples"));
 	json_object_set_new(o, "rss_peak_bytes", uint_opt(f->have_rss, f->rss_peak_kb * 1024));
-	json_object_set_new(o, "io", f->have_io ? json_pack("{s:I, s:I, s:I, s:I}", "read_bytes",
+	json_object_set_new(o, "io", f->have_io ? json_pack("{s:I, s:I, s:o, s:o}", "read_bytes",
 							     (json_int_t)f->read_bytes, "write_bytes",
 							     (json_int_t)f->write_bytes, "rchar",
-							     (json_int_t)f->rchar, "wchar", (json_int_t)f->wchar)
+							     uint_opt(f->have_chars, f->rchar), "wchar",
+							     uint_opt(f->have_chars, f->wchar))
 						: json_null());
-	json_object_set_new(o, "syscalls", f->have_io ? json_pack("{s:I, s:I}", "read",
-								   (json_int_t)f->syscr, "write",
-								   (json_int_t)f->syscw)
-						      : json_null());
+	json_object_set_new(o, "syscalls", f->have_syscalls ? json_pack("{s:I, s:I}", "read",
+									 (json_int_t)f->syscr, "write",
+									 (json_int_t)f->syscw)
+							    : json_null());
 	json_object_set_new(o, "context_switches",
 			    f->have_csw ? json_pack("{s:I, s:I}", "voluntary", (json_int_t)f->nvcsw,
 						    "involuntary", (json_int_t)f->nivcsw)

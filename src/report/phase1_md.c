@@ -107,12 +107,20 @@ static void facts_md(FILE *f, const struct prs_facts *fa)
 		bytes(f, (double)fa->read_bytes);
 		fputs(", ", f);
 		bytes(f, (double)fa->write_bytes);
-		fputs(" |\n| IO: all reads, writes (any fd) | ", f);
+		fputs(" |\n", f);
+	}
+	if (fa->have_chars) {
+		fputs("| IO: all reads, writes (any fd) | ", f);
 		bytes(f, (double)fa->rchar);
 		fputs(", ", f);
 		bytes(f, (double)fa->wchar);
-		fprintf(f, " |\n| syscalls: read, write | %" PRIu64 ", %" PRIu64 " |\n", fa->syscr, fa->syscw);
+		fputs(" |\n", f);
 	}
+	if (fa->have_syscalls)
+		fprintf(f, "| syscalls: read, write | %" PRIu64 ", %" PRIu64 " |\n", fa->syscr, fa->syscw);
+	else if (fa->have_io)
+		fputs("| syscalls: read, write | not measured (the exit's accounting came from taskstats or "
+		      "rusage, which do not count them exactly) |\n", f);
 	if (fa->have_csw)
 		fprintf(f, "| context switches: voluntary, involuntary | %" PRIu64 ", %" PRIu64 " |\n",
 			fa->nvcsw, fa->nivcsw);

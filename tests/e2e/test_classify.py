@@ -576,14 +576,36 @@ def test_no_classify_still_reports_from_samples(rec):
     assert r.v["id"] == "sleep", r.describe()
 
 
+def exited_truths(r):
+    """{tid: CPU seconds} the exits target printed for its threads (its own clock, just before
+    each returned)."""
+    want = {int(t): float(c) for t, c in re.findall(r"^truth exited tid=(\d+) cpu=([0-9.]+)$",
+                                                   r.res.out, re.M)}
+    assert len(want) == 3, r.res.out
+    return want
+
+
 def test_kernel_accounting_of_an_exited_program(rec):
-    """The threads of a program that exited keep their kernel accounting (taskstats, root)."""
+    """The threads of a program that exited keep their kernel accounting from taskstats (root),
+    and its on-CPU time is the scheduler's (sum_exec_runtime), not utime + stime: those are
+    tick-sampled (measured: threads of 0.2/0.4/0.6 s of CPU read 0.168/0.280/0.556 s by them).
+    Its syscall counts, which taskstats rounds down to 1024s, are not measured rather than 0."""
     if os.geteuid() != 0:
         pytest.skip("taskstats needs CAP_NET_ADMIN")
-    r = rec(*bounds("spinners", 1, 3))
+    r = rec(*bounds("exits", 0.5, 3))
     threads = r.p1["time_budget"]["threads"]
     assert len(threads) == 4 and all(t["kernel_accounting"] for t in threads), r.describe()
     assert r.p1["time_budget"]["kernel_accounting"]
+    recs = pyrs_acct.records(r.dir / "profile.pyrs")
+    exits = {i: f for t, ph, i, f, _ in recs if t == pyrs_acct.THREAD and ph == pyrs_acct.PHASE_EXIT}
+    table = {t["tid"]: t for t in threads}
+    for tid, cpu in exited_truths(r).items():
+        f = exits.get(tid)
+        assert f is not None and f[pyrs_acct.TASK_SOURCE] == pyrs_acct.SRC_TASKSTATS, (tid, sorted(exits))
+        # the exit's count is the thread's clock when it printed plus its exit path (10 ms)
+        assert abs(f[pyrs_acct.TASK_CPU_NS] / 1e9 - cpu) <= 0.01, (tid, f, cpu)
+        assert abs(table[tid]["shares"]["cpu"] * table[tid]["wall_s"] - cpu) <= 0.01, (table[tid], cpu)
+    assert r.p1["facts"]["syscalls"] is None and r.p1["facts"]["io"]["rchar"] is None, r.p1["facts"]
 
 
 def test_exited_threads_keep_their_accounting_without_taskstats(rec):
@@ -595,9 +617,7 @@ def test_exited_threads_keep_their_accounting_without_taskstats(rec):
         pytest.skip("setpriv (util-linux) is not installed")
     prefix = (setpriv, "--bounding-set=-net_admin", "--") if os.geteuid() == 0 else ()
     r = rec(*bounds("exits", 0.5, 3), prefix=prefix)
-    want = {int(t): float(c) for t, c in re.findall(r"^truth exited tid=(\d+) cpu=([0-9.]+)$",
-                                                   r.res.out, re.M)}
-    assert len(want) == 3, r.res.out
+    want = exited_truths(r)
     recs = pyrs_acct.records(r.dir / "profile.pyrs")
     assert any(t == 18 and s and s[0] == "taskstats" for t, _, _, _, s in recs), \
         "taskstats was not refused: this test would not show the sampler's path"

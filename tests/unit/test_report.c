@@ -329,6 +329,9 @@ Test(report, phase1_json_fields)
 	prs_acct_set(&a, PRS_TASK_UTIME_NS, 900000000);
 	prs_acct_set(&a, PRS_TASK_STIME_NS, 100000000);
 	prs_acct_set(&a, PRS_TASK_RSS_PEAK_KB, 2048);
+	/* storage bytes without the syscall and character counts (a taskstats exit: those come
+	 * rounded to 1024s and are not kept): measured bytes, unmeasured counts */
+	prs_acct_set(&a, PRS_TASK_READ_BYTES, 8192);
 	prs_acct_store(p, &a);
 	p->complete = true;
 	write_reports(p, &top);
@@ -347,7 +350,9 @@ Test(report, phase1_json_fields)
 	x = json_object_get(j, "facts");
 	cr_assert_float_eq(json_number_value(json_object_get(x, "cpu_s")), 1.0, 1e-9);
 	cr_assert_eq(json_integer_value(json_object_get(x, "rss_peak_bytes")), 2048 * 1024);
-	cr_assert(json_is_null(json_object_get(x, "io")), "not measured is null, not 0");
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(x, "io"), "read_bytes")), 8192);
+	cr_assert(json_is_null(json_object_get(json_object_get(x, "io"), "rchar")), "not measured is null, not 0");
+	cr_assert(json_is_null(json_object_get(x, "syscalls")), "not measured is null, not 0");
 	cr_assert_eq(json_integer_value(json_object_get(x, "threads")), 2);
 	/* thread 1: 100 % on-CPU for 1 s; thread 2: parked in read for 1 s with no CPU: an idle
 	 * worker, left out */
