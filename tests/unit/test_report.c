@@ -619,3 +619,56 @@ Test(report, summary_qualifiers_and_kernel_spots)
 	cleanup();
 	prs_profile_free(p);
 }
+
+/* A pure-Python function whose time the merged stacks spread over 20 interpreter functions of
+ * 5 % each (libpython's C code under it): flat in merged stacks, but in the Python view (the
+ * interpreter folded into its Python line) the function is 100 % of the CPU: no stop hint. The
+ * same 20 functions in a native library are flat in both views: the hint. */
+static struct prs_profile *spread_profile(const char *lib_path)
+{
+	struct prs_profile *p = prs_profile_new();
+	struct prs_mapping mp = { .start = 0x1000000, .end = 0x1100000, .path = S(p, lib_path) };
+	uint32_t lib = prs_profile_mapping(p, &mp);
+	uint32_t work = prs_profile_stack(p, 0, prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "work"),
+								       S(p, "app.py"), 7));
+
+	prs_profile_meta(p, "duration_s", "1");
+	for (int k = 0; k < 20; k++) {
+		char name[16];
+		uint32_t f = prs_profile_raw_frame(p, lib, 0x1000010 + 16 * (uint64_t)k, false);
+		uint32_t n;
+
+		snprintf(name, sizeof(name), "Py_f%d", k);
+		n = prs_profile_named_frame(p, PRS_KIND_NATIVE, S(p, name), 0, 0);
+		cr_assert_eq(prs_profile_expand(p, f, &n, 1), 0);
+		for (int i = 0; i < 5; i++) {
+			struct prs_sample s = { (uint64_t)(k * 5 + i) * 10000000, 1, PRS_STATE_RUNNING, -1,
+						prs_profile_stack(p, work, f), 1, 0 };
+
+			prs_profile_sample(p, &s);
+		}
+	}
+	return p;
+}
+
+Test(report, flat_in_merged_stacks_is_judged_in_the_python_view)
+{
+	struct prs_phase4_top top;
+	struct prs_profile *p = spread_profile("/usr/lib/libpython3.12.so.1.0");
+	json_t *j;
+
+	write_reports(p, &top);
+	cr_assert_str_eq(top.rows[0].name, "Py_f0"); /* the merged table is flat... */
+	cr_assert_float_eq(top.rows[0].self / top.total, 0.05, 1e-12);
+	cr_assert_str_eq(top.stop_hint, "", "%s", top.stop_hint); /* ...the Python view is not */
+	j = load("phase4.json");
+	cr_assert(json_is_null(json_object_get(j, "stop_hint")));
+	json_decref(j);
+	cleanup();
+	prs_profile_free(p);
+	p = spread_profile("/site/_ext.cpython-312-x86_64-linux-gnu.so"); /* an extension's C code */
+	write_reports(p, &top);
+	cr_assert(strstr(top.stop_hint, "at most 1.05x"), "%s", top.stop_hint);
+	cleanup();
+	prs_profile_free(p);
+}
