@@ -654,6 +654,45 @@ def test_replayed_memory_bound_counters_split_the_cpu_verdict(rec, tmp_path):
     assert names["ex_no_retire.load_not_complete"]["value"] == 300000000
 
 
+def test_calibration_is_cached_and_sets_the_bandwidth_rule(rec, run_prs, tmp_path):
+    """`pyrsprof calibrate` measures the peak bandwidth, caches it per machine, `--show` prints
+    the cache, and a recording's bandwidth rule reads it: memory flagged by the replayed Zen 4
+    counts, the LLC-miss traffic (64 B x 80M misses over the run) against the calibrated peak
+    decides latency vs bandwidth by the thresholds of docs/classify.md (0.5, 0.7)."""
+    env = {**os.environ, "PYRSPROF_CACHE_DIR": str(tmp_path)}
+    res = run_prs(["calibrate", "--seconds", "0.2"], env=env, timeout=60)
+    assert res.rc == 0, res.describe()
+    cache = json.loads((tmp_path / "machine.json").read_text())
+    assert cache["cpus_allowed"] == len(os.sched_getaffinity(0)), cache
+    assert cache["bw_all_mbs"] > 100 and cache["bw_one_mbs"] > 100, cache  # 0.1 GB/s: any DRAM
+    line = "peak memory bandwidth (STREAM triad): %.1f GB/s with %d CPUs, %.1f GB/s with one" % (
+        cache["bw_all_mbs"] / 1e3, cache["cpus_allowed"], cache["bw_one_mbs"] / 1e3)
+    assert line in res.out, res.describe()
+    shown = run_prs(["calibrate", "--show"], env=env)
+    assert shown.rc == 0 and line in shown.out, shown.describe()
+
+    def split_with_peak():
+        r = rec(*bounds("spin", 0.5), env={"PYRSPROF_COUNTERS_REPLAY": str(FIX / "amd-zen4-memory.json"),
+                                           "PYRSPROF_CACHE_DIR": str(tmp_path)})
+        # the recording keeps the cached peak in whole MB/s
+        peak = r.p1["machine"]["bw_all_mbs"]
+        cached = json.loads((tmp_path / "machine.json").read_text())["bw_all_mbs"]
+        assert abs(peak - cached) <= 1, (r.p1["machine"], cached)
+        u = 64 * 80e6 / r.p1["recording"]["duration_s"] / 1e6 / peak
+        split = r.v["cpu_split"]
+        want = "memory-bandwidth" if u >= 0.5 else "memory-latency"
+        assert split["class"] == want and split["measured"], (u, split)
+        assert "%.0f %% of the calibrated peak %.0f MB/s" % (100 * u, peak) in split["detail"], (u, split)
+        return r, u
+    split_with_peak()
+    # a peak just above the run's traffic: bandwidth-bound, high confidence, its lever
+    cache["bw_all_mbs"] = 64 * 80e6 / 0.5 / 1e6 * 1.1
+    (tmp_path / "machine.json").write_text(json.dumps(cache))
+    r, u = split_with_peak()
+    assert u >= 0.7 and r.v["cpu_split"]["confidence"] == "high", (u, r.v["cpu_split"])
+    assert "more cores won't help" in r.v["lever"] or r.v["id"] == "saturated", r.v
+
+
 def test_replayed_compute_counters(rec, tmp_path):
     r = rec(*bounds("spin", 1), env={"PYRSPROF_COUNTERS_REPLAY": str(FIX / "amd-zen4-compute.json"),
                                      "PYRSPROF_CACHE_DIR": str(tmp_path)})
