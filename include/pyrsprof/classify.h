@@ -63,6 +63,10 @@ struct prs_thread_facts {
 	double gil_hold, gil_wait;     /* sample weight holding / waiting for the GIL */
 	uint64_t nvcsw, nivcsw;        /* from kernel accounting when known */
 	bool have_csw;
+	/* the share of its on-CPU time in the kernel: stime / (utime + stime), the kernel's
+	 * tick-sampled split (/proc stat, taskstats), as a ratio of the exact t[CPU] */
+	bool have_system;
+	double system_share;
 	/* from perf switch records (SWITCH records) when collected */
 	bool have_sw;
 	uint64_t sw_preempt, sw_voluntary;  /* switch-outs: preempted, blocked (not our stops) */

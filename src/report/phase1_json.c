@@ -183,10 +183,12 @@ static json_t *budget_json(const struct prs_facts *f)
 		const struct prs_thread_facts *t = &f->threads[i];
 
 		json_array_append_new(threads,
-				      json_pack("{s:i, s:o, s:b, s:b, s:b, s:o, s:o, s:o}", "tid", t->tid,
+				      json_pack("{s:i, s:o, s:b, s:b, s:b, s:o, s:o, s:o, s:o, s:o}", "tid", t->tid,
 						"name", str(t->name), "active", !t->idle && t->wall_s > 0,
 						"python", t->python, "kernel_accounting", t->kernel,
 						"wall_s", num(t->wall_s), "shares", shares(t->t, t->wall_s),
+						"user_s", opt(t->have_system, t->t[PRS_R_CPU] * (1 - t->system_share)),
+						"system_s", opt(t->have_system, t->t[PRS_R_CPU] * t->system_share),
 						"gil", f->gil_measured || t->gil_hold > 0
 							? json_pack("{s:o, s:o}", "hold_share",
 								    num(t->samples > 0 ? t->gil_hold / t->samples : 0),

@@ -193,15 +193,15 @@ static void budget_md(FILE *f, const struct prs_facts *fa)
 		fprintf(f, "\nCores used: %.2f of %u CPU%s.\n", b->U, fa->ncpus, fa->ncpus == 1 ? "" : "s");
 	else
 		fprintf(f, "\nCores used: %.2f (the number of CPUs is unknown).\n", b->U);
-	fputs("\n| thread | name | active | Python | on-CPU | waiting for a CPU | IO | GIL wait | lock | sleep "
-	      "| other | holds the GIL |\n| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | "
-	      "---: | ---: |\n", f);
+	fputs("\n| thread | name | active | Python | on-CPU | of it in the kernel | waiting for a CPU | IO | "
+	      "GIL wait | lock | sleep | other | holds the GIL |\n| ---: | --- | --- | --- | ---: | ---: | ---: | "
+	      "---: | ---: | ---: | ---: | ---: | ---: |\n", f);
 	for (size_t i = 0; i < fa->nthreads && i < 64; i++) {
 		const struct prs_thread_facts *t = &fa->threads[i];
 		double w = t->wall_s > 0 ? t->wall_s : 1;
 		double io = t->t[PRS_R_IO_DISK] + t->t[PRS_R_IO_NET] + t->t[PRS_R_PAGING];
 		double other = t->t[PRS_R_CHILD] + t->t[PRS_R_OTHER] + t->t[PRS_R_UNSEEN];
-		char gil_wait[32];
+		char gil_wait[32], sys[32] = "";
 
 		/* a Python thread's GIL waits are told from its lock waits only when the sampler
 		 * measured them (else they count as lock waits) */
@@ -210,10 +210,13 @@ static void budget_md(FILE *f, const struct prs_facts *fa)
 		else
 			snprintf(gil_wait, sizeof(gil_wait), "not measured");
 
+		/* the kernel's user/system split of its on-CPU time (system calls, page faults) */
+		if (t->have_system)
+			snprintf(sys, sizeof(sys), "%.0f %%", pct(t->system_share));
 		fprintf(f, "| %d | ", t->tid);
 		text(f, t->name);
-		fprintf(f, " | %s | %s | %.0f %% | %.0f %% | %.0f %% | %s | %.0f %% | %.0f %% | %.0f %% | ",
-			t->idle ? "idle" : "yes", t->python ? "yes" : "", pct(t->t[PRS_R_CPU] / w),
+		fprintf(f, " | %s | %s | %.0f %% | %s | %.0f %% | %.0f %% | %s | %.0f %% | %.0f %% | %.0f %% | ",
+			t->idle ? "idle" : "yes", t->python ? "yes" : "", pct(t->t[PRS_R_CPU] / w), sys,
 			pct(t->t[PRS_R_RUNQ] / w), pct(io / w), gil_wait, pct(t->t[PRS_R_LOCK] / w),
 			pct(t->t[PRS_R_SLEEP] / w), pct(other / w));
 		if (t->python && t->samples > 0)
@@ -265,9 +268,13 @@ static void verdict_md(FILE *f, const struct prs_facts *fa, const struct prs_ver
 			fputc('\n', f);
 		}
 	}
-	fprintf(f, "- Parallelism: %.2f cores used by %u active thread%s on %u CPU%s: efficiency %.0f %%.\n",
-		v->cores_used, v->threads_active, v->threads_active == 1 ? "" : "s", v->cpus,
-		v->cpus == 1 ? "" : "s", pct(v->efficiency));
+	if (v->cpus)
+		fprintf(f, "- Parallelism: %.2f cores used by %u active thread%s on %u CPU%s: efficiency "
+			"%.0f %%.\n", v->cores_used, v->threads_active, v->threads_active == 1 ? "" : "s",
+			v->cpus, v->cpus == 1 ? "" : "s", pct(v->efficiency));
+	else
+		fprintf(f, "- Parallelism: %.2f cores used by %u active thread%s (the number of CPUs is "
+			"unknown).\n", v->cores_used, v->threads_active, v->threads_active == 1 ? "" : "s");
 	if (v->scaling[0]) {
 		fputs("- ", f); /* "scaling (--scaling VAR=..." */
 		text(f, v->scaling);

@@ -152,6 +152,11 @@ def test_c_loop_is_cpu_bound(rec):
     assert f["cpu_source"] == "kernel"
     measured = truth(r.res.out, "cpu") * r.p1["recording"]["duration_s"]
     assert abs(f["cpu_s"] - measured) <= 0.1 * measured + 0.05, (f["cpu_s"], measured)
+    # its one thread's user/system split (the kernel's ticks) is the process's (rusage): a
+    # loop in user space
+    t = next(t for t in r.p1["time_budget"]["threads"] if t["active"])
+    assert t["system_s"] is not None and t["system_s"] <= 0.05 * t["user_s"] + 0.02, t
+    assert abs(t["system_s"] - f["system_s"]) <= 0.1 * f["cpu_s"] + 0.02, (t, f)
 
 
 def test_python_loop_is_cpu_bound_in_the_interpreter(rec):
