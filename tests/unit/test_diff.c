@@ -535,3 +535,24 @@ Test(diff, json_rows_are_the_text_jansson_writes)
 	cr_assert_eq(rmdir(dir), 0);
 	pair_free(&p);
 }
+
+/* A script renamed with one of its functions removed: the kept functions are keyed by the after
+ * file (their module's partner), the removed one names the file it was in, not the one that
+ * never had it ("removed gone (after.py)" read as if after.py still did). */
+Test(diff, a_removed_function_of_a_renamed_script_names_where_it_was)
+{
+	struct part b[] = { { "/x/before.py:main;hot", 200 }, { "/x/before.py:main;keep", 100 },
+			    { "/x/before.py:main;gone", 100 } };
+	struct part a[] = { { "/x/after.py:main;hot", 100 }, { "/x/after.py:main;keep", 100 } };
+	struct pair p = pair_of(100, b, N(b), 100, a, N(a));
+	const struct prs_diff_row *r;
+
+	r = row(p.d, "gone", NULL);
+	cr_assert_eq(r->status, PRS_DIFF_REMOVED);
+	cr_assert_str_eq(r->file, "/x/before.py");
+	r = row(p.d, "hot", NULL);
+	cr_assert_eq(r->status, PRS_DIFF_FASTER);
+	cr_assert_str_eq(r->file, "/x/after.py");
+	cr_assert_str_eq(row(p.d, "keep", NULL)->file, "/x/after.py");
+	pair_free(&p);
+}
