@@ -466,6 +466,13 @@ def test_target_dims_and_summary(rec):
     assert "| n\\_rows | 20000 | 60000 |" in md, md
     assert "**met**" in md
     assert r.p4["stop_hint"]["reason"] == "target met"
+    # the sampling quality is the sampler's own count (stats.json), in phase1.json and .md
+    st = json.loads((r.dir / "stats.json").read_text())
+    rc = r.p1["recording"]
+    assert (rc["samples"], rc["ticks"], rc["missed_ticks"], rc["read_errors"]) == (
+        st["thread_samples"], st["ticks"]["taken"], st["missed_ticks"], st["errors"]["read"]), (rc, st)
+    assert "| sampling | %d samples at 100 Hz; %d ticks, %d missed; %d read errors |" % (
+        rc["samples"], rc["ticks"], rc["missed_ticks"], rc["read_errors"]) in md, md
     own = r.res.own_lines()
     hot = next(l for l in own if l.startswith("pyrsprof: hot (CPU, self): "))
     assert "spin_work (bounds.c)" in hot, hot
