@@ -82,15 +82,29 @@ void prs_summary(const struct prs_report_ctx *c, const struct prs_phase4_top *to
 	}
 	emit(arg, line);
 	if (top && top->n && top->total > 0) {
+		double empty = 0;
+		unsigned shown = 0;
+
 		n = (size_t)snprintf(line, sizeof(line), "hot (CPU, self):");
-		for (size_t i = 0; i < top->n && i < 3 && n < sizeof(line); i++) {
+		for (size_t i = 0; i < top->n && shown < 3 && n < sizeof(line); i++) {
 			double p = top->rows[i].self / top->total, ceil = prs_amdahl(p);
 
-			if (i && p < 0.005)
+			/* samples whose stack was not read (a thread that did not stop in time on a busy
+			 * machine) are no function to optimize: said apart, not ranked */
+			if (strcmp(top->rows[i].name, "[empty stack]") == 0 && !top->rows[i].file[0]) {
+				empty = p;
+				continue;
+			}
+			if (shown && p < 0.005)
 				break; /* not a hot spot */
-			n += hot_spot(line + n, sizeof(line) - n, &top->rows[i], i ? ";" : "", 100 * p, ceil);
+			n += hot_spot(line + n, sizeof(line) - n, &top->rows[i], shown ? ";" : "", 100 * p, ceil);
+			shown++;
 		}
-		emit(arg, line);
+		if (empty >= 0.005 && n < sizeof(line))
+			snprintf(line + n, sizeof(line) - n, " (%.0f%% of the CPU samples have no stack: not "
+				 "read in time)", 100 * empty);
+		if (shown || empty >= 0.005)
+			emit(arg, line);
 	}
 	if (top && top->stop_hint[0]) {
 		snprintf(line, sizeof(line), "stop hint: %s", top->stop_hint);

@@ -672,3 +672,38 @@ Test(report, flat_in_merged_stacks_is_judged_in_the_python_view)
 	cleanup();
 	prs_profile_free(p);
 }
+
+/* Samples without a stack (a thread that did not stop in time on a busy machine) are no function
+ * to optimize: the summary's hot spots leave them out and say their share apart. */
+Test(report, summary_hot_spots_leave_out_samples_without_a_stack)
+{
+	struct prs_profile *p = prs_profile_new();
+	uint32_t hot = prs_profile_stack(p, 0, prs_profile_named_frame(p, PRS_KIND_NATIVE, S(p, "spin_work"),
+								      S(p, "/src/bounds.c"), 0));
+	struct prs_facts f;
+	struct prs_verdict v;
+	struct prs_phase_inputs in;
+	struct prs_phase4_top top;
+	struct prs_report_ctx c = { p, &f, &v, &in };
+
+	prs_profile_meta(p, "duration_s", "1");
+	for (int i = 0; i < 100; i++) {
+		struct prs_sample s = { (uint64_t)i * 10000000, 1, PRS_STATE_RUNNING, -1, i < 40 ? 0 : hot, 1, 0 };
+
+		prs_profile_sample(p, &s);
+	}
+	p->complete = true;
+	write_reports(p, &top);
+	cr_assert_str_eq(top.rows[0].name, "spin_work"); /* 60 of 100: above [empty stack] */
+	cr_assert_eq(prs_facts_build(p, &f, NULL), 0);
+	prs_classify(&f, &v);
+	prs_phase_inputs_from_meta(p, &in);
+	nlines = 0;
+	prs_summary(&c, &top, collect, NULL);
+	cr_assert_eq(nlines, 3);
+	cr_assert_str_eq(lines[2], "hot (CPU, self): spin_work (bounds.c) 60% (ceiling 2.50x) (40% of the "
+			 "CPU samples have no stack: not read in time)");
+	prs_facts_release(&f);
+	cleanup();
+	prs_profile_free(p);
+}
