@@ -537,29 +537,36 @@ static void collect(void *arg, const char *line)
 		snprintf(lines[nlines++], sizeof(lines[0]), "%s", line);
 }
 
-Test(report, summary_lines)
+/* The reports of p written (top filled), then its terminal summary into lines[0..nlines). */
+static void summarize(struct prs_profile *p, struct prs_phase4_top *top)
 {
-	struct prs_profile *p = hot_profile();
 	struct prs_facts f;
 	struct prs_verdict v;
 	struct prs_phase_inputs in;
-	struct prs_phase4_top top;
 	struct prs_report_ctx c = { p, &f, &v, &in };
 
-	p->complete = true; /* as a recording that ended: no qualifier line */
-	write_reports(p, &top);
+	write_reports(p, top);
 	cr_assert_eq(prs_facts_build(p, &f, NULL), 0);
 	prs_classify(&f, &v);
 	prs_phase_inputs_from_meta(p, &in);
 	nlines = 0;
-	prs_summary(&c, &top, collect, NULL);
+	prs_summary(&c, top, collect, NULL);
+	prs_facts_release(&f);
+}
+
+Test(report, summary_lines)
+{
+	struct prs_profile *p = hot_profile();
+	struct prs_phase4_top top;
+
+	p->complete = true; /* as a recording that ended: no qualifier line */
+	summarize(p, &top);
 	cr_assert_eq(nlines, 4);
 	cr_assert(strstr(lines[0], "bound: CPU-bound (Python interpreter) [high]"), "%s", lines[0]);
 	cr_assert(strstr(lines[0], "lever: climb the ladder"), "%s", lines[0]);
 	cr_assert(strstr(lines[1], "time: on-CPU 100% (1 active thread"), "%s", lines[1]);
 	cr_assert(strstr(lines[2], "hot (hot.py) 80% (ceiling 5.00x)"), "%s", lines[2]);
 	cr_assert(strstr(lines[3], "stop hint: stop: the target wall<3s is met"), "%s", lines[3]);
-	prs_facts_release(&f);
 	cleanup();
 	prs_profile_free(p);
 }
@@ -587,11 +594,7 @@ Test(report, summary_qualifiers_and_kernel_spots)
 	uint32_t fmain = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "alloc"), S(p, "app.py"), 3);
 	uint32_t fk = prs_profile_named_frame(p, PRS_KIND_KERNEL, S(p, "clear_page_erms"), 0, 0);
 	uint32_t m = prs_profile_stack(p, 0, fmain), k = prs_profile_stack(p, m, fk);
-	struct prs_facts f;
-	struct prs_verdict v;
-	struct prs_phase_inputs in;
 	struct prs_phase4_top top;
-	struct prs_report_ctx c = { p, &f, &v, &in };
 	char md[8192];
 
 	prs_profile_meta(p, "duration_s", "1");
@@ -601,12 +604,7 @@ Test(report, summary_qualifiers_and_kernel_spots)
 		prs_profile_sample(p, &s);
 	}
 	p->complete = false;
-	write_reports(p, &top);
-	cr_assert_eq(prs_facts_build(p, &f, NULL), 0);
-	prs_classify(&f, &v);
-	prs_phase_inputs_from_meta(p, &in);
-	nlines = 0;
-	prs_summary(&c, &top, collect, NULL);
+	summarize(p, &top);
 	cr_assert_eq(nlines, 4, "bound, qualified, time, hot");
 	cr_assert(strstr(lines[0], "bound: "), "%s", lines[0]);
 	cr_assert_str_eq(lines[1], "qualified: the recording was interrupted: judged on what was saved");
@@ -615,7 +613,6 @@ Test(report, summary_qualifiers_and_kernel_spots)
 			 "alloc (app.py) 30% (ceiling 1.43x)"), "%s", lines[3]);
 	slurp("phase4.md", md, sizeof(md));
 	cr_assert(strstr(md, "| clear\\_page\\_erms (kernel) | 70.0 % |"), "%s", md);
-	prs_facts_release(&f);
 	cleanup();
 	prs_profile_free(p);
 }
@@ -680,11 +677,7 @@ Test(report, summary_hot_spots_leave_out_samples_without_a_stack)
 	struct prs_profile *p = prs_profile_new();
 	uint32_t hot = prs_profile_stack(p, 0, prs_profile_named_frame(p, PRS_KIND_NATIVE, S(p, "spin_work"),
 								      S(p, "/src/bounds.c"), 0));
-	struct prs_facts f;
-	struct prs_verdict v;
-	struct prs_phase_inputs in;
 	struct prs_phase4_top top;
-	struct prs_report_ctx c = { p, &f, &v, &in };
 
 	prs_profile_meta(p, "duration_s", "1");
 	for (int i = 0; i < 100; i++) {
@@ -693,17 +686,11 @@ Test(report, summary_hot_spots_leave_out_samples_without_a_stack)
 		prs_profile_sample(p, &s);
 	}
 	p->complete = true;
-	write_reports(p, &top);
+	summarize(p, &top);
 	cr_assert_str_eq(top.rows[0].name, "spin_work"); /* 60 of 100: above [empty stack] */
-	cr_assert_eq(prs_facts_build(p, &f, NULL), 0);
-	prs_classify(&f, &v);
-	prs_phase_inputs_from_meta(p, &in);
-	nlines = 0;
-	prs_summary(&c, &top, collect, NULL);
 	cr_assert_eq(nlines, 3);
 	cr_assert_str_eq(lines[2], "hot (CPU, self): spin_work (bounds.c) 60% (ceiling 2.50x) (40% of the "
 			 "CPU samples have no stack: not read in time)");
-	prs_facts_release(&f);
 	cleanup();
 	prs_profile_free(p);
 }
