@@ -20,6 +20,7 @@ pkgs=(
   libcriterion-dev                   # C unit tests
   clang-14 libclang-rt-14-dev        # fuzz targets: libFuzzer, ASan, UBSan (mk/fuzz.mk)
   python3 python3-pytest             # end-to-end tests (Debian's python3)
+  python3-numpy                      # e2e: NumPy page zeroing shows as kernel frames under its line
   python3-pytest-rerunfailures       # e2e: a sampling test that failed is run once more (2-CPU VM noise)
   golang-go                          # go tool pprof reads our pprof in tests
   chromium                           # browser checks of the SVGs

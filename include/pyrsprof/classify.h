@@ -63,6 +63,10 @@ struct prs_thread_facts {
 	double gil_hold, gil_wait;     /* sample weight holding / waiting for the GIL */
 	uint64_t nvcsw, nivcsw;        /* from kernel accounting when known */
 	bool have_csw;
+	/* the share of its on-CPU time in the kernel: stime / (utime + stime), the kernel's
+	 * tick-sampled split (/proc stat, taskstats), as a ratio of the exact t[CPU] */
+	bool have_system;
+	double system_share;
 	/* from perf switch records (SWITCH records) when collected */
 	bool have_sw;
 	uint64_t sw_preempt, sw_voluntary;  /* switch-outs: preempted, blocked (not our stops) */
@@ -132,6 +136,8 @@ struct prs_facts {
 	uint64_t minflt, majflt, nvcsw, nivcsw;
 	uint64_t read_bytes, write_bytes, rchar, wchar, syscr, syscw;
 	bool have_faults, have_csw, have_io, have_rss;
+	bool have_chars, have_syscalls; /* rchar/wchar, syscr/syscw measured (taskstats rounds them
+					 * to 1024s: not kept; rusage has none) */
 	bool have_switches;        /* perf switch records were collected (SWITCH records) */
 	struct prs_switch_facts sw;
 	unsigned processes, threads_seen;

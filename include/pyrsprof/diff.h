@@ -92,7 +92,9 @@ const char *prs_diff_status_name(enum prs_diff_status s);
 /* One function; [0] before, [1] after. */
 struct prs_diff_row {
 	/* display name, UTF-8, cut to 255 bytes; file: its module as matched (the after side's, ""
-	 * when none), the same. One allocation holds both ("name\0file"): the diff owns it. */
+	 * when none), the same. One allocation holds both ("name\0file"): the diff owns it. A
+	 * removed function of a module that moved or was renamed names the before side's file
+	 * instead (where it was; borrowed from the before profile). */
 	const char *name, *file;
 	enum prs_kind kind;
 	double self_w[2], total_w[2];          /* sample weights */

@@ -199,10 +199,10 @@ static void process_facts(struct prs_facts *f, const struct recs *r)
 		      delta(end, start, PRS_TASK_NIVCSW, &f->nivcsw);
 	f->have_io = delta(end, start, PRS_TASK_READ_BYTES, &f->read_bytes);
 	delta(end, start, PRS_TASK_WRITE_BYTES, &f->write_bytes);
-	delta(end, start, PRS_TASK_RCHAR, &f->rchar);
-	delta(end, start, PRS_TASK_WCHAR, &f->wchar);
-	delta(end, start, PRS_TASK_SYSCR, &f->syscr);
-	delta(end, start, PRS_TASK_SYSCW, &f->syscw);
+	f->have_chars = delta(end, start, PRS_TASK_RCHAR, &f->rchar) &&
+			delta(end, start, PRS_TASK_WCHAR, &f->wchar);
+	f->have_syscalls = delta(end, start, PRS_TASK_SYSCR, &f->syscr) &&
+			   delta(end, start, PRS_TASK_SYSCW, &f->syscw);
 	if (!f->have_io && delta(end, start, PRS_TASK_INBLOCK, &v)) {
 		/* rusage block operations are 512-byte units */
 		f->have_io = true;
@@ -292,7 +292,7 @@ static void thread_kernel(struct prs_facts *f, const struct recs *r)
 		const struct prs_acct *start = find(&mine, PRS_ACCT_THREAD, PRS_PHASE_START, t->tid, -1);
 		const struct prs_acct *end = find(&mine, PRS_ACCT_THREAD, PRS_PHASE_END, t->tid, -1);
 		struct prs_acct ex;
-		uint64_t cpu, runq;
+		uint64_t cpu, runq, ut, st;
 		bool have_runq;
 
 		if (!end && merged_exit(&mine, PRS_ACCT_THREAD, t->tid, &ex))
@@ -304,6 +304,11 @@ static void thread_kernel(struct prs_facts *f, const struct recs *r)
 			      delta(end, start, PRS_TASK_NIVCSW, &t->nivcsw);
 		reconcile(t, (double)cpu / 1e9, have_runq ? (double)runq / 1e9 : 0, have_runq);
 		f->kernel_threads = true;
+		if (delta(end, start, PRS_TASK_UTIME_NS, &ut) && delta(end, start, PRS_TASK_STIME_NS, &st) &&
+		    ut + st > 0) {
+			t->have_system = true;
+			t->system_share = (double)st / (double)(ut + st);
+		}
 	}
 }
 

@@ -234,10 +234,10 @@ static bool rule_saturated(const struct prs_facts *f, struct prs_rule_hit *h)
 		snprintf(h->label, sizeof(h->label), "CPU-saturated (%s)",
 			 own ? "more runnable threads than CPUs" : "by other processes");
 	snprintf(h->detail, sizeof(h->detail),
-		 "the active threads wait for a CPU %.0f %% of their time (%s): %u threads want %.2f "
+		 "the active threads wait for a CPU %.0f %% of their time (%s): %u thread%s want%s %.2f "
 		 "CPUs of %u and got %.2f%s", pct(b->f[PRS_R_RUNQ]),
-		 all_kernel_runq(f) ? "kernel run-queue time" : "samples", b->active, demand(f),
-		 f->ncpus, b->U,
+		 all_kernel_runq(f) ? "kernel run-queue time" : "samples", b->active,
+		 b->active == 1 ? "" : "s", b->active == 1 ? "s" : "", demand(f), f->ncpus, b->U,
 		 own ? "" : "; other processes kept the CPUs busy");
 	if (f->have_switches && f->duration_s > 0)
 		append(h->detail, sizeof(h->detail), "; %.0f preempted switch-outs/s, %.0f %% of all "
@@ -397,10 +397,23 @@ static void wss_evidence(const struct prs_facts *f, struct prs_verdict *v)
 			     "DRAM traffic is implied", mib, 1e3 * f->wss_window_s, llc / 1048576);
 }
 
+/* Why the split has no top-down counters. A PMU that counted cycles and instructions but has no
+ * top-down metrics pyrsprof reads (or whose top-down counters did not open) is not "no hardware
+ * counters": the counters table shows them, scaled. */
+static const char *no_topdown_why(const struct prs_facts *f)
+{
+	if (f->have_machine && f->machine.pmu_why[0])
+		return f->machine.pmu_why;
+	if (f->cpu.have_ipc)
+		return "cycles and instructions were counted, but no top-down counters (pipeline slots "
+		       "by frontend, backend, retiring) were read on this CPU, and IPC alone does not "
+		       "tell compute from memory";
+	return "no hardware counters were read";
+}
+
 static void split_without_pmu(const struct prs_facts *f, struct prs_verdict *v)
 {
-	const char *why = f->have_machine && f->machine.pmu_why[0] ? f->machine.pmu_why
-			  : "no hardware counters were read";
+	const char *why = no_topdown_why(f);
 
 	v->split = PRS_SPLIT_NOT_MEASURED;
 	v->split_confidence = PRS_CONF_LOW;

@@ -155,6 +155,22 @@ static enum prs_diff_status status_of(const struct prs_diff *d, const struct prs
 	return delta < 0 ? PRS_DIFF_SHRANK : PRS_DIFF_GREW;
 }
 
+/* A removed function's file: it is keyed by the after side's file of its module's partner (a
+ * moved or renamed module, diff_match.c), which it is not in: "removed gone (after.py)" read as
+ * if after.py still had it. The before side's file when it is one a row can hold, else file. */
+static const char *where_it_was(const struct prs_diff *d, const char *file)
+{
+	size_t n, len;
+	const struct prs_diff_pair *p = prs_diff_match_pairs(d->match, &n);
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(p[i].after, file) == 0) {
+			len = strlen(p[i].before);
+			return len < 256 && prs_utf8_valid(p[i].before, len) ? p[i].before : file;
+		}
+	return file;
+}
+
 /* The changes of function f: in seconds (timed) and in shares, judged by the noise rule. The
  * row takes f's key (name NUL file: a hot spot's, cleaned UTF-8 that fits). */
 static void row_of(struct prs_diff *d, struct fn *f, struct prs_diff_row *r)
@@ -185,6 +201,8 @@ static void row_of(struct prs_diff *d, struct fn *f, struct prs_diff_row *r)
 		r->significant = r->self_sh.significant || r->total_sh.significant;
 	}
 	r->status = status_of(d, r);
+	if (r->status == PRS_DIFF_REMOVED)
+		r->file = where_it_was(d, r->file);
 }
 
 static int rows_of(struct prs_diff *d, const struct prs_profile *before,

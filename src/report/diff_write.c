@@ -233,6 +233,8 @@ static void md_next(FILE *f, const struct prs_diff *d)
 		fputs(" (", f);
 		prs_md_text(f, prs_diff_basename(h->file));
 		fputc(')', f);
+	} else if (h->kind == PRS_KIND_KERNEL) {
+		fputs(" (kernel)", f);
 	}
 	fprintf(f, ", %.1f %% of the CPU samples", 100 * p);
 	if (d->side[1].period_s > 0)

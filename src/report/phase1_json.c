@@ -109,15 +109,16 @@ static json_t *facts_json(const struct prs_facts *f)
 
 	json_object_set_new(o, "cpu_source", json_string(f->have_proc ? "kernel" : "samples"));
 	json_object_set_new(o, "rss_peak_bytes", uint_opt(f->have_rss, f->rss_peak_kb * 1024));
-	json_object_set_new(o, "io", f->have_io ? json_pack("{s:I, s:I, s:I, s:I}", "read_bytes",
+	json_object_set_new(o, "io", f->have_io ? json_pack("{s:I, s:I, s:o, s:o}", "read_bytes",
 							     (json_int_t)f->read_bytes, "write_bytes",
 							     (json_int_t)f->write_bytes, "rchar",
-							     (json_int_t)f->rchar, "wchar", (json_int_t)f->wchar)
+							     uint_opt(f->have_chars, f->rchar), "wchar",
+							     uint_opt(f->have_chars, f->wchar))
 						: json_null());
-	json_object_set_new(o, "syscalls", f->have_io ? json_pack("{s:I, s:I}", "read",
-								   (json_int_t)f->syscr, "write",
-								   (json_int_t)f->syscw)
-						      : json_null());
+	json_object_set_new(o, "syscalls", f->have_syscalls ? json_pack("{s:I, s:I}", "read",
+									 (json_int_t)f->syscr, "write",
+									 (json_int_t)f->syscw)
+							    : json_null());
 	json_object_set_new(o, "context_switches",
 			    f->have_csw ? json_pack("{s:I, s:I}", "voluntary", (json_int_t)f->nvcsw,
 						    "involuntary", (json_int_t)f->nivcsw)
@@ -182,10 +183,12 @@ static json_t *budget_json(const struct prs_facts *f)
 		const struct prs_thread_facts *t = &f->threads[i];
 
 		json_array_append_new(threads,
-				      json_pack("{s:i, s:o, s:b, s:b, s:b, s:o, s:o, s:o}", "tid", t->tid,
+				      json_pack("{s:i, s:o, s:b, s:b, s:b, s:o, s:o, s:o, s:o, s:o}", "tid", t->tid,
 						"name", str(t->name), "active", !t->idle && t->wall_s > 0,
 						"python", t->python, "kernel_accounting", t->kernel,
 						"wall_s", num(t->wall_s), "shares", shares(t->t, t->wall_s),
+						"user_s", opt(t->have_system, t->t[PRS_R_CPU] * (1 - t->system_share)),
+						"system_s", opt(t->have_system, t->t[PRS_R_CPU] * t->system_share),
 						"gil", f->gil_measured || t->gil_hold > 0
 							? json_pack("{s:o, s:o}", "hold_share",
 								    num(t->samples > 0 ? t->gil_hold / t->samples : 0),

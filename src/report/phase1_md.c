@@ -107,12 +107,20 @@ static void facts_md(FILE *f, const struct prs_facts *fa)
 		bytes(f, (double)fa->read_bytes);
 		fputs(", ", f);
 		bytes(f, (double)fa->write_bytes);
-		fputs(" |\n| IO: all reads, writes (any fd) | ", f);
+		fputs(" |\n", f);
+	}
+	if (fa->have_chars) {
+		fputs("| IO: all reads, writes (any fd) | ", f);
 		bytes(f, (double)fa->rchar);
 		fputs(", ", f);
 		bytes(f, (double)fa->wchar);
-		fprintf(f, " |\n| syscalls: read, write | %" PRIu64 ", %" PRIu64 " |\n", fa->syscr, fa->syscw);
+		fputs(" |\n", f);
 	}
+	if (fa->have_syscalls)
+		fprintf(f, "| syscalls: read, write | %" PRIu64 ", %" PRIu64 " |\n", fa->syscr, fa->syscw);
+	else if (fa->have_io)
+		fputs("| syscalls: read, write | not measured (the exit's accounting came from taskstats or "
+		      "rusage, which do not count them exactly) |\n", f);
 	if (fa->have_csw)
 		fprintf(f, "| context switches: voluntary, involuntary | %" PRIu64 ", %" PRIu64 " |\n",
 			fa->nvcsw, fa->nivcsw);
@@ -181,15 +189,19 @@ static void budget_md(FILE *f, const struct prs_facts *fa)
 	for (int r = 0; r < PRS_R__COUNT; r++)
 		if (b->f[r] > 0.0005 || r == PRS_R_CPU)
 			fprintf(f, "| %s | %.1f %% | %.2f |\n", prs_reason_label(r), pct(b->f[r]), b->f[r] * b->T);
-	fprintf(f, "\nCores used: %.2f of %u CPUs (0: unknown).\n\n| thread | name | active | Python | on-CPU | waiting "
-		"for a CPU | IO | GIL wait | lock | sleep | other | holds the GIL |\n| ---: | --- | --- | --- | ---: | "
-		"---: | ---: | ---: | ---: | ---: | ---: | ---: |\n", b->U, fa->ncpus);
+	if (fa->ncpus)
+		fprintf(f, "\nCores used: %.2f of %u CPU%s.\n", b->U, fa->ncpus, fa->ncpus == 1 ? "" : "s");
+	else
+		fprintf(f, "\nCores used: %.2f (the number of CPUs is unknown).\n", b->U);
+	fputs("\n| thread | name | active | Python | on-CPU | of it in the kernel | waiting for a CPU | IO | "
+	      "GIL wait | lock | sleep | other | holds the GIL |\n| ---: | --- | --- | --- | ---: | ---: | ---: | "
+	      "---: | ---: | ---: | ---: | ---: | ---: |\n", f);
 	for (size_t i = 0; i < fa->nthreads && i < 64; i++) {
 		const struct prs_thread_facts *t = &fa->threads[i];
 		double w = t->wall_s > 0 ? t->wall_s : 1;
 		double io = t->t[PRS_R_IO_DISK] + t->t[PRS_R_IO_NET] + t->t[PRS_R_PAGING];
 		double other = t->t[PRS_R_CHILD] + t->t[PRS_R_OTHER] + t->t[PRS_R_UNSEEN];
-		char gil_wait[32];
+		char gil_wait[32], sys[32] = "";
 
 		/* a Python thread's GIL waits are told from its lock waits only when the sampler
 		 * measured them (else they count as lock waits) */
@@ -198,10 +210,13 @@ static void budget_md(FILE *f, const struct prs_facts *fa)
 		else
 			snprintf(gil_wait, sizeof(gil_wait), "not measured");
 
+		/* the kernel's user/system split of its on-CPU time (system calls, page faults) */
+		if (t->have_system)
+			snprintf(sys, sizeof(sys), "%.0f %%", pct(t->system_share));
 		fprintf(f, "| %d | ", t->tid);
 		text(f, t->name);
-		fprintf(f, " | %s | %s | %.0f %% | %.0f %% | %.0f %% | %s | %.0f %% | %.0f %% | %.0f %% | ",
-			t->idle ? "idle" : "yes", t->python ? "yes" : "", pct(t->t[PRS_R_CPU] / w),
+		fprintf(f, " | %s | %s | %.0f %% | %s | %.0f %% | %.0f %% | %s | %.0f %% | %.0f %% | %.0f %% | ",
+			t->idle ? "idle" : "yes", t->python ? "yes" : "", pct(t->t[PRS_R_CPU] / w), sys,
 			pct(t->t[PRS_R_RUNQ] / w), pct(io / w), gil_wait, pct(t->t[PRS_R_LOCK] / w),
 			pct(t->t[PRS_R_SLEEP] / w), pct(other / w));
 		if (t->python && t->samples > 0)
@@ -253,8 +268,13 @@ static void verdict_md(FILE *f, const struct prs_facts *fa, const struct prs_ver
 			fputc('\n', f);
 		}
 	}
-	fprintf(f, "- Parallelism: %.2f cores used by %u active threads on %u CPUs: efficiency %.0f %%.\n",
-		v->cores_used, v->threads_active, v->cpus, pct(v->efficiency));
+	if (v->cpus)
+		fprintf(f, "- Parallelism: %.2f cores used by %u active thread%s on %u CPU%s: efficiency "
+			"%.0f %%.\n", v->cores_used, v->threads_active, v->threads_active == 1 ? "" : "s",
+			v->cpus, v->cpus == 1 ? "" : "s", pct(v->efficiency));
+	else
+		fprintf(f, "- Parallelism: %.2f cores used by %u active thread%s (the number of CPUs is "
+			"unknown).\n", v->cores_used, v->threads_active, v->threads_active == 1 ? "" : "s");
 	if (v->scaling[0]) {
 		fputs("- ", f); /* "scaling (--scaling VAR=..." */
 		text(f, v->scaling);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The terminal summary after a recording: the verdict and lever, the time budget, the hot spots. */
+/* The terminal summary after a recording: the verdict and lever, its qualifiers, the time budget,
+ * the hot spots. */
 #include "pyrsprof/report.h"
 
 #include <math.h>
@@ -9,6 +10,41 @@
 #include "util/banned.h"
 
 #define LINE 640
+
+/* One hot spot of the summary's list: "name (file) P% (ceiling C)"; a kernel function, which has
+ * no file, is marked "(kernel)" (else it reads as the program's own code). Returns the length
+ * snprintf would have written. */
+static size_t hot_spot(char *buf, size_t size, const struct prs_hotspot *h, const char *sep,
+		       double pct, double ceil)
+{
+	const char *base = strrchr(h->file, '/');
+	const char *where = h->file[0] ? (base ? base + 1 : h->file) : h->kind == PRS_KIND_KERNEL ? "kernel" : "";
+	char cs[32];
+
+	if (isfinite(ceil))
+		snprintf(cs, sizeof(cs), "%.2fx", ceil);
+	else
+		snprintf(cs, sizeof(cs), "unbounded");
+	return (size_t)snprintf(buf, size, "%s %.60s%s%s%s %.0f%% (ceiling %s)", sep, h->name,
+				where[0] ? " (" : "", where, where[0] ? ")" : "", pct, cs);
+}
+
+/* The verdict's qualifiers (what the host took, a cut recording, thin samples, a CPU quota that
+ * throttled without being the verdict), on one line: phase1 lists them under the verdict, and a
+ * verdict read alone in the terminal must not lose them. */
+static void qualifier_line(const struct prs_verdict *v, void (*emit)(void *arg, const char *line),
+			   void *arg)
+{
+	char line[LINE];
+	size_t n = 0;
+
+	if (!v->nqualifiers)
+		return;
+	for (unsigned i = 0; i < v->nqualifiers && n < sizeof(line); i++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s", i ? "; " : "qualified: ",
+				      v->qualifiers[i]);
+	emit(arg, line);
+}
 
 void prs_summary(const struct prs_report_ctx *c, const struct prs_phase4_top *top,
 		 void (*emit)(void *arg, const char *line), void *arg)
@@ -31,6 +67,7 @@ void prs_summary(const struct prs_report_ctx *c, const struct prs_phase4_top *to
 	if (n < sizeof(line))
 		snprintf(line + n, sizeof(line) - n, "; lever: %s", v->lever);
 	emit(arg, line);
+	qualifier_line(v, emit, arg);
 	n = (size_t)snprintf(line, sizeof(line), "time:");
 	for (int r = 0; r < PRS_R__COUNT && n < sizeof(line); r++)
 		if (b->f[r] >= 0.01 || r == PRS_R_CPU)
@@ -45,26 +82,29 @@ void prs_summary(const struct prs_report_ctx *c, const struct prs_phase4_top *to
 	}
 	emit(arg, line);
 	if (top && top->n && top->total > 0) {
+		double empty = 0;
+		unsigned shown = 0;
+
 		n = (size_t)snprintf(line, sizeof(line), "hot (CPU, self):");
-		for (size_t i = 0; i < top->n && i < 3 && n < sizeof(line); i++) {
+		for (size_t i = 0; i < top->n && shown < 3 && n < sizeof(line); i++) {
 			double p = top->rows[i].self / top->total, ceil = prs_amdahl(p);
 
-			if (i && p < 0.005)
+			/* samples whose stack was not read (a thread that did not stop in time on a busy
+			 * machine) are no function to optimize: said apart, not ranked */
+			if (strcmp(top->rows[i].name, "[empty stack]") == 0 && !top->rows[i].file[0]) {
+				empty = p;
+				continue;
+			}
+			if (shown && p < 0.005)
 				break; /* not a hot spot */
-			const char *base = strrchr(top->rows[i].file, '/');
-
-			char cs[32];
-
-			if (isfinite(ceil))
-				snprintf(cs, sizeof(cs), "%.2fx", ceil);
-			else
-				snprintf(cs, sizeof(cs), "unbounded");
-			n += (size_t)snprintf(line + n, sizeof(line) - n, "%s %.60s%s%s%s %.0f%% (ceiling %s)",
-					      i ? ";" : "", top->rows[i].name, top->rows[i].file[0] ? " (" : "",
-					      top->rows[i].file[0] ? (base ? base + 1 : top->rows[i].file) : "",
-					      top->rows[i].file[0] ? ")" : "", 100 * p, cs);
+			n += hot_spot(line + n, sizeof(line) - n, &top->rows[i], shown ? ";" : "", 100 * p, ceil);
+			shown++;
 		}
-		emit(arg, line);
+		if (empty >= 0.005 && n < sizeof(line))
+			snprintf(line + n, sizeof(line) - n, " (%.0f%% of the CPU samples have no stack: not "
+				 "read in time)", 100 * empty);
+		if (shown || empty >= 0.005)
+			emit(arg, line);
 	}
 	if (top && top->stop_hint[0]) {
 		snprintf(line, sizeof(line), "stop hint: %s", top->stop_hint);

@@ -27,6 +27,10 @@ static int put_xml(FILE *f, const unsigned char *s, size_t n)
 		case '"': fputs("&quot;", f); return 1;
 		case '\'': fputs("&#39;", f); return 1;
 		}
+		if (s[0] == '\n' || s[0] == '\r' || s[0] == '\t') {
+			fputc(' ', f); /* a line break separates words: "import time\nx=0" is two */
+			return 1;
+		}
 		if (s[0] < 0x20 || s[0] == 0x7f)
 			return 0; /* not allowed in XML 1.0, or invisible */
 	}

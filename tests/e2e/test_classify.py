@@ -152,6 +152,11 @@ def test_c_loop_is_cpu_bound(rec):
     assert f["cpu_source"] == "kernel"
     measured = truth(r.res.out, "cpu") * r.p1["recording"]["duration_s"]
     assert abs(f["cpu_s"] - measured) <= 0.1 * measured + 0.05, (f["cpu_s"], measured)
+    # its one thread's user/system split (the kernel's ticks) is the process's (rusage): a
+    # loop in user space
+    t = next(t for t in r.p1["time_budget"]["threads"] if t["active"])
+    assert t["system_s"] is not None and t["system_s"] <= 0.05 * t["user_s"] + 0.02, t
+    assert abs(t["system_s"] - f["system_s"]) <= 0.1 * f["cpu_s"] + 0.02, (t, f)
 
 
 def test_python_loop_is_cpu_bound_in_the_interpreter(rec):
@@ -461,6 +466,13 @@ def test_target_dims_and_summary(rec):
     assert "| n\\_rows | 20000 | 60000 |" in md, md
     assert "**met**" in md
     assert r.p4["stop_hint"]["reason"] == "target met"
+    # the sampling quality is the sampler's own count (stats.json), in phase1.json and .md
+    st = json.loads((r.dir / "stats.json").read_text())
+    rc = r.p1["recording"]
+    assert (rc["samples"], rc["ticks"], rc["missed_ticks"], rc["read_errors"]) == (
+        st["thread_samples"], st["ticks"]["taken"], st["missed_ticks"], st["errors"]["read"]), (rc, st)
+    assert "| sampling | %d samples at 100 Hz; %d ticks, %d missed; %d read errors |" % (
+        rc["samples"], rc["ticks"], rc["missed_ticks"], rc["read_errors"]) in md, md
     own = r.res.own_lines()
     hot = next(l for l in own if l.startswith("pyrsprof: hot (CPU, self): "))
     assert "spin_work (bounds.c)" in hot, hot
@@ -576,14 +588,36 @@ def test_no_classify_still_reports_from_samples(rec):
     assert r.v["id"] == "sleep", r.describe()
 
 
+def exited_truths(r):
+    """{tid: CPU seconds} the exits target printed for its threads (its own clock, just before
+    each returned)."""
+    want = {int(t): float(c) for t, c in re.findall(r"^truth exited tid=(\d+) cpu=([0-9.]+)$",
+                                                   r.res.out, re.M)}
+    assert len(want) == 3, r.res.out
+    return want
+
+
 def test_kernel_accounting_of_an_exited_program(rec):
-    """The threads of a program that exited keep their kernel accounting (taskstats, root)."""
+    """The threads of a program that exited keep their kernel accounting from taskstats (root),
+    and its on-CPU time is the scheduler's (sum_exec_runtime), not utime + stime: those are
+    tick-sampled (measured: threads of 0.2/0.4/0.6 s of CPU read 0.168/0.280/0.556 s by them).
+    Its syscall counts, which taskstats rounds down to 1024s, are not measured rather than 0."""
     if os.geteuid() != 0:
         pytest.skip("taskstats needs CAP_NET_ADMIN")
-    r = rec(*bounds("spinners", 1, 3))
+    r = rec(*bounds("exits", 0.5, 3))
     threads = r.p1["time_budget"]["threads"]
     assert len(threads) == 4 and all(t["kernel_accounting"] for t in threads), r.describe()
     assert r.p1["time_budget"]["kernel_accounting"]
+    recs = pyrs_acct.records(r.dir / "profile.pyrs")
+    exits = {i: f for t, ph, i, f, _ in recs if t == pyrs_acct.THREAD and ph == pyrs_acct.PHASE_EXIT}
+    table = {t["tid"]: t for t in threads}
+    for tid, cpu in exited_truths(r).items():
+        f = exits.get(tid)
+        assert f is not None and f[pyrs_acct.TASK_SOURCE] == pyrs_acct.SRC_TASKSTATS, (tid, sorted(exits))
+        # the exit's count is the thread's clock when it printed plus its exit path (10 ms)
+        assert abs(f[pyrs_acct.TASK_CPU_NS] / 1e9 - cpu) <= 0.01, (tid, f, cpu)
+        assert abs(table[tid]["shares"]["cpu"] * table[tid]["wall_s"] - cpu) <= 0.01, (table[tid], cpu)
+    assert r.p1["facts"]["syscalls"] is None and r.p1["facts"]["io"]["rchar"] is None, r.p1["facts"]
 
 
 def test_exited_threads_keep_their_accounting_without_taskstats(rec):
@@ -595,9 +629,7 @@ def test_exited_threads_keep_their_accounting_without_taskstats(rec):
         pytest.skip("setpriv (util-linux) is not installed")
     prefix = (setpriv, "--bounding-set=-net_admin", "--") if os.geteuid() == 0 else ()
     r = rec(*bounds("exits", 0.5, 3), prefix=prefix)
-    want = {int(t): float(c) for t, c in re.findall(r"^truth exited tid=(\d+) cpu=([0-9.]+)$",
-                                                   r.res.out, re.M)}
-    assert len(want) == 3, r.res.out
+    want = exited_truths(r)
     recs = pyrs_acct.records(r.dir / "profile.pyrs")
     assert any(t == 18 and s and s[0] == "taskstats" for t, _, _, _, s in recs), \
         "taskstats was not refused: this test would not show the sampler's path"
@@ -632,6 +664,45 @@ def test_replayed_memory_bound_counters_split_the_cpu_verdict(rec, tmp_path):
     assert r.p1["machine"]["pmu"] == "available"
     names = {c["name"]: c for c in r.p1["counters"]}
     assert names["ex_no_retire.load_not_complete"]["value"] == 300000000
+
+
+def test_calibration_is_cached_and_sets_the_bandwidth_rule(rec, run_prs, tmp_path):
+    """`pyrsprof calibrate` measures the peak bandwidth, caches it per machine, `--show` prints
+    the cache, and a recording's bandwidth rule reads it: memory flagged by the replayed Zen 4
+    counts, the LLC-miss traffic (64 B x 80M misses over the run) against the calibrated peak
+    decides latency vs bandwidth by the thresholds of docs/classify.md (0.5, 0.7)."""
+    env = {**os.environ, "PYRSPROF_CACHE_DIR": str(tmp_path)}
+    res = run_prs(["calibrate", "--seconds", "0.2"], env=env, timeout=60)
+    assert res.rc == 0, res.describe()
+    cache = json.loads((tmp_path / "machine.json").read_text())
+    assert cache["cpus_allowed"] == len(os.sched_getaffinity(0)), cache
+    assert cache["bw_all_mbs"] > 100 and cache["bw_one_mbs"] > 100, cache  # 0.1 GB/s: any DRAM
+    line = "peak memory bandwidth (STREAM triad): %.1f GB/s with %d CPUs, %.1f GB/s with one" % (
+        cache["bw_all_mbs"] / 1e3, cache["cpus_allowed"], cache["bw_one_mbs"] / 1e3)
+    assert line in res.out, res.describe()
+    shown = run_prs(["calibrate", "--show"], env=env)
+    assert shown.rc == 0 and line in shown.out, shown.describe()
+
+    def split_with_peak():
+        r = rec(*bounds("spin", 0.5), env={"PYRSPROF_COUNTERS_REPLAY": str(FIX / "amd-zen4-memory.json"),
+                                           "PYRSPROF_CACHE_DIR": str(tmp_path)})
+        # the recording keeps the cached peak in whole MB/s
+        peak = r.p1["machine"]["bw_all_mbs"]
+        cached = json.loads((tmp_path / "machine.json").read_text())["bw_all_mbs"]
+        assert abs(peak - cached) <= 1, (r.p1["machine"], cached)
+        u = 64 * 80e6 / r.p1["recording"]["duration_s"] / 1e6 / peak
+        split = r.v["cpu_split"]
+        want = "memory-bandwidth" if u >= 0.5 else "memory-latency"
+        assert split["class"] == want and split["measured"], (u, split)
+        assert "%.0f %% of the calibrated peak %.0f MB/s" % (100 * u, peak) in split["detail"], (u, split)
+        return r, u
+    split_with_peak()
+    # a peak just above the run's traffic: bandwidth-bound, high confidence, its lever
+    cache["bw_all_mbs"] = 64 * 80e6 / 0.5 / 1e6 * 1.1
+    (tmp_path / "machine.json").write_text(json.dumps(cache))
+    r, u = split_with_peak()
+    assert u >= 0.7 and r.v["cpu_split"]["confidence"] == "high", (u, r.v["cpu_split"])
+    assert "more cores won't help" in r.v["lever"] or r.v["id"] == "saturated", r.v
 
 
 def test_replayed_compute_counters(rec, tmp_path):

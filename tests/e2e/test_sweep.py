@@ -221,6 +221,35 @@ def test_svg(scaled, node):
     assert shot.is_file() and shot.stat().st_size > 5000
 
 
+def test_verdict_change_along_the_sweep(run_prs, tmp_path):
+    """A program that computes ~30 ms then sleeps T: CPU-bound at T=0.005, sleep-dominated at
+    T=0.8 (on a busy machine a point between may be CPU-saturated by other processes: rule 5
+    comes before the sleep rule). Each point carries its own recording's verdict, and the sweep
+    names every change between neighbours, in sweep.json, sweep.md, the terminal and sweep.svg."""
+    code = "import time\nx = 0\nfor i in range(300000): x += i\ntime.sleep({t})"
+    res = run_prs(sweep_cmd(tmp_path, "t=0.005,0.4,0.8", "/usr/bin/python3", "-c", code), timeout=60)
+    assert res.rc == 0, res.describe()
+    doc = load(tmp_path)
+    verdicts = [p["verdict"] for p in doc["points"]]
+    assert doc["verdict_available"], doc
+    for p, v in zip(doc["points"], verdicts):
+        p1 = json.loads((tmp_path / p["runs"][0]["dir"] / "phase1.json").read_text())
+        assert v == p1["verdict"]["label"], (v, p1["verdict"])
+    # CPU-bound, or CPU-saturated by other processes: it wants a CPU all its time
+    assert verdicts[0].startswith(("CPU-bound", "CPU-saturated")), verdicts
+    assert verdicts[-1] == "sleep-dominated", verdicts
+    values = [p["value"] for p in doc["points"]]
+    want = [{"from_value": values[i], "to_value": values[i + 1], "from": verdicts[i],
+             "to": verdicts[i + 1]} for i in range(2) if verdicts[i] != verdicts[i + 1]]
+    assert doc["verdict_changes"] == want, (doc["verdict_changes"], verdicts)
+    md, svg = (tmp_path / "sweep.md").read_text(), (tmp_path / "sweep.svg").read_text()
+    for c in want:
+        a, b = ("%g" % c["from_value"], "%g" % c["to_value"])
+        assert f"the verdict changes between t={a} and t={b}: {c['from']} -> {c['to']}" in res.err, res.describe()
+        assert f"- changes between t={a} and t={b}: {c['from']} → {c['to']}" in md, md
+        assert f"verdict changes between t={a} and {b}" in svg
+
+
 # ---- substitution, failures, bad input --------------------------------------------------------
 
 def test_substitution(run_prs, tmp_path):

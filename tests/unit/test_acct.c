@@ -324,6 +324,31 @@ Test(acct, facts_kernel_accounting_replaces_samples)
 	prs_profile_free(p);
 }
 
+/* A thread's on-CPU time split by the kernel's user/system ticks: the ratio of its utime and
+ * stime deltas, applied to its exact on-CPU time; unknown without them. */
+Test(acct, facts_thread_system_share_from_its_ticks)
+{
+	struct prs_profile *p = profile_of(40, 60, 0, -1);
+	struct prs_facts f;
+	struct prs_acct a;
+
+	store_thread(p, PRS_PHASE_START, 1000000000, 500000000);
+	cr_assert_eq(prs_facts_build(p, &f, NULL), 0);
+	cr_assert(!f.threads[0].have_system, "no END record: no kernel accounting at all");
+	prs_facts_release(&f);
+	prs_acct_init(&a, PRS_ACCT_THREAD, PRS_PHASE_END, 7);
+	prs_acct_set(&a, PRS_TASK_CPU_NS, 1300000000);
+	prs_acct_set(&a, PRS_TASK_RUNQ_NS, 600000000);
+	prs_acct_set(&a, PRS_TASK_UTIME_NS, 90000000); /* 90 ms user, 210 ms system since START (0) */
+	prs_acct_set(&a, PRS_TASK_STIME_NS, 210000000);
+	prs_acct_store(p, &a);
+	cr_assert_eq(prs_facts_build(p, &f, NULL), 0);
+	cr_assert(f.threads[0].have_system);
+	cr_assert_float_eq(f.threads[0].system_share, 0.7, 1e-12);
+	prs_facts_release(&f);
+	prs_profile_free(p);
+}
+
 Test(acct, facts_ticks_from_the_session_not_the_sample_times)
 {
 	/* 5 processes (one thread each) on 2 CPUs for 1 s at 100 Hz: each tick stamps every

@@ -621,3 +621,31 @@ Test(classify, split_memory_without_calibration)
 	cr_assert_eq(v.split, PRS_SPLIT_MEMORY);
 	cr_assert(strstr(v.split_detail, "pyrsprof calibrate"), "%s", v.split_detail);
 }
+
+Test(classify, split_with_counters_but_no_topdown_says_what_was_read)
+{
+	/* a PMU that counted cycles and instructions (multiplexed.json) but has no top-down metrics:
+	 * the counters table shows them, so the split must not say none were read */
+	struct prs_verdict v;
+
+	facts(2, 2);
+	thread(false, 0.98, 0);
+	F.cpu_native = 1;
+	F.have_machine = true;
+	F.cpu.have_ipc = true;
+	F.cpu.ipc = 1.5;
+	v = judge();
+	cr_assert_eq(v.split, PRS_SPLIT_NOT_MEASURED);
+	cr_assert_eq(v.split_confidence, PRS_CONF_LOW);
+	cr_assert(strstr(v.split_detail, "cycles and instructions were counted"), "%s", v.split_detail);
+	cr_assert(!strstr(v.split_detail, "no hardware counters were read"), "%s", v.split_detail);
+	cr_assert_str_eq(v.evidence[v.nevidence - 1], "IPC 1.50 (not diagnostic alone)");
+	/* none read (the PMU state unknown): said so */
+	F.cpu.have_ipc = false;
+	v = judge();
+	cr_assert(strstr(v.split_detail, "no hardware counters were read"), "%s", v.split_detail);
+	/* a PMU that failed: its own reason, whole */
+	snprintf(F.machine.pmu_why, sizeof(F.machine.pmu_why), "cycles: no hardware PMU here");
+	v = judge();
+	cr_assert(strstr(v.split_detail, "cycles: no hardware PMU here"), "%s", v.split_detail);
+}

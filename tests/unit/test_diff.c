@@ -194,7 +194,7 @@ Test(change, json_reals_as_printf_writes_them)
 /* ---- constructed recordings ---- */
 
 /* One stack of a recording: "file:name;name;..." root first (every frame in that file unless
- * written "name@other_file"), ticks. */
+ * written "name@other_file"; "name[k]" is a kernel function, without a file), ticks. */
 struct part {
 	const char *stack;
 	unsigned ticks;
@@ -227,11 +227,17 @@ static struct prs_profile *recording(double rate_hz, const struct part *parts, s
 		*names++ = '\0';
 		for (tok = strtok_r(names, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
 			char *at = strchr(tok, '@'); /* "name@file": a frame of another file */
+			size_t len = strlen(tok);
 			uint32_t f;
 
 			if (at)
 				*at++ = '\0';
-			f = prs_profile_named_frame(p, PRS_KIND_PYTHON, str(p, tok), str(p, at ? at : file), 1);
+			if (len > 3 && strcmp(tok + len - 3, "[k]") == 0) {
+				tok[len - 3] = '\0';
+				f = prs_profile_named_frame(p, PRS_KIND_KERNEL, str(p, tok), 0, 0);
+			} else {
+				f = prs_profile_named_frame(p, PRS_KIND_PYTHON, str(p, tok), str(p, at ? at : file), 1);
+			}
 
 			st = prs_profile_stack(p, st, f);
 		}
@@ -533,5 +539,68 @@ Test(diff, json_rows_are_the_text_jansson_writes)
 		unlink(path);
 	}
 	cr_assert_eq(rmdir(dir), 0);
+	pair_free(&p);
+}
+
+/* A script renamed with one of its functions removed: the kept functions are keyed by the after
+ * file (their module's partner), the removed one names the file it was in, not the one that
+ * never had it ("removed gone (after.py)" read as if after.py still did). */
+Test(diff, a_removed_function_of_a_renamed_script_names_where_it_was)
+{
+	struct part b[] = { { "/x/before.py:main;hot", 200 }, { "/x/before.py:main;keep", 100 },
+			    { "/x/before.py:main;gone", 100 } };
+	struct part a[] = { { "/x/after.py:main;hot", 100 }, { "/x/after.py:main;keep", 100 } };
+	struct pair p = pair_of(100, b, N(b), 100, a, N(a));
+	const struct prs_diff_row *r;
+
+	r = row(p.d, "gone", NULL);
+	cr_assert_eq(r->status, PRS_DIFF_REMOVED);
+	cr_assert_str_eq(r->file, "/x/before.py");
+	r = row(p.d, "hot", NULL);
+	cr_assert_eq(r->status, PRS_DIFF_FASTER);
+	cr_assert_str_eq(r->file, "/x/after.py");
+	cr_assert_str_eq(row(p.d, "keep", NULL)->file, "/x/after.py");
+	pair_free(&p);
+}
+
+static char diff_lines[16][700];
+static int ndiff_lines;
+
+static void collect_line(void *arg, const char *line)
+{
+	(void)arg;
+	if (ndiff_lines < 16)
+		snprintf(diff_lines[ndiff_lines++], sizeof(diff_lines[0]), "%s", line);
+}
+
+/* The next hot spot a kernel function (no file): "(kernel)" in the terminal and diff.md, as in
+ * a recording's summary. */
+Test(diff, a_kernel_hot_spot_is_marked_kernel)
+{
+	struct part b[] = { { "/x/app.py:main;alloc;clear_page_erms[k]", 300 }, { "/x/app.py:main", 100 } };
+	struct part a[] = { { "/x/app.py:main;alloc;clear_page_erms[k]", 100 }, { "/x/app.py:main", 50 } };
+	struct pair p = pair_of(100, b, N(b), 100, a, N(a));
+	struct prs_err err = { 0 };
+	char dir[] = "/tmp/prs-diffk-XXXXXX", path[64], md[16384] = "", cmd[96];
+	FILE *f;
+	bool said = false;
+
+	cr_assert(p.d->have_next);
+	cr_assert_str_eq(p.d->next.rows[0].name, "clear_page_erms");
+	ndiff_lines = 0;
+	prs_diff_summary(p.d, collect_line, NULL);
+	for (int i = 0; i < ndiff_lines; i++)
+		said |= strstr(diff_lines[i], "hot now (CPU, self): clear_page_erms (kernel) 67% ") != NULL;
+	cr_assert(said, "%s", ndiff_lines ? diff_lines[ndiff_lines - 1] : "");
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(prs_diff_write(p.d, dir, &err), 0, "%s", err.msg);
+	snprintf(path, sizeof(path), "%s/diff.md", dir);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	md[fread(md, 1, sizeof(md) - 1, f)] = '\0';
+	fclose(f);
+	cr_assert(strstr(md, "**clear\\_page\\_erms** (kernel), 66.7 % of the CPU samples"), "%s", md);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
 	pair_free(&p);
 }

@@ -329,6 +329,9 @@ Test(report, phase1_json_fields)
 	prs_acct_set(&a, PRS_TASK_UTIME_NS, 900000000);
 	prs_acct_set(&a, PRS_TASK_STIME_NS, 100000000);
 	prs_acct_set(&a, PRS_TASK_RSS_PEAK_KB, 2048);
+	/* storage bytes without the syscall and character counts (a taskstats exit: those come
+	 * rounded to 1024s and are not kept): measured bytes, unmeasured counts */
+	prs_acct_set(&a, PRS_TASK_READ_BYTES, 8192);
 	prs_acct_store(p, &a);
 	p->complete = true;
 	write_reports(p, &top);
@@ -347,7 +350,9 @@ Test(report, phase1_json_fields)
 	x = json_object_get(j, "facts");
 	cr_assert_float_eq(json_number_value(json_object_get(x, "cpu_s")), 1.0, 1e-9);
 	cr_assert_eq(json_integer_value(json_object_get(x, "rss_peak_bytes")), 2048 * 1024);
-	cr_assert(json_is_null(json_object_get(x, "io")), "not measured is null, not 0");
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(x, "io"), "read_bytes")), 8192);
+	cr_assert(json_is_null(json_object_get(json_object_get(x, "io"), "rchar")), "not measured is null, not 0");
+	cr_assert(json_is_null(json_object_get(x, "syscalls")), "not measured is null, not 0");
 	cr_assert_eq(json_integer_value(json_object_get(x, "threads")), 2);
 	/* thread 1: 100 % on-CPU for 1 s; thread 2: parked in read for 1 s with no CPU: an idle
 	 * worker, left out */
@@ -443,15 +448,15 @@ Test(report, gil_hold_and_wait_per_thread)
 	json_decref(j);
 	slurp("phase1.md", md, sizeof(md));
 	/* on-CPU, waiting for a CPU, IO, GIL wait, lock, sleep, other, holds the GIL */
-	cr_assert(strstr(md, "| 11 | a | yes | yes | 60 % | 0 % | 0 % | 40 % | 0 % | 0 % | 0 % | 60 % |\n"), "%s", md);
-	cr_assert(strstr(md, "| 12 | b | yes | yes | 40 % | 0 % | 0 % | 60 % | 0 % | 0 % | 0 % | 40 % |\n"), "%s", md);
+	cr_assert(strstr(md, "| 11 | a | yes | yes | 60 % |  | 0 % | 0 % | 40 % | 0 % | 0 % | 0 % | 60 % |\n"), "%s", md);
+	cr_assert(strstr(md, "| 12 | b | yes | yes | 40 % |  | 0 % | 0 % | 60 % | 0 % | 0 % | 0 % | 40 % |\n"), "%s", md);
 	cleanup();
 	prs_profile_free(p);
 	/* without the sampler's GIL flags, a Python thread's GIL wait is not measured */
 	p = gil_profile(false);
 	write_reports(p, &top);
 	slurp("phase1.md", md, sizeof(md));
-	cr_assert(strstr(md, "| 11 | a | yes | yes | 60 % | 0 % | 0 % | not measured | 40 % | 0 % | 0 % | 60 % |\n"), "%s", md);
+	cr_assert(strstr(md, "| 11 | a | yes | yes | 60 % |  | 0 % | 0 % | not measured | 40 % | 0 % | 0 % | 60 % |\n"), "%s", md);
 	cleanup();
 	prs_profile_free(p);
 }
@@ -532,28 +537,36 @@ static void collect(void *arg, const char *line)
 		snprintf(lines[nlines++], sizeof(lines[0]), "%s", line);
 }
 
-Test(report, summary_lines)
+/* The reports of p written (top filled), then its terminal summary into lines[0..nlines). */
+static void summarize(struct prs_profile *p, struct prs_phase4_top *top)
 {
-	struct prs_profile *p = hot_profile();
 	struct prs_facts f;
 	struct prs_verdict v;
 	struct prs_phase_inputs in;
-	struct prs_phase4_top top;
 	struct prs_report_ctx c = { p, &f, &v, &in };
 
-	write_reports(p, &top);
+	write_reports(p, top);
 	cr_assert_eq(prs_facts_build(p, &f, NULL), 0);
 	prs_classify(&f, &v);
 	prs_phase_inputs_from_meta(p, &in);
 	nlines = 0;
-	prs_summary(&c, &top, collect, NULL);
+	prs_summary(&c, top, collect, NULL);
+	prs_facts_release(&f);
+}
+
+Test(report, summary_lines)
+{
+	struct prs_profile *p = hot_profile();
+	struct prs_phase4_top top;
+
+	p->complete = true; /* as a recording that ended: no qualifier line */
+	summarize(p, &top);
 	cr_assert_eq(nlines, 4);
 	cr_assert(strstr(lines[0], "bound: CPU-bound (Python interpreter) [high]"), "%s", lines[0]);
 	cr_assert(strstr(lines[0], "lever: climb the ladder"), "%s", lines[0]);
 	cr_assert(strstr(lines[1], "time: on-CPU 100% (1 active thread"), "%s", lines[1]);
 	cr_assert(strstr(lines[2], "hot (hot.py) 80% (ceiling 5.00x)"), "%s", lines[2]);
 	cr_assert(strstr(lines[3], "stop hint: stop: the target wall<3s is met"), "%s", lines[3]);
-	prs_facts_release(&f);
 	cleanup();
 	prs_profile_free(p);
 }
@@ -570,4 +583,114 @@ Test(report, md_text_escapes_what_markdown_reads)
 	prs_md_text(f, "> quote\n<b>|x_y* 0.30 -> 0.26 `c` [l](u) #h & ~s\\");
 	fclose(f);
 	cr_assert_str_eq(out, "\\> quote \\<b>\\|x\\_y\\* 0.30 -> 0.26 \\`c\\` \\[l\\](u) \\#h \\& \\~s\\\\");
+}
+
+/* A kernel function (no file) is marked "(kernel)" in the summary and in phase4.md, else it reads
+ * as the program's own code; the verdict's qualifiers (here: a cut recording) get a line of their
+ * own right after the verdict, as phase1 lists them under it. */
+Test(report, summary_qualifiers_and_kernel_spots)
+{
+	struct prs_profile *p = prs_profile_new();
+	uint32_t fmain = prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "alloc"), S(p, "app.py"), 3);
+	uint32_t fk = prs_profile_named_frame(p, PRS_KIND_KERNEL, S(p, "clear_page_erms"), 0, 0);
+	uint32_t m = prs_profile_stack(p, 0, fmain), k = prs_profile_stack(p, m, fk);
+	struct prs_phase4_top top;
+	char md[8192];
+
+	prs_profile_meta(p, "duration_s", "1");
+	for (int i = 0; i < 100; i++) {
+		struct prs_sample s = { (uint64_t)i * 10000000, 1, PRS_STATE_RUNNING, -1, i < 70 ? k : m, 1, 0 };
+
+		prs_profile_sample(p, &s);
+	}
+	p->complete = false;
+	summarize(p, &top);
+	cr_assert_eq(nlines, 4, "bound, qualified, time, hot");
+	cr_assert(strstr(lines[0], "bound: "), "%s", lines[0]);
+	cr_assert_str_eq(lines[1], "qualified: the recording was interrupted: judged on what was saved");
+	cr_assert(strstr(lines[2], "time: "), "%s", lines[2]);
+	cr_assert(strstr(lines[3], "hot (CPU, self): clear_page_erms (kernel) 70% (ceiling 3.33x); "
+			 "alloc (app.py) 30% (ceiling 1.43x)"), "%s", lines[3]);
+	slurp("phase4.md", md, sizeof(md));
+	cr_assert(strstr(md, "| clear\\_page\\_erms (kernel) | 70.0 % |"), "%s", md);
+	cleanup();
+	prs_profile_free(p);
+}
+
+/* A pure-Python function whose time the merged stacks spread over 20 interpreter functions of
+ * 5 % each (libpython's C code under it): flat in merged stacks, but in the Python view (the
+ * interpreter folded into its Python line) the function is 100 % of the CPU: no stop hint. The
+ * same 20 functions in a native library are flat in both views: the hint. */
+static struct prs_profile *spread_profile(const char *lib_path)
+{
+	struct prs_profile *p = prs_profile_new();
+	struct prs_mapping mp = { .start = 0x1000000, .end = 0x1100000, .path = S(p, lib_path) };
+	uint32_t lib = prs_profile_mapping(p, &mp);
+	uint32_t work = prs_profile_stack(p, 0, prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "work"),
+								       S(p, "app.py"), 7));
+
+	prs_profile_meta(p, "duration_s", "1");
+	for (int k = 0; k < 20; k++) {
+		char name[16];
+		uint32_t f = prs_profile_raw_frame(p, lib, 0x1000010 + 16 * (uint64_t)k, false);
+		uint32_t n;
+
+		snprintf(name, sizeof(name), "Py_f%d", k);
+		n = prs_profile_named_frame(p, PRS_KIND_NATIVE, S(p, name), 0, 0);
+		cr_assert_eq(prs_profile_expand(p, f, &n, 1), 0);
+		for (int i = 0; i < 5; i++) {
+			struct prs_sample s = { (uint64_t)(k * 5 + i) * 10000000, 1, PRS_STATE_RUNNING, -1,
+						prs_profile_stack(p, work, f), 1, 0 };
+
+			prs_profile_sample(p, &s);
+		}
+	}
+	return p;
+}
+
+Test(report, flat_in_merged_stacks_is_judged_in_the_python_view)
+{
+	struct prs_phase4_top top;
+	struct prs_profile *p = spread_profile("/usr/lib/libpython3.12.so.1.0");
+	json_t *j;
+
+	write_reports(p, &top);
+	cr_assert_str_eq(top.rows[0].name, "Py_f0"); /* the merged table is flat... */
+	cr_assert_float_eq(top.rows[0].self / top.total, 0.05, 1e-12);
+	cr_assert_str_eq(top.stop_hint, "", "%s", top.stop_hint); /* ...the Python view is not */
+	j = load("phase4.json");
+	cr_assert(json_is_null(json_object_get(j, "stop_hint")));
+	json_decref(j);
+	cleanup();
+	prs_profile_free(p);
+	p = spread_profile("/site/_ext.cpython-312-x86_64-linux-gnu.so"); /* an extension's C code */
+	write_reports(p, &top);
+	cr_assert(strstr(top.stop_hint, "at most 1.05x"), "%s", top.stop_hint);
+	cleanup();
+	prs_profile_free(p);
+}
+
+/* Samples without a stack (a thread that did not stop in time on a busy machine) are no function
+ * to optimize: the summary's hot spots leave them out and say their share apart. */
+Test(report, summary_hot_spots_leave_out_samples_without_a_stack)
+{
+	struct prs_profile *p = prs_profile_new();
+	uint32_t hot = prs_profile_stack(p, 0, prs_profile_named_frame(p, PRS_KIND_NATIVE, S(p, "spin_work"),
+								      S(p, "/src/bounds.c"), 0));
+	struct prs_phase4_top top;
+
+	prs_profile_meta(p, "duration_s", "1");
+	for (int i = 0; i < 100; i++) {
+		struct prs_sample s = { (uint64_t)i * 10000000, 1, PRS_STATE_RUNNING, -1, i < 40 ? 0 : hot, 1, 0 };
+
+		prs_profile_sample(p, &s);
+	}
+	p->complete = true;
+	summarize(p, &top);
+	cr_assert_str_eq(top.rows[0].name, "spin_work"); /* 60 of 100: above [empty stack] */
+	cr_assert_eq(nlines, 3);
+	cr_assert_str_eq(lines[2], "hot (CPU, self): spin_work (bounds.c) 60% (ceiling 2.50x) (40% of the "
+			 "CPU samples have no stack: not read in time)");
+	cleanup();
+	prs_profile_free(p);
 }

@@ -416,6 +416,10 @@ Test(sweep_text, xml_escape)
 
 	cr_assert_str_eq(t, "&lt;a href=&quot;x&quot;&gt;&amp;&#39;z\xef\xbf\xbd\xef\xbf\xbd");
 	free(t);
+	/* a line break or tab is a space, as in the Markdown, not dropped ("timex=0") */
+	t = capture_xml("import time\nx=0\r\n\ty", 0);
+	cr_assert_str_eq(t, "import time x=0   y");
+	free(t);
 	t = capture_xml("abcdef", 4);
 	cr_assert_str_eq(t, "abc…");
 	free(t);
