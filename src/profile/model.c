@@ -63,6 +63,7 @@ void prs_profile_free(struct prs_profile *p)
 	free(p->frames);
 	free(p->stacks);
 	free(p->samples);
+	free(p->thread_sums);
 	free(p->threads);
 	free(p->processes);
 	free(p->meta);

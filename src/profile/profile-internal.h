@@ -40,6 +40,9 @@ struct prs_profile_index {
  * with the other keep_pending; else 0 or -ENOMEM.
  */
 int prs_profile_agg_enable(struct prs_profile *p, bool keep_pending);
+/* The same for a reader's sums without threads (keep_pending false): p->samples keyed with tid 0,
+ * p->thread_sums per thread (aggregate.c, PRS_PYRS_SUMS_NO_THREADS). */
+int prs_profile_agg_enable_merged(struct prs_profile *p);
 void prs_profile_agg_free(struct prs_profile_agg *a);
 /*
  * Cache hints for a reader that adds samples in bulk: each lookup of a big table is a cache miss on
