@@ -247,6 +247,8 @@ int cmd_flamegraph(int argc, char **argv)
 	}
 	if (cli_folded_direct(argv[optind], &o))
 		return cli_render_folded(argv[optind], out, &o) ? EXIT_FAIL : EXIT_OK;
+	/* a profile (not folded text drawn directly: issue 13.1's shapes keep glibc's threshold) */
+	large_blocks_mapped();
 	p = o.view.per_thread ? cli_load_sums(argv[optind]) : cli_load_stack_sums(argv[optind]);
 	if (!p)
 		return EXIT_FAIL;
