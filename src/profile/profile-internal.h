@@ -28,6 +28,11 @@ struct prs_profile_index {
 	uint32_t *expand_log;
 	size_t nexpand_log, cap_expand_log;
 	uint64_t last_time_ns; /* of the latest sample added (p->sample_times) */
+	/* the strings' bytes (model.c): blocks freed with the profile, the latest filled in turn */
+	char **str_blocks;
+	size_t nstr_blocks, cap_str_blocks;
+	char *str_cur; /* the block being filled (also in str_blocks), NULL for none */
+	size_t str_used, str_cap;
 	struct prs_profile_agg *agg; /* NULL unless the samples are aggregated (aggregate.c) */
 };
 
