@@ -7,7 +7,9 @@
  * end of a recording draws from the records (folded views, per process and per thread, CPU and
  * wall; the classifier's facts) equals what the same file read back gives. Read as sums
  * (PRS_PYRS_SUMS), a file gives the recorder's own records, and every output made of sums (folded,
- * pprof, flame graph, facts, diff) equals that of the full read, on whole, cut and damaged files.
+ * pprof, flame graph, facts, diff) equals that of the full read, on whole, cut and damaged files;
+ * read as sums without threads (PRS_PYRS_SUMS_NO_THREADS), so does every output that keeps no
+ * thread apart, and the facts of each thread.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
