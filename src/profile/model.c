@@ -169,17 +169,24 @@ uint32_t prs_profile_string_find(const struct prs_profile *p, const char *s, siz
 }
 
 /*
- * Room for n bytes of a string, in the block being filled, or a new one: blocks of STR_BLOCK
- * bytes, a string longer than a quarter of that in a block of its own. One malloc per string was
- * ~1.0 MB for the 30,304 strings (419 KB of text) of view_bench's profile: glibc's 8-byte header
- * and 32-byte minimum chunk. NULL on ENOMEM.
+ * Room for n bytes of a string, in the block being filled, or a new one: blocks of 4 KB, each
+ * twice the last up to STR_BLOCK bytes (a small profile's strings take a few KB), a string longer
+ * than a quarter of STR_BLOCK in a block of its own. One malloc per string was ~1.0 MB for the
+ * 30,304 strings (419 KB of text) of view_bench's profile: glibc's 8-byte header and 32-byte
+ * minimum chunk. NULL on ENOMEM.
  */
 #define STR_BLOCK (64u * 1024)
 
 static char *string_room(struct prs_profile_index *ix, size_t n)
 {
 	bool own = n > STR_BLOCK / 4;
+	size_t size = ix->str_cap ? ix->str_cap * 2 : 4096;
 	char *b;
+
+	if (size > STR_BLOCK)
+		size = STR_BLOCK;
+	while (!own && size < n) /* (n <= STR_BLOCK / 4: a few doublings at most) */
+		size *= 2;
 
 	if (!own && ix->str_cur && ix->str_cap - ix->str_used >= n) {
 		b = ix->str_cur + ix->str_used;
@@ -187,12 +194,12 @@ static char *string_room(struct prs_profile_index *ix, size_t n)
 		return b;
 	}
 	if (GROW(ix->str_blocks, ix->cap_str_blocks, ix->nstr_blocks + 1) ||
-	    !(b = malloc(own ? n : STR_BLOCK)))
+	    !(b = malloc(own ? n : size)))
 		return NULL;
 	ix->str_blocks[ix->nstr_blocks++] = b;
 	if (!own) { /* (what was left of the previous block stays unused) */
 		ix->str_cur = b;
-		ix->str_cap = STR_BLOCK;
+		ix->str_cap = size;
 		ix->str_used = n;
 	}
 	return b;
