@@ -142,6 +142,11 @@ struct prs_profile {
 	 * distinct sample but for its time, weight the sum of theirs, time_ns the latest of theirs */
 	struct prs_sample *samples;
 	size_t nsamples;
+	/* read as sums without threads (PRS_PYRS_SUMS_NO_THREADS): the samples' sums per thread, one
+	 * record per distinct (pid, tid, state, syscall, flags, process epoch, and whether the stack
+	 * holds a Python frame), its stack that of its first sample; else NULL and 0 */
+	struct prs_sample *thread_sums;
+	size_t nthread_sums;
 	uint64_t sample_count; /* samples added (nsamples, unless aggregated) */
 	uint64_t sample_times; /* changes of time_ns from one sample added to the next, plus one (0 for
 				* none): the ticks seen, as samples of one tick share a time */
@@ -311,7 +316,17 @@ int prs_pyrs_read_mem(const void *data, size_t len, struct prs_profile **out, ch
  * (speedscope refuses such a profile; dump, top and snapshots read every sample).
  */
 #define PRS_PYRS_SUMS 1u
-/* prs_pyrs_read and prs_pyrs_read_mem with flags (0 or PRS_PYRS_SUMS). */
+/*
+ * Read as sums without threads: as PRS_PYRS_SUMS, but p->samples has tid 0 in every record: one
+ * per distinct stack, pid, state, syscall, flags and PROCESS entry (view_bench's 1M-sample,
+ * 50-thread file: 110k records instead of 400k), and the per-thread sums are in p->thread_sums
+ * (a few records a thread: see there). The THREAD records are read as usual. Fit for the views
+ * that keep no thread apart (no per_thread, no by_thread: folded, the flame graphs, diff's
+ * numbers) and for the classifier's facts, which read threads from p->thread_sums; not for
+ * pprof's thread labels.
+ */
+#define PRS_PYRS_SUMS_NO_THREADS 2u
+/* prs_pyrs_read and prs_pyrs_read_mem with flags (0, PRS_PYRS_SUMS or PRS_PYRS_SUMS_NO_THREADS). */
 int prs_pyrs_read_flags(const char *path, unsigned flags, struct prs_profile **out, char *warning,
 			size_t wsize, struct prs_err *err);
 int prs_pyrs_read_mem_flags(const void *data, size_t len, unsigned flags, struct prs_profile **out,

@@ -166,6 +166,8 @@ int prs_facts_from_samples(const struct prs_profile *p, struct prs_facts *f, dou
 		double w;
 	} leaves[64];
 	size_t nleaves = 0, best = SIZE_MAX;
+	const struct prs_sample *thr = p->thread_sums ? p->thread_sums : p->samples;
+	size_t nthr = p->thread_sums ? p->nthread_sums : p->nsamples;
 	int rc = 0;
 
 	prs_map64_init(&tids);
@@ -174,8 +176,10 @@ int prs_facts_from_samples(const struct prs_profile *p, struct prs_facts *f, dou
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < p->nsamples; i++) {
-		const struct prs_sample *s = &p->samples[i];
+	/* the threads' part from the threads' sums when the profile was read without threads
+	 * (PRS_PYRS_SUMS_NO_THREADS: its samples are per stack), else from the samples */
+	for (size_t i = 0; i < nthr; i++) {
+		const struct prs_sample *s = &thr[i];
 		struct prs_thread_facts *t = thread_of(f, &tids, s->tid, &cap);
 		enum prs_reason r = prs_sample_reason(s);
 		double w = s->weight;
@@ -209,6 +213,12 @@ int prs_facts_from_samples(const struct prs_profile *p, struct prs_facts *f, dou
 				sc[nsc++] = (struct sc_count){ ti, s->syscall, 0 };
 			sc[k].w += w;
 		}
+	}
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct prs_sample *s = &p->samples[i];
+		enum prs_reason r = prs_sample_reason(s);
+		double w = s->weight;
+
 		if (r == PRS_R_CPU) {
 			uint32_t leaf = leaf_frame(p, s->stack);
 			uint8_t info = s->stack < p->nstacks ? leaf_info(p, info_memo, s->stack) : 0;

@@ -209,3 +209,8 @@ struct prs_profile *cli_load_sums(const char *path)
 {
 	return load(path, PRS_PYRS_SUMS);
 }
+
+struct prs_profile *cli_load_stack_sums(const char *path)
+{
+	return load(path, PRS_PYRS_SUMS_NO_THREADS);
+}

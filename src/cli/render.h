@@ -52,5 +52,9 @@ struct prs_profile *cli_load_profile(const char *path);
  * own time (report, flamegraph, diff, the folded and pprof exports); memory follows the distinct
  * samples, not the recording's length. */
 struct prs_profile *cli_load_sums(const char *path);
+/* The same, threads merged (PRS_PYRS_SUMS_NO_THREADS): for the outputs that keep no thread apart
+ * (folded and the flame graph without --per-thread, report, diff: the classifier's facts read the
+ * threads' sums). */
+struct prs_profile *cli_load_stack_sums(const char *path);
 
 #endif

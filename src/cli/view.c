@@ -129,7 +129,7 @@ int cmd_report(int argc, char **argv)
 	}
 	if (!cli_folder_ok(outdir, "report"))
 		return EXIT_USAGE;
-	p = cli_load_sums(argv[optind]);
+	p = cli_load_stack_sums(argv[optind]); /* (the classifier's facts: from its threads' sums) */
 	if (!p)
 		return EXIT_FAIL;
 	if (!outdir) { /* the file's folder, or the recording's folder given */
@@ -247,7 +247,9 @@ int cmd_flamegraph(int argc, char **argv)
 	}
 	if (cli_folded_direct(argv[optind], &o))
 		return cli_render_folded(argv[optind], out, &o) ? EXIT_FAIL : EXIT_OK;
-	p = cli_load_sums(argv[optind]);
+	/* a profile (not folded text drawn directly: issue 13.1's shapes keep glibc's threshold) */
+	large_blocks_mapped();
+	p = o.view.per_thread ? cli_load_sums(argv[optind]) : cli_load_stack_sums(argv[optind]);
 	if (!p)
 		return EXIT_FAIL;
 	symbolize_if_needed(p, NULL);
@@ -336,8 +338,14 @@ int cmd_export(int argc, char **argv)
 		cli_msg("export: pprof is binary and standard output is a terminal: give -o FILE.pb.gz");
 		return EXIT_USAGE;
 	}
-	/* speedscope draws each thread's timeline: every sample with its time */
-	p = strcmp(format, "speedscope") == 0 ? cli_load_profile(argv[optind]) : cli_load_sums(argv[optind]);
+	/* speedscope draws each thread's timeline: every sample with its time; pprof labels its
+	 * samples with their threads; folded keeps threads apart only with --per-thread */
+	if (strcmp(format, "speedscope") == 0)
+		p = cli_load_profile(argv[optind]);
+	else if (strcmp(format, "pprof") == 0 || vo.per_thread)
+		p = cli_load_sums(argv[optind]);
+	else
+		p = cli_load_stack_sums(argv[optind]);
 	if (!p)
 		return EXIT_FAIL;
 	symbolize_if_needed(p, NULL);
@@ -466,10 +474,10 @@ int cmd_diff(int argc, char **argv)
 	}
 	if (!cli_folder_ok(outdir, "diff"))
 		return EXIT_USAGE;
-	before = cli_load_sums(argv[optind]);
+	before = cli_load_stack_sums(argv[optind]);
 	if (!before)
 		return EXIT_FAIL;
-	after = cli_load_sums(argv[optind + 1]);
+	after = cli_load_stack_sums(argv[optind + 1]);
 	if (!after)
 		goto out;
 	if (outdir && cli_make_dir(outdir, &created) != 0)

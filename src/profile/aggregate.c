@@ -16,6 +16,12 @@
  * sample's time (walked back from the newest: entries are added in time order). Exact when each
  * entry's time is at least the time of every sample added before it, which holds in a recording:
  * the sampler stamps an entry with the time it adds it, and a sample with the start of its tick.
+ *
+ * Merged (a reader's sums without threads, PRS_PYRS_SUMS_NO_THREADS): p->samples are keyed with
+ * tid 0, one per stack and the rest of the key, and p->thread_sums per thread instead of per stack
+ * (a few records a thread): what the classifier's thread facts read. A thread record's key has,
+ * for the stack, only whether it holds a Python frame (the facts' "python thread"), and keeps the
+ * stack of its first sample.
  */
 #include "profile/profile-internal.h"
 
@@ -31,17 +37,30 @@ struct slot {
 	uint32_t id, hash;
 };
 
-struct prs_profile_agg {
+/* A hash table over an array of records (p->samples, or the thread sums) and their epochs. */
+struct table {
 	struct slot *slots; /* open addressing, linear probing */
 	uint32_t cap;     /* 0 or a power of two */
 	uint32_t *epoch;  /* epoch[record id] */
 	size_t cap_epoch;
+};
+
+struct prs_profile_agg {
+	struct table t;   /* of p->samples */
 	/* the samples added since the writer last took them (prs_profile_pending); none kept for a
 	 * reader's sums (keep_pending false: the samples come from a file already) */
 	struct prs_sample *pending;
 	size_t npending, cap_pending;
 	bool keep_pending;
 	bool sealed; /* prs_profile_agg_seal: no table, no more samples */
+	/* prs_profile_agg_enable_merged: p->samples are per stack (tid 0), the per-thread sums in
+	 * p->thread_sums (their table: th), keyed by whether the stack holds a Python frame
+	 * (python[stack id], known for the stacks below npython) instead of by stack */
+	bool merged;
+	struct table th;
+	size_t cap_thread_sums;
+	uint8_t *python;
+	size_t npython, cap_python;
 };
 
 static uint32_t epoch_of(const struct prs_profile *p, uint64_t time_ns)
@@ -53,37 +72,33 @@ static uint32_t epoch_of(const struct prs_profile *p, uint64_t time_ns)
 	return e;
 }
 
-static uint32_t hash_of(const struct prs_sample *s, uint32_t epoch)
+/* The key of s: its stack (or, in the thread sums, whether it holds a Python frame) and tid as
+ * given (the stack sums' is 0). */
+static uint32_t hash_of(const struct prs_sample *s, uint32_t stack, int32_t tid, uint32_t epoch)
 {
-	uint64_t a = (uint64_t)s->stack << 32 | (uint32_t)s->tid;
+	uint64_t a = (uint64_t)stack << 32 | (uint32_t)tid;
 	uint64_t b = (uint64_t)(uint32_t)s->pid << 32 | (uint64_t)s->state << 24 |
 		     (uint64_t)(uint16_t)s->syscall << 8 | s->flags;
 
 	return (uint32_t)(prs_hash64(a ^ prs_hash64(b ^ (uint64_t)epoch << 40)) >> 32);
 }
 
-static bool same_key(const struct prs_sample *r, uint32_t repoch, const struct prs_sample *s,
-		     uint32_t epoch)
+/* r's key is (rstack, r's other fields), s's (stack, tid, s's other fields) */
+static bool same_key(const struct prs_sample *r, uint32_t rstack, uint32_t repoch,
+		     const struct prs_sample *s, uint32_t stack, int32_t tid, uint32_t epoch)
 {
-	return r->stack == s->stack && r->tid == s->tid && r->pid == s->pid && r->state == s->state &&
+	return rstack == stack && r->tid == tid && r->pid == s->pid && r->state == s->state &&
 	       r->syscall == s->syscall && r->flags == s->flags && repoch == epoch;
 }
-
-/*
- * The table grows past 3/4 full in a recording (probed at every sample for as long as it runs),
- * past 7/8 in a reader's sums (built once, then freed): for the 400k records of a 1M-sample
- * file that is 4 MB of slots instead of 8 (and 6 MB instead of 12 while the last growth copies),
- * for the same time to read (0.137-0.140 s CPU both ways, view_bench's file).
- */
 
 /*
  * Doubles the table (or makes the first one) and puts every slot back. The keys in the table are
  * distinct (a key split by a weight overflow has its newest record there, alone), so no key is
  * compared, and taken in slot order they land near their old place: no random access.
  */
-static int grow(struct prs_profile_agg *a)
+static int grow(struct table *t)
 {
-	uint32_t cap = a->cap ? a->cap * 2 : 1024;
+	uint32_t cap = t->cap ? t->cap * 2 : 1024;
 	struct slot *slots;
 
 	if (cap == 0 || cap > (1u << 30))
@@ -93,83 +108,148 @@ static int grow(struct prs_profile_agg *a)
 		return -ENOMEM;
 	memset(slots, 0xff, (size_t)cap * sizeof(*slots));
 	prs_mem_hint_huge(slots, (size_t)cap * sizeof(*slots));
-	for (uint32_t k = 0; k < a->cap; k++) {
-		uint32_t i = a->slots[k].hash & (cap - 1);
+	for (uint32_t k = 0; k < t->cap; k++) {
+		uint32_t i = t->slots[k].hash & (cap - 1);
 
-		if (a->slots[k].id == PRS_MAP_NONE)
+		if (t->slots[k].id == PRS_MAP_NONE)
 			continue;
 		while (slots[i].id != PRS_MAP_NONE)
 			i = (i + 1) & (cap - 1);
-		slots[i] = a->slots[k];
+		slots[i] = t->slots[k];
 	}
-	free(a->slots);
-	a->slots = slots;
-	a->cap = cap;
+	free(t->slots);
+	t->slots = slots;
+	t->cap = cap;
+	return 0;
+}
+
+static void table_free(struct table *t)
+{
+	free(t->slots);
+	free(t->epoch);
+	memset(t, 0, sizeof(*t));
+}
+
+static int enable(struct prs_profile *p, bool keep_pending, bool merged)
+{
+	struct prs_profile_agg *a = p->index->agg;
+
+	if (a)
+		return a->keep_pending == keep_pending && a->merged == merged ? 0 : -EINVAL;
+	if (p->nsamples)
+		return -EINVAL;
+	a = p->index->agg = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->keep_pending = keep_pending;
+	a->merged = merged;
 	return 0;
 }
 
 int prs_profile_agg_enable(struct prs_profile *p, bool keep_pending)
 {
-	if (p->index->agg)
-		return p->index->agg->keep_pending == keep_pending ? 0 : -EINVAL;
-	if (p->nsamples)
-		return -EINVAL;
-	p->index->agg = calloc(1, sizeof(*p->index->agg));
-	if (!p->index->agg)
-		return -ENOMEM;
-	p->index->agg->keep_pending = keep_pending;
-	return 0;
+	return enable(p, keep_pending, false);
+}
+
+int prs_profile_agg_enable_merged(struct prs_profile *p)
+{
+	return enable(p, false, true);
 }
 
 void prs_profile_agg_free(struct prs_profile_agg *a)
 {
 	if (!a)
 		return;
-	free(a->slots);
-	free(a->epoch);
+	table_free(&a->t);
+	table_free(&a->th);
+	free(a->python);
 	free(a->pending);
 	free(a);
 }
 
-/* Appends s as a new record with its epoch, and points slot i (of hash h) at it. 0 or -ENOMEM. */
-static int new_record(struct prs_profile *p, struct prs_profile_agg *a, const struct prs_sample *s,
-		      uint32_t epoch, uint32_t i, uint32_t h)
+/* Appends s (with tid) as a new record of recs with its epoch, and points slot i (of hash h) at
+ * it. 0 or -ENOMEM. */
+static int new_record(struct table *t, struct prs_sample **recs, size_t *n, size_t *cap,
+		      const struct prs_sample *s, int32_t tid, uint32_t epoch, uint32_t i, uint32_t h)
 {
-	struct prs_profile_index *ix = p->index;
-
-	if (p->nsamples >= UINT32_MAX - 1)
+	if (*n >= UINT32_MAX - 1)
 		return -ENOMEM;
-	if ((p->nsamples >= ix->cap_samples &&
-	     prs_array_grow((void **)&p->samples, &ix->cap_samples, p->nsamples + 1, sizeof(*p->samples))) ||
-	    (p->nsamples >= a->cap_epoch &&
-	     prs_array_grow((void **)&a->epoch, &a->cap_epoch, p->nsamples + 1, sizeof(*a->epoch))))
+	if ((*n >= *cap && prs_array_grow((void **)recs, cap, *n + 1, sizeof(**recs))) ||
+	    (*n >= t->cap_epoch && prs_array_grow((void **)&t->epoch, &t->cap_epoch, *n + 1, sizeof(*t->epoch))))
 		return -ENOMEM;
-	a->epoch[p->nsamples] = epoch;
-	p->samples[p->nsamples] = *s;
-	a->slots[i] = (struct slot){ (uint32_t)p->nsamples++, h };
+	t->epoch[*n] = epoch;
+	(*recs)[*n] = *s;
+	(*recs)[*n].tid = tid;
+	t->slots[i] = (struct slot){ (uint32_t)*n, h };
+	(*n)++;
 	return 0;
 }
 
-/* Adds s (checked by the caller) to its record. 0 or -ENOMEM. */
-static int add_to_record(struct prs_profile *p, struct prs_profile_agg *a, const struct prs_sample *s)
+/*
+ * Adds s (checked by the caller) to its record in recs (n of them, capacity cap) under the key
+ * (stack, tid, s's other fields); by_python: a record's own key stack is python[its stack]. The
+ * table grows past 3/4 full in a recording (probed at every sample for as long as it runs),
+ * past 7/8 in a reader's sums (built once, then freed): for the 400k records of a 1M-sample
+ * file that is 4 MB of slots instead of 8 (and 6 MB instead of 12 while the last growth copies),
+ * for the same time to read (0.137-0.140 s CPU both ways, view_bench's file). 0 or -ENOMEM.
+ * Inlined: each caller's constant arguments make its own copy (the recorder's, probed at every
+ * sample, as lean as before the thread sums: 235 instructions a sample, callgrind).
+ */
+static inline __attribute__((always_inline)) int add_to(struct prs_profile_agg *a, struct table *t, struct prs_sample **recs, size_t *n,
+		  size_t *cap, const struct prs_sample *s, uint32_t stack, int32_t tid, uint32_t epoch,
+		  bool by_python)
 {
-	uint32_t epoch = epoch_of(p, s->time_ns), h = hash_of(s, epoch), i, id;
+	uint32_t h = hash_of(s, stack, tid, epoch), i, id;
 	struct prs_sample *r;
 
-	if (((size_t)p->nsamples + 1) * 8 > (size_t)a->cap * (a->keep_pending ? 6 : 7) && grow(a))
+	if ((*n + 1) * 8 > (size_t)t->cap * (a->keep_pending ? 6 : 7) && grow(t))
 		return -ENOMEM;
-	for (i = h & (a->cap - 1); (id = a->slots[i].id) != PRS_MAP_NONE; i = (i + 1) & (a->cap - 1))
-		if (a->slots[i].hash == h && same_key(&p->samples[id], a->epoch[id], s, epoch))
+	for (i = h & (t->cap - 1); (id = t->slots[i].id) != PRS_MAP_NONE; i = (i + 1) & (t->cap - 1)) {
+		r = &(*recs)[id];
+		if (t->slots[i].hash == h &&
+		    same_key(r, by_python ? a->python[r->stack] : r->stack, t->epoch[id], s, stack, tid, epoch))
 			break;
+	}
 	if (id == PRS_MAP_NONE)
-		return new_record(p, a, s, epoch, i, h);
-	r = &p->samples[id];
+		return new_record(t, recs, n, cap, s, tid, epoch, i, h);
+	r = &(*recs)[id];
 	if (r->weight > UINT32_MAX - s->weight) /* full: a new record of the same key takes over */
-		return new_record(p, a, s, epoch, i, h);
+		return new_record(t, recs, n, cap, s, tid, epoch, i, h);
 	r->weight += s->weight;
 	if (s->time_ns > r->time_ns)
 		r->time_ns = s->time_ns;
 	return 0;
+}
+
+/* Whether stack id holds a Python frame, for every stack up to id (a parent's id is smaller). */
+static int python_known(const struct prs_profile *p, struct prs_profile_agg *a, uint32_t id)
+{
+	if (id < a->npython)
+		return 0;
+	if (prs_array_grow((void **)&a->python, &a->cap_python, p->nstacks, 1))
+		return -ENOMEM;
+	for (size_t k = a->npython; k < p->nstacks; k++)
+		a->python[k] = k > 0 && (a->python[p->stacks[k].parent] ||
+					 p->frames[p->stacks[k].frame].kind == PRS_KIND_PYTHON);
+	a->npython = p->nstacks;
+	return 0;
+}
+
+/* Adds s to its record (and, merged, to its thread's). 0 or -ENOMEM. */
+static int add_to_record(struct prs_profile *p, struct prs_profile_agg *a, const struct prs_sample *s)
+{
+	uint32_t epoch = epoch_of(p, s->time_ns);
+	int rc;
+
+	if (!a->merged)
+		return add_to(a, &a->t, &p->samples, &p->nsamples, &p->index->cap_samples, s, s->stack,
+			      s->tid, epoch, false);
+	if ((rc = python_known(p, a, s->stack)) != 0 ||
+	    (rc = add_to(a, &a->th, &p->thread_sums, &p->nthread_sums, &a->cap_thread_sums, s,
+			 a->python[s->stack], s->tid, epoch, true)) != 0)
+		return rc;
+	return add_to(a, &a->t, &p->samples, &p->nsamples, &p->index->cap_samples, s, s->stack, 0, epoch,
+		      false);
 }
 
 void prs_profile_agg_prefetch(const struct prs_profile *p, const struct prs_sample *s, int stage)
@@ -177,43 +257,48 @@ void prs_profile_agg_prefetch(const struct prs_profile *p, const struct prs_samp
 	const struct prs_profile_agg *a = p->index->agg;
 	uint32_t h, i, id;
 
-	if (!a || !a->cap)
+	if (!a || !a->t.cap)
 		return;
-	h = hash_of(s, epoch_of(p, s->time_ns));
-	i = h & (a->cap - 1);
+	h = hash_of(s, s->stack, a->merged ? 0 : s->tid, epoch_of(p, s->time_ns));
+	i = h & (a->t.cap - 1);
 	if (stage == 0) {
-		__builtin_prefetch(&a->slots[i]);
+		__builtin_prefetch(&a->t.slots[i]);
 		return;
 	}
 	/* the first record of this hash (its slot is in the cache by now): the one to update, mostly */
-	for (; (id = a->slots[i].id) != PRS_MAP_NONE; i = (i + 1) & (a->cap - 1))
-		if (a->slots[i].hash == h) {
+	for (; (id = a->t.slots[i].id) != PRS_MAP_NONE; i = (i + 1) & (a->t.cap - 1))
+		if (a->t.slots[i].hash == h) {
 			__builtin_prefetch(&p->samples[id], 1);
-			__builtin_prefetch(&a->epoch[id]);
+			__builtin_prefetch(&a->t.epoch[id]);
 			return;
 		}
+}
+
+/* recs (n of them) fitted to their size (the doubling left up to half of the array unused) */
+static void fit(struct prs_sample **recs, size_t n, size_t *cap)
+{
+	struct prs_sample *fitted = n ? realloc(*recs, n * sizeof(**recs)) : NULL;
+
+	if (fitted) {
+		*recs = fitted;
+		*cap = n;
+	}
 }
 
 void prs_profile_agg_seal(struct prs_profile *p)
 {
 	struct prs_profile_agg *a = p->index->agg;
-	struct prs_sample *fit;
 
 	if (!a)
 		return;
-	free(a->slots);
-	free(a->epoch);
-	a->slots = NULL;
-	a->epoch = NULL;
-	a->cap = 0;
-	a->cap_epoch = 0;
+	table_free(&a->t);
+	table_free(&a->th);
+	free(a->python);
+	a->python = NULL;
+	a->npython = a->cap_python = 0;
 	a->sealed = true;
-	/* the records' array to its size (the doubling left up to half of it unused) */
-	fit = p->nsamples ? realloc(p->samples, p->nsamples * sizeof(*p->samples)) : NULL;
-	if (fit) {
-		p->samples = fit;
-		p->index->cap_samples = p->nsamples;
-	}
+	fit(&p->samples, p->nsamples, &p->index->cap_samples);
+	fit(&p->thread_sums, p->nthread_sums, &a->cap_thread_sums);
 }
 
 int prs_profile_agg_sample(struct prs_profile *p, const struct prs_sample *s)

@@ -28,6 +28,11 @@ struct prs_profile_index {
 	uint32_t *expand_log;
 	size_t nexpand_log, cap_expand_log;
 	uint64_t last_time_ns; /* of the latest sample added (p->sample_times) */
+	/* the strings' bytes (model.c): blocks freed with the profile, the latest filled in turn */
+	char **str_blocks;
+	size_t nstr_blocks, cap_str_blocks;
+	char *str_cur; /* the block being filled (also in str_blocks), NULL for none */
+	size_t str_used, str_cap;
 	struct prs_profile_agg *agg; /* NULL unless the samples are aggregated (aggregate.c) */
 };
 
@@ -40,6 +45,9 @@ struct prs_profile_index {
  * with the other keep_pending; else 0 or -ENOMEM.
  */
 int prs_profile_agg_enable(struct prs_profile *p, bool keep_pending);
+/* The same for a reader's sums without threads (keep_pending false): p->samples keyed with tid 0,
+ * p->thread_sums per thread (aggregate.c, PRS_PYRS_SUMS_NO_THREADS). */
+int prs_profile_agg_enable_merged(struct prs_profile *p);
 void prs_profile_agg_free(struct prs_profile_agg *a);
 /*
  * Cache hints for a reader that adds samples in bulk: each lookup of a big table is a cache miss on

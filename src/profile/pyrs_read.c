@@ -13,6 +13,8 @@
  *
  * Read as sums (PRS_PYRS_SUMS), the samples are aggregated as they are parsed, the way the recorder
  * keeps them (aggregate.c): memory then follows the distinct samples, not the file's length.
+ * Read as sums without threads (PRS_PYRS_SUMS_NO_THREADS), the records are per stack (and
+ * process, state, ...) and the threads' sums apart (aggregate.c).
  */
 #include "profile/profile-internal.h"
 
@@ -804,8 +806,10 @@ static int reader_init(struct reader *rd, const char *name, unsigned flags, stru
 	prs_buf_init(&rd->frame);
 	rd->p = prs_profile_new();
 	rd->dctx = ZSTD_createDCtx();
-	rd->sums = flags & PRS_PYRS_SUMS;
-	if (!rd->p || !rd->dctx || (rd->sums && prs_profile_agg_enable(rd->p, false)))
+	rd->sums = flags & (PRS_PYRS_SUMS | PRS_PYRS_SUMS_NO_THREADS);
+	if (!rd->p || !rd->dctx ||
+	    (rd->sums && ((flags & PRS_PYRS_SUMS_NO_THREADS) ? prs_profile_agg_enable_merged(rd->p)
+							     : prs_profile_agg_enable(rd->p, false))))
 		return prs_err_set(err, -ENOMEM, "%s: out of memory", name);
 	/* bound the decoder's window (16 MiB; the writer uses 2 MiB) so a hostile frame header
 	 * cannot make it allocate gigabytes */

@@ -7,24 +7,28 @@
  * trunk of native frames (symbolized: inline chains), 10-40 Python frames walking a call tree,
  * then 0-4 native frames in a library (two thirds symbolized), a fifth of the samples off-CPU in
  * one of six syscalls. Then times, in this process (CPU seconds, the machine may be shared):
- * writing it to a .pyrs and reading it back (every sample, and as sums: PRS_PYRS_SUMS), and each
- * consumer as the CLI runs it: the view alone, folded, pprof, speedscope (to /dev/null), the
- * flame graph (tree + SVG), per thread too, and diff's numbers; all but speedscope (a timeline:
- * every sample) on the sums, as the CLI reads them. --keep FILE.pyrs keeps the file (to time the CLI on it).
+ * writing it to a .pyrs and reading it back (every sample, as sums: PRS_PYRS_SUMS, and as sums
+ * without threads: PRS_PYRS_SUMS_NO_THREADS), and each consumer as the CLI runs it: the view
+ * alone, folded, pprof, speedscope (to /dev/null), the flame graph (tree + SVG), per thread too,
+ * and diff's numbers; each on the profile read as the CLI reads it for that (speedscope: every
+ * sample; pprof and the per-thread graph: sums; the others: sums without threads). --keep
+ * FILE.pyrs keeps the file (to time the CLI on it).
  * Then the CLI on that file, as a user runs it (pyrsprof next to this program's folder, or
- * PYRSPROF): export folded, pprof, speedscope, report and diff, each in a child timed by wait4
- * (wall, CPU, peak RSS), against issue 13's goals: under 1 s wall and a peak RSS under twice the
- * input's size. The table is made by a fresh copy of this program (--cli-table FILE): a child's
+ * PYRSPROF): export folded, pprof, speedscope, report, diff and flamegraph, each in a child timed
+ * by wait4 (wall, CPU, peak RSS), against issue 13's goals: under 1 s wall and a peak RSS under
+ * twice the input's size; beside it, the floors of its peak RSS (see cli_table). The table is made by a fresh copy of this program (--cli-table FILE): a child's
  * peak RSS starts from its parent's at the fork, so the CLI is started from a small process, not
  * from this one holding the profiles (which added ~4 MB to a 42 MB reading).
  * Usage: view_bench [--samples N] [--threads T] [--processes P] [--stacks D] [--seed X] [--runs R]
  *                   [--keep FILE]
+ *        view_bench --decode FILE FLAGS N   (the decoding floor: see decode_only)
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libgen.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -278,7 +282,7 @@ static int run_cli(const char *path, const char *const argv[], bool quiet, doubl
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-#define NCMDS 5
+#define NCMDS 6
 
 /* CLI command k on the profile at path (a child, wait4; its outputs removed). Exit status. */
 static int run_cmd(size_t k, const char *cli, const char *path, double *wall, double *cpu, long *rss)
@@ -290,6 +294,7 @@ static int run_cmd(size_t k, const char *cli, const char *path, double *wall, do
 		{ cli, "export", path, "--format", "speedscope", "-o", out, NULL },
 		{ cli, "report", path, "-o", dir, NULL },
 		{ cli, "diff", path, path, "-o", dir, NULL },
+		{ cli, "flamegraph", path, "--view", "wall", "-o", out, NULL },
 	};
 	int st;
 
@@ -303,30 +308,62 @@ static int run_cmd(size_t k, const char *cli, const char *path, double *wall, do
 	return st;
 }
 
+/* --decode FILE FLAGS N: reads FILE N times as the CLI's loader does (prs_pyrs_read_flags with
+ * FLAGS, the same mmap threshold) and holds the profiles: the peak RSS of a program that only
+ * decodes what a command reads (diff reads two). Exit status 0 or 1. */
+static int decode_only(const char *path, unsigned flags, int n)
+{
+	struct prs_profile *p[2] = { NULL, NULL };
+	struct prs_err err;
+	char warn[256];
+	int rc = 0;
+
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024); /* as report, export and diff set it (src/cli/view.c) */
+	for (int i = 0; i < n && i < 2 && !rc; i++)
+		if (prs_pyrs_read_flags(path, flags, &p[i], warn, sizeof(warn), &err)) {
+			fprintf(stderr, "view_bench: %s\n", err.msg);
+			rc = 1;
+		}
+	prs_profile_free(p[0]);
+	prs_profile_free(p[1]);
+	return rc;
+}
+
 /*
  * The CLI's consumers on the profile at path (size bytes), as a table against the goals, with
- * each one's floor: its peak RSS on a profile of 50 samples (floor, same shape), what the program
- * and its libraries take whatever the input.
+ * two floors: the CLI's peak RSS on a profile of 50 samples (same shape: what the program and its
+ * libraries take whatever the input), and that of this program only decoding the file as the
+ * command reads it (PRS_PYRS_SUMS_NO_THREADS, PRS_PYRS_SUMS, every sample; twice for diff). Over
+ * the decoding floor: what the command's own work holds at its peak.
  */
-static void cli_table(const char *cli, const char *path, off_t size, const char *floor)
+static void cli_table(const char *self, const char *cli, const char *path, off_t size, const char *floor)
 {
 	static const char *const names[NCMDS] = { "export folded", "export pprof", "export speedscope",
-						  "report (both graphs, phase 1 and 4)", "diff (itself)" };
+						  "report (both graphs, phase 1 and 4)", "diff (itself)",
+						  "flamegraph --view wall" };
+	/* how each command reads the file (src/cli/view.c): flags, how many profiles */
+	static const char *const reads[NCMDS][2] = { { "2", "1" }, { "1", "1" }, { "0", "1" },
+						     { "2", "1" }, { "2", "2" }, { "2", "1" } };
 
-	printf("\nthe CLI on it (a child each, wait4); goals: wall < 1 s, peak RSS < 2 x input (%.1f MB)\n",
+	printf("\nthe CLI on it (a child each, wait4); goals: wall < 1 s, peak RSS < 2 x input (%.1f MB);\n"
+	       "floor: the CLI on 50 samples; decode: a program that only reads the file as the command does\n",
 	       2.0 * (double)size / 1e6);
-	printf("%-38s %8s %8s %9s %9s %6s  %s\n", "command", "wall s", "CPU s", "RSS MB", "floor MB",
-	       "exit", "verdict");
+	printf("%-38s %7s %7s %8s %8s %8s %8s %5s  %s\n", "command", "wall s", "CPU s", "RSS MB",
+	       "floor MB", "decode", "over it", "exit", "verdict");
 	for (size_t k = 0; k < NCMDS; k++) {
+		const char *const argv_d[] = { self, "--decode", path, reads[k][0], reads[k][1], NULL };
 		double wall = 0, cpu = 0, w2, c2;
-		long rss = 0, frss = 0;
+		long rss = 0, frss = 0, drss = 0;
 		int st = run_cmd(k, cli, path, &wall, &cpu, &rss);
 		bool ok = st == 0 && wall < 1.0 && (double)rss * 1024 < 2.0 * (double)size;
 
 		if (run_cmd(k, cli, floor, &w2, &c2, &frss) != 0)
 			frss = 0;
-		printf("%-38s %8.2f %8.2f %9.1f %9.1f %6d  %s\n", names[k], wall, cpu, (double)rss / 1024,
-		       (double)frss / 1024, st, ok ? "ok" : st ? "FAILED (exit)" : "MISSED");
+		if (run_cli("/proc/self/exe", argv_d, false, &w2, &c2, &drss) != 0)
+			drss = 0;
+		printf("%-38s %7.2f %7.2f %8.1f %8.1f %8.1f %8.1f %5d  %s\n", names[k], wall, cpu,
+		       (double)rss / 1024, (double)frss / 1024, (double)drss / 1024,
+		       (double)(rss - drss) / 1024, st, ok ? "ok" : st ? "FAILED (exit)" : "MISSED");
 		fflush(stdout);
 	}
 }
@@ -347,13 +384,15 @@ int main(int argc, char **argv)
 	struct shape sh = { .samples = 1000000, .stacks = 5000, .threads = 50, .processes = 4 };
 	const char *keep = NULL, *cli = getenv("PYRSPROF");
 	char path[128], warn[256], cli_buf[4096], tmp[4096];
-	struct prs_profile *p, *sums;
+	struct prs_profile *p, *sums, *merged;
 	struct prs_err err;
 	struct stat stt;
-	double t0, t_write, t_read, t_sums, times[16];
+	double t0, t_write, t_read, t_sums, t_merged, times[16];
 	int runs = 3;
 	FILE *null;
 
+	if (argc == 5 && strcmp(argv[1], "--decode") == 0) /* FILE FLAGS N: see decode_only */
+		return decode_only(argv[2], (unsigned)atoi(argv[3]), atoi(argv[4]));
 	if (argc == 4 && strcmp(argv[1], "--cli-table") == 0) { /* FILE PYRSPROF: see above */
 		struct shape tiny = { .samples = 50, .stacks = 5, .threads = 2, .processes = 1 };
 		int rc;
@@ -361,7 +400,7 @@ int main(int argc, char **argv)
 		snprintf(path, sizeof(path), "/tmp/view_bench.%d.floor.pyrs", (int)getpid());
 		if (stat(argv[2], &stt) != 0 || generate(path, &tiny))
 			return 1;
-		cli_table(argv[3], argv[2], stt.st_size, path);
+		cli_table(argv[0], argv[3], argv[2], stt.st_size, path);
 		rc = unlink(path);
 		return rc != 0;
 	}
@@ -403,6 +442,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	t_sums = cpu_s() - t0;
+	t0 = cpu_s();
+	if (prs_pyrs_read_flags(keep ? keep : path, PRS_PYRS_SUMS_NO_THREADS, &merged, warn, sizeof(warn),
+				&err)) {
+		fprintf(stderr, "view_bench: %s\n", err.msg);
+		return 1;
+	}
+	t_merged = cpu_s() - t0;
 	null = fopen("/dev/null", "w");
 	if (!null)
 		return 1;
@@ -413,10 +459,15 @@ int main(int argc, char **argv)
 	printf("%-42s %8.3f\n", "generate + write .pyrs", t_write);
 	printf("%-42s %8.3f\n", "read .pyrs", t_read);
 	printf("%-42s %8.3f  (%zu records)\n", "read .pyrs as sums", t_sums, sums->nsamples);
+	printf("%-42s %8.3f  (%zu records, %zu of threads)\n", "read .pyrs as sums without threads", t_merged,
+	       merged->nsamples, merged->nthread_sums);
 	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
 		for (int r = 0; r < runs; r++) {
 			t0 = cpu_s();
-			if (run_step(steps[k].kind == 3 ? p : sums, &steps[k], null))
+			/* as the CLI reads it: every sample for a timeline, threads for pprof's labels
+			 * and the per-thread graph, else the sums without threads */
+			if (run_step(steps[k].kind == 3 ? p : steps[k].kind == 2 || steps[k].kind == 5 ? sums : merged,
+				     &steps[k], null))
 				return 1;
 			times[r] = cpu_s() - t0;
 		}
@@ -426,6 +477,7 @@ int main(int argc, char **argv)
 	fclose(null);
 	prs_profile_free(p);
 	prs_profile_free(sums);
+	prs_profile_free(merged);
 	if (!cli || !cli[0]) {
 		snprintf(tmp, sizeof(tmp), "%s", argv[0]);
 		snprintf(cli_buf, sizeof(cli_buf), "%s/../pyrsprof", dirname(tmp));

@@ -2,8 +2,9 @@
 /*
  * Fuzz target: the profile.pyrs reader (prs_pyrs_read_mem) on any bytes, then everything the CLI
  * does with a profile it accepted (exports, flame graphs, diff); and the same bytes read as sums
- * (PRS_PYRS_SUMS, the read of report, flamegraph, diff, folded and pprof), consumed the same way.
- * The two reads parse the same records: one accepting what the other refuses, or counting other
+ * (PRS_PYRS_SUMS, the read of pprof and the per-thread graph) and as sums without threads
+ * (PRS_PYRS_SUMS_NO_THREADS, the read of report, flamegraph, diff and folded), consumed the same
+ * way. The reads parse the same records: one accepting what another refuses, or counting other
  * samples, is a bug (abort). Seeds: recorded profiles.
  *
  * An input that does not start with the profile's magic is a decompressed record stream: its
@@ -47,10 +48,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t insize)
 	size_t size = insize;
 	uint8_t *made = from_records(in, insize, &size);
 	const uint8_t *data = made ? made : in;
-	struct prs_profile *p = NULL, *sums = NULL;
-	struct prs_err err = { 0 }, serr = { 0 };
-	char warning[512] = "", swarning[512] = "";
-	int rc, src;
+	struct prs_profile *p = NULL, *sums = NULL, *merged = NULL;
+	struct prs_err err = { 0 }, serr = { 0 }, merr = { 0 };
+	char warning[512] = "", swarning[512] = "", mwarning[512] = "";
+	int rc, src, mrc;
 
 	rc = prs_pyrs_read_mem(data, size, &p, warning, sizeof(warning), &err);
 	if (rc == 0)
@@ -59,13 +60,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t insize)
 				      &serr);
 	if (src == 0)
 		fuzz_consume_profile(sums, size);
+	mrc = prs_pyrs_read_mem_flags(data, size, PRS_PYRS_SUMS_NO_THREADS, &merged, mwarning,
+				      sizeof(mwarning), &merr);
+	if (mrc == 0)
+		fuzz_consume_profile(merged, size);
 	/* (out of memory aside, which the fuzzer's limits make rare) */
 	if (rc != -ENOMEM && src != -ENOMEM && err.code != -ENOMEM && serr.code != -ENOMEM &&
 	    ((rc == 0) != (src == 0) ||
 	     (rc == 0 && (p->sample_count != sums->sample_count || strcmp(warning, swarning)))))
 		abort();
+	if (rc != -ENOMEM && mrc != -ENOMEM && err.code != -ENOMEM && merr.code != -ENOMEM &&
+	    ((rc == 0) != (mrc == 0) ||
+	     (rc == 0 && (p->sample_count != merged->sample_count || strcmp(warning, mwarning)))))
+		abort();
 	prs_profile_free(p);
 	prs_profile_free(sums);
+	prs_profile_free(merged);
 	free(made);
 	return 0;
 }

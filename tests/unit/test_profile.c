@@ -207,6 +207,63 @@ Test(profile, interning)
 	prs_profile_free(NULL);
 }
 
+/*
+ * Strings live in shared blocks (a long one in a block of its own): every string keeps its own
+ * bytes and NUL whatever its length, and interning finds each again. 20,000 short strings fill
+ * several blocks; 20 KB, 70 KB and 1 MiB ones (the longest kept) fall between them.
+ */
+/* String i of the test below: "i:" and 0-96 letters (distinct, 2-102 bytes). */
+static void block_string(char *buf, size_t i)
+{
+	size_t at = (size_t)snprintf(buf, 16, "%zu:", i);
+
+	for (size_t k = 0; k < i % 97; k++)
+		buf[at++] = (char)('a' + (i + k) % 26);
+	buf[at] = '\0';
+}
+
+Test(profile, strings_in_blocks_keep_their_bytes)
+{
+	static const size_t longs[] = { 20000, 70000, 1u << 20 };
+	struct prs_profile *p = prs_profile_new();
+	char *buf = malloc((1u << 20) + 1);
+	uint32_t ids[20000 + 3];
+	size_t n = 0;
+
+	cr_assert(p && buf);
+	for (size_t i = 0; i < 20000; i++) {
+		block_string(buf, i);
+		cr_assert_neq(ids[n++] = prs_profile_string(p, buf, strlen(buf)), UINT32_MAX);
+		if (i % 7000 == 0) {
+			size_t l = longs[i / 7000];
+
+			memset(buf, 'A' + (int)(i / 7000), l);
+			cr_assert_neq(ids[n++] = prs_profile_string(p, buf, l), UINT32_MAX);
+		}
+	}
+	n = 0;
+	for (size_t i = 0; i < 20000; i++) {
+		uint32_t id = ids[n++];
+
+		block_string(buf, i);
+		cr_assert_eq(p->string_lens[id], strlen(buf), "string %u", id);
+		cr_assert_str_eq(p->strings[id], buf, "string %u", id);
+		cr_assert_eq(prs_profile_string(p, buf, strlen(buf)), id);
+		if (i % 7000 == 0) {
+			size_t l = longs[i / 7000];
+
+			id = ids[n++];
+			memset(buf, 'A' + (int)(i / 7000), l);
+			buf[l] = '\0';
+			cr_assert_eq(p->string_lens[id], l);
+			cr_assert_eq(memcmp(p->strings[id], buf, l + 1), 0, "long string %u", id);
+			cr_assert_eq(prs_profile_string(p, buf, l), id);
+		}
+	}
+	free(buf);
+	prs_profile_free(p);
+}
+
 Test(profile, warm_interning_allocates_nothing)
 {
 	struct prs_profile *p = prs_profile_new();

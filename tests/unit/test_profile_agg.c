@@ -7,7 +7,9 @@
  * end of a recording draws from the records (folded views, per process and per thread, CPU and
  * wall; the classifier's facts) equals what the same file read back gives. Read as sums
  * (PRS_PYRS_SUMS), a file gives the recorder's own records, and every output made of sums (folded,
- * pprof, flame graph, facts, diff) equals that of the full read, on whole, cut and damaged files.
+ * pprof, flame graph, facts, diff) equals that of the full read, on whole, cut and damaged files;
+ * read as sums without threads (PRS_PYRS_SUMS_NO_THREADS), so does every output that keeps no
+ * thread apart, and the facts of each thread.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -358,8 +360,10 @@ static void append_line(void *arg, const char *line)
 	fprintf(f, "%s\n", line);
 }
 
-/* Everything made of sums that p gives: folded views, pprof, flame graph SVGs, diff, facts. */
-static char *outputs(const struct prs_profile *p)
+/* Everything made of sums that p gives: folded views, pprof, flame graph SVGs, diff, facts;
+ * without threads (a profile read with PRS_PYRS_SUMS_NO_THREADS) neither the per-thread view
+ * nor pprof (its thread labels). */
+static char *outputs(const struct prs_profile *p, bool threads)
 {
 	static const struct prs_view_opts views[] = {
 		{ .view = PRS_VIEW_CPU },
@@ -375,13 +379,18 @@ static char *outputs(const struct prs_profile *p)
 
 	cr_assert(out);
 	for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++) {
-		struct prs_fg *fg = prs_fg_new();
+		struct prs_fg *fg;
 
+		if (!threads && views[v].per_thread)
+			continue;
+		fg = prs_fg_new();
 		fputs(t = folded(p, &views[v]), out);
 		free(t);
-		CAPTURE(t, tlen, prs_export_pprof_view(p, &views[v], f, &err));
-		fprintf(out, "pprof %zu bytes, %016llx\n", tlen, (unsigned long long)prs_hash_bytes(t, tlen));
-		free(t);
+		if (threads) {
+			CAPTURE(t, tlen, prs_export_pprof_view(p, &views[v], f, &err));
+			fprintf(out, "pprof %zu bytes, %016llx\n", tlen, (unsigned long long)prs_hash_bytes(t, tlen));
+			free(t);
+		}
 		cr_assert_eq(prs_fg_from_profile(fg, p, &views[v], &err), 0, "%s", err.msg);
 		CAPTURE(t, tlen, prs_fg_write_svg(fg, f, NULL, &err));
 		fputs(t, out);
@@ -393,12 +402,14 @@ static char *outputs(const struct prs_profile *p)
 	prs_diff_summary(d, append_line, out);
 	prs_diff_free(d);
 	cr_assert_eq(prs_facts_build(p, &fa, &err), 0, "%s", err.msg);
-	fprintf(out, "facts: %zu threads, %.17g samples, tick %.17g s\n", fa.nthreads, fa.samples, fa.tick_s);
+	fprintf(out, "facts: %zu threads, %.17g samples, tick %.17g s, copy %.17g, cpu %.17g %.17g %.17g\n",
+		fa.nthreads, fa.samples, fa.tick_s, fa.copy_share, fa.cpu_python, fa.cpu_native, fa.cpu_kernel);
 	for (size_t i = 0; i < fa.nthreads; i++) {
 		const struct prs_thread_facts *x = &fa.threads[i];
 
-		fprintf(out, "thread %d: %.17g %.17g %.17g %.17g", x->tid, x->samples, x->wall_s,
-			x->gil_hold, x->wait_syscall_share);
+		fprintf(out, "thread %d (pid %d, python %d, syscall %d): %.17g %.17g %.17g %.17g %.17g",
+			x->tid, x->pid, x->python, x->wait_syscall, x->samples, x->wall_s, x->gil_hold,
+			x->gil_wait, x->wait_syscall_share);
 		for (int r = 0; r < PRS_R__COUNT; r++)
 			fprintf(out, " %.17g", x->t[r]);
 		fputc('\n', out);
@@ -408,41 +419,75 @@ static char *outputs(const struct prs_profile *p)
 	return all;
 }
 
+/* The sums of a read without threads: records of tid 0, as many samples in them as in the
+ * threads' sums, both no more than the sums with threads. */
+static void merged_records(const struct prs_profile *m, const struct prs_profile *sums, const char *what)
+{
+	uint64_t w = 0, wt = 0;
+
+	cr_assert_leq(m->nsamples, sums->nsamples, "%s", what);
+	cr_assert_leq(m->nthread_sums, sums->nsamples, "%s", what);
+	cr_assert_eq(sums->thread_sums, NULL, "%s", what);
+	for (size_t i = 0; i < m->nsamples; i++) {
+		cr_assert_eq(m->samples[i].tid, 0, "%s: record %zu", what, i);
+		w += m->samples[i].weight;
+	}
+	for (size_t i = 0; i < m->nthread_sums; i++)
+		wt += m->thread_sums[i].weight;
+	cr_assert_eq(wt, w, "%s", what);
+}
+
 /*
- * Reads data both ways: the same outcome (error and message, or warning, completeness, damage
- * offset, the samples counted) and the same outputs; the sums hold fewer records when samples
+ * Reads data three ways (every sample, as sums, as sums without threads): the same outcome (error
+ * and message, or warning, completeness, damage offset, the samples counted) and the same outputs
+ * (those that keep no thread apart, without threads); the sums hold fewer records when samples
  * repeat. Returns the full read's sample count (0 on error).
  */
 static size_t same_both_ways(const char *data, size_t len, const char *what)
 {
-	struct prs_profile *full, *sums;
-	struct prs_err ef = { 0 }, es = { 0 };
-	char wf[512], ws[512];
+	struct prs_profile *full, *sums, *m;
+	struct prs_err ef = { 0 }, es = { 0 }, em = { 0 };
+	char wf[512], ws[512], wm[512];
 	int rf = prs_pyrs_read_mem(data, len, &full, wf, sizeof(wf), &ef);
 	int rs = prs_pyrs_read_mem_flags(data, len, PRS_PYRS_SUMS, &sums, ws, sizeof(ws), &es);
+	int rm = prs_pyrs_read_mem_flags(data, len, PRS_PYRS_SUMS_NO_THREADS, &m, wm, sizeof(wm), &em);
 	size_t n;
 
 	cr_assert_eq(rs, rf, "%s: %s / %s", what, es.msg, ef.msg);
+	cr_assert_eq(rm, rf, "%s: %s / %s", what, em.msg, ef.msg);
 	if (rf) {
 		cr_assert_str_eq(es.msg, ef.msg, "%s", what);
+		cr_assert_str_eq(em.msg, ef.msg, "%s", what);
 		return 0;
 	}
 	cr_assert_str_eq(ws, wf, "%s", what);
+	cr_assert_str_eq(wm, wf, "%s", what);
+	cr_assert_eq(m->complete, full->complete, "%s", what);
+	cr_assert_eq(m->damaged_at, full->damaged_at, "%s", what);
+	cr_assert_eq(m->sample_count, full->nsamples, "%s", what);
+	cr_assert_eq(m->sample_times, full->sample_times, "%s", what);
+	merged_records(m, sums, what);
 	cr_assert_eq(sums->complete, full->complete, "%s", what);
 	cr_assert_eq(sums->damaged_at, full->damaged_at, "%s", what);
 	cr_assert_eq(sums->sample_count, full->nsamples, "%s", what);
 	cr_assert_eq(sums->sample_times, full->sample_times, "%s", what);
 	cr_assert_leq(sums->nsamples, full->nsamples, "%s", what);
 	if (full->nsamples) {
-		char *a = outputs(full), *b = outputs(sums);
+		char *a = outputs(full, true), *b = outputs(sums, true);
 
 		cr_assert_str_eq(b, a, "%s: the outputs differ", what);
+		free(a);
+		free(b);
+		a = outputs(full, false);
+		b = outputs(m, false);
+		cr_assert_str_eq(b, a, "%s: the outputs without threads differ", what);
 		free(a);
 		free(b);
 	}
 	n = full->nsamples;
 	prs_profile_free(full);
 	prs_profile_free(sums);
+	prs_profile_free(m);
 	return n;
 }
 
@@ -522,4 +567,66 @@ Test(sums, cut_and_damaged_files, .init = unit_tmpdir_make, .fini = unit_tmpdir_
 	free(data);
 	prs_profile_free(agg);
 	prs_profile_free(back);
+}
+
+/*
+ * Without threads, the threads' sums keep apart what the facts tell of a thread from its stacks:
+ * whether any of its samples had a Python frame. Thread 11 ran native code only, thread 12 native
+ * code first and then Python (the same state: two records, one per kind of stack), thread 13
+ * Python, blocked in two syscalls.
+ */
+Test(sums, threads_without_stacks_keep_the_python_threads, .init = unit_tmpdir_make,
+     .fini = unit_tmpdir_remove)
+{
+	static const int32_t tids[] = { 11, 12, 12, 13, 13, 13 };
+	struct prs_recorder *r;
+	struct prs_profile *p, *m;
+	struct prs_facts fa;
+	struct prs_err err;
+	char path[128], warn[256], *data;
+	uint32_t native, py, file;
+	size_t len, twelve = 0;
+
+	snprintf(path, sizeof(path), "%s/kinds.pyrs", unit_tmpdir);
+	cr_assert_eq(prs_recorder_open(path, &r, &err), 0, "%s", err.msg);
+	p = prs_recorder_profile(r);
+	prs_profile_meta(p, "rate_hz", "100");
+	file = S(p, "app.py");
+	native = prs_profile_stack(p, 0, prs_profile_named_frame(p, PRS_KIND_NATIVE, S(p, "main"), 0, 0));
+	native = prs_profile_stack(p, native, prs_profile_named_frame(p, PRS_KIND_NATIVE, S(p, "work"), 0, 0));
+	py = prs_profile_stack(p, native, prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, "run"), file, 3));
+	py = prs_profile_stack(p, py, prs_profile_named_frame(p, PRS_KIND_NATIVE, S(p, "memcpy"), 0, 0));
+	for (uint64_t t = 0; t < 60; t++)
+		for (size_t k = 0; k < sizeof(tids) / sizeof(tids[0]); k++) {
+			struct prs_sample s = { .time_ns = t * 10000000, .tid = tids[k], .pid = 10,
+						.stack = tids[k] == 11 || (tids[k] == 12 && t < 30) ? native : py,
+						.state = PRS_STATE_RUNNING, .syscall = -1, .weight = 1 };
+
+			if (tids[k] == 13 && k == 5) {
+				s.state = PRS_STATE_BLOCKED;
+				s.syscall = t % 3 ? 7 : 202;
+			}
+			cr_assert_eq(prs_profile_sample(p, &s), 0);
+		}
+	cr_assert_eq(prs_recorder_close(r, NULL, &err), 0, "%s", err.msg);
+	data = read_all(path, &len);
+	cr_assert_eq(same_both_ways(data, len, "kinds"), 360);
+	free(data);
+
+	cr_assert_eq(prs_pyrs_read_flags(path, PRS_PYRS_SUMS_NO_THREADS, &m, warn, sizeof(warn), &err), 0,
+		     "%s", err.msg);
+	for (size_t i = 0; i < m->nthread_sums; i++)
+		twelve += m->thread_sums[i].tid == 12;
+	cr_assert_eq(twelve, 2, "thread 12: a record for its native stacks, one for its Python ones");
+	cr_assert_eq(m->nthread_sums, 1 + 2 + 3); /* 13: running, and blocked in two syscalls */
+	cr_assert_eq(prs_facts_build(m, &fa, &err), 0, "%s", err.msg);
+	cr_assert_eq(fa.nthreads, 3);
+	for (size_t i = 0; i < fa.nthreads; i++) {
+		cr_assert_eq(fa.threads[i].tid, (int32_t)(11 + i), "threads in first-seen order");
+		cr_assert_eq(fa.threads[i].python, i > 0, "thread %d", fa.threads[i].tid);
+		cr_assert_eq(fa.threads[i].samples, i == 0 ? 60 : i == 1 ? 120 : 180);
+	}
+	cr_assert_eq(fa.threads[2].wait_syscall, 7);
+	prs_facts_release(&fa);
+	prs_profile_free(m);
 }
