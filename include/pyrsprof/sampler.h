@@ -144,6 +144,10 @@ struct prs_sampler_stats {
 	uint64_t py_read_errors, py_bad_frames, py_truncated, py_merge_mismatch, py_code_stale;
 	uint64_t py_name_reads;   /* reads of the threading names (off the stop, between ticks) */
 	double duration_s;
+	/* pyrsprof's own CPU time (user, system) over the sampling loop (from its first tick to
+	 * the end of the last drain; start-up and the end of the recording left out): what it
+	 * takes from the machine while the program runs */
+	double loop_user_s, loop_sys_s;
 	/* per thread-sample: interrupt -> registers -> snapshot -> continue (stop), unwind, and their
 	 * sum (sample_cost; in vm mode: the share of the Python read); per tick: the Python read. */
 	struct prs_dist sample_cost, stop, unwind, python;

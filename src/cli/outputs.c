@@ -49,6 +49,8 @@ int cli_write_stats(const char *dir, const struct prs_sampler_stats *st, double 
 				      (json_int_t)st->py_truncated, "merge_mismatch",
 				      (json_int_t)st->py_merge_mismatch, "stale_code",
 				      (json_int_t)st->py_code_stale));
+	json_object_set_new(j, "loop_cpu_s", json_pack("{s:f, s:f}", "user", st->loop_user_s, "sys",
+						       st->loop_sys_s));
 	json_object_set_new(j, "state_us", dist_json(&st->state));
 	json_object_set_new(j, "check_us", dist_json(&st->check));
 	json_object_set_new(j, "warm_us", dist_json(&st->warm));

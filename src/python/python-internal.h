@@ -31,6 +31,7 @@ int prs_py_line_loc(const uint8_t *tab, size_t len, int firstline, uint32_t unit
 
 /* ---- code-object cache (code.c) ---- */
 
+#define PRS_PY_CODE_MEMO 4  /* offsets -> frame ids remembered per code object */
 #define PRS_PY_CODE_HDR 256 /* bytes of a code object's head copied for validation (≥ every code_size we read) */
 
 struct prs_py_code {
@@ -45,9 +46,12 @@ struct prs_py_code {
 	uint32_t name, file;  /* string ids in the profile `owner` */
 	uint8_t *table;       /* the line table bytes (owned) */
 	uint32_t table_len;
-	int32_t memo_off;     /* last instruction offset -> frame id */
-	uint32_t memo_frame;
-	bool memo_valid;
+	/* the frame ids of the last few instruction offsets met (memo_n of them; replaced in turn,
+	 * memo_next): a recursive function's frames stand at two or three offsets of one object,
+	 * and with one memo each change of offset decoded the line table again */
+	int32_t memo_off[PRS_PY_CODE_MEMO];
+	uint32_t memo_frame[PRS_PY_CODE_MEMO];
+	uint8_t memo_n, memo_next;
 };
 
 /* Empties the code cache (the profile changed). */

@@ -125,6 +125,10 @@ struct prs_target {
 	int npyt;
 	bool py_given_up;
 	uint64_t py_next_try;
+	/* no CPython found in the unwinder's maps of generation py_absent_gen (py_absent): the next
+	 * look waits for a change of the modules, or py_absent_until (target_python.c) */
+	uint64_t py_absent_gen, py_absent_until;
+	bool py_absent;
 	uint64_t py_since;      /* when its image started (made, or exec'ed): the reader is looked
 				 * for often at first (target_python.c) */
 	char py_info[256];

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -436,14 +437,29 @@ static bool targets_left(struct prs_sampler *s)
 	return coming || !prs_session_all_exited(s);
 }
 
+/* pyrsprof's own user and system CPU time so far (every thread), s. */
+static void own_cpu(double *user_s, double *sys_s)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0) {
+		*user_s = *sys_s = 0;
+		return;
+	}
+	*user_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+	*sys_s = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
 int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)
 {
+	double user0, sys0;
 	uint64_t period = (uint64_t)(1e9 / s->opts.rate_hz);
 	uint64_t next, end = 0;
 
 	(void)err;
 	if (period == 0)
 		period = 1;
+	own_cpu(&user0, &sys0);
 	s->t0 = prs_now_ns();
 	s->last_flush = s->last_comm = s->t0;
 	if (s->opts.duration_s > 0)
@@ -475,6 +491,9 @@ int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)
 		s->src->end(s, s->targets[i]);
 	end_switches(s);
 	s->st.duration_s = (double)(prs_now_ns() - s->t0) / 1e9;
+	own_cpu(&s->st.loop_user_s, &s->st.loop_sys_s);
+	s->st.loop_user_s -= user0;
+	s->st.loop_sys_s -= sys0;
 	if (!s->targets[0]->exited)
 		prs_tree_note_children_cpu(s);
 	record_names(s);

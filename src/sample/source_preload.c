@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,14 +188,35 @@ static void publish_python(struct prs_target *tg, struct prs_preload *p)
 	p->py_published = true;
 }
 
+/*
+ * Copies a slot's raw Python frames out of the ring (the program may rewrite them meanwhile: the
+ * count is read once, checked, and only that many frames copied). Not the whole structure: its
+ * arrays hold PRS_MAX_PY_FRAMES frames, 17 KB, for the ~20 a sample has; copied whole, they were
+ * a fifth of pyrsprof's instructions per sample of a 20-frame Python loop (callgrind). Returns
+ * false when the count is out of bounds.
+ */
+static bool copy_py_raw(struct prs_py_stack *dst, const struct prs_py_stack *src)
+{
+	uint32_t n = __atomic_load_n(&src->nframes, __ATOMIC_RELAXED);
+
+	if (n > PRS_MAX_PY_FRAMES)
+		return false;
+	memcpy(dst, src, offsetof(struct prs_py_stack, code));
+	dst->nframes = n;
+	memcpy(dst->code, src->code, n * sizeof(dst->code[0]));
+	memcpy(dst->off, src->off, n * sizeof(dst->off[0]));
+	memcpy(dst->flags, src->flags, n * sizeof(dst->flags[0]));
+	memcpy(dst->ident, src->ident, n * sizeof(dst->ident[0]));
+	return true;
+}
+
 /* The Python frames of a slot, named; NULL when it has none. */
 static const struct prs_py_thread *slot_python(struct prs_sampler *s, struct prs_target *tg,
 					       struct prs_preload *p, const struct prs_ring_slot *sl)
 {
 	if (!(sl->flags & PRS_SLOTF_PY) || !tg->py)
 		return NULL;
-	memcpy(p->raw, &sl->py, sizeof(*p->raw));
-	if (p->raw->nframes > PRS_MAX_PY_FRAMES)
+	if (!copy_py_raw(p->raw, &sl->py))
 		return NULL;
 	if (prs_py_name(tg->py, s->prof, p->raw, p->named) != 0)
 		return NULL;
@@ -214,7 +236,10 @@ static void note_py_thread(struct prs_target *tg, const struct prs_py_thread *pt
 			return;
 		tg->npyt++;
 	}
-	memcpy(&tg->pyt[i], pt, sizeof(*pt));
+	/* its frames only, not the arrays' PRS_MAX_PY_FRAMES slots (5 KB) */
+	memcpy(&tg->pyt[i], pt, offsetof(struct prs_py_thread, frames));
+	memcpy(tg->pyt[i].frames, pt->frames, pt->nframes * sizeof(pt->frames[0]));
+	memcpy(tg->pyt[i].fflags, pt->fflags, pt->nframes * sizeof(pt->fflags[0]));
 }
 
 /* One sample from the ring, recorded. */

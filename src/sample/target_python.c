@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pyrsprof/python.h"
 #include "pyrsprof/util.h"
@@ -68,6 +69,39 @@ void prs_target_py_inherit(struct prs_sampler *s, struct prs_target *tg,
 	adopt(s, tg);
 }
 
+/* Whether a module of maps has "python" in its path (a libpython, an interpreter binary). */
+static bool maps_name_python(const struct prs_maps *maps)
+{
+	for (size_t i = 0; maps && i < maps->n; i++)
+		if (strstr(maps->v[i].path, "python"))
+			return true;
+	return false;
+}
+
+/*
+ * prs_py_open's -ENOENT says that neither the executable nor a libpython of the maps it read is
+ * a Python binary: that can change only with the modules (a libpython loaded later). A Rust or C
+ * program was asked again every 20 ms for its first 3 s all the same, each time reading its
+ * maps and the executable's symbol table: 78 % of pyrsprof's instructions while sampling
+ * cpu_split_rs at 1000 Hz (callgrind). So after it, the fast retries wait for the unwinder's
+ * maps to change (a PC in no module, as a dlopen brings, refreshes them); the slow period stays
+ * as a backstop. Not when a module's path says python: an interpreter without symbols or a
+ * .PyRuntime section is recognised by Py_GetVersion()'s text, which it writes as it starts.
+ */
+static bool py_absent_still(const struct prs_target *tg)
+{
+	return tg->py_absent && tg->uw && prs_unwinder_generation(tg->uw) == tg->py_absent_gen;
+}
+
+static void note_py_absent(struct prs_target *tg, int rc, uint64_t now)
+{
+	tg->py_absent = rc == -ENOENT && tg->uw && !maps_name_python(prs_unwinder_maps(tg->uw));
+	if (tg->py_absent) {
+		tg->py_absent_gen = prs_unwinder_generation(tg->uw);
+		tg->py_absent_until = now + PY_RETRY_SLOW_NS;
+	}
+}
+
 void prs_target_try_python(struct prs_sampler *s, struct prs_target *tg, uint64_t now, bool force)
 {
 	struct prs_err err = { 0 };
@@ -76,13 +110,15 @@ void prs_target_try_python(struct prs_sampler *s, struct prs_target *tg, uint64_
 
 	if (tg->py || s->opts.no_python || tg->py_given_up)
 		return;
-	if (!force && now < tg->py_next_try)
+	if (!force && (now < tg->py_next_try || (py_absent_still(tg) && now < tg->py_absent_until)))
 		return;
 	rc = prs_py_open(tg->pid, &s->opts.py, &tg->py, &err);
 	if (rc == 0) {
+		tg->py_absent = false;
 		adopt(s, tg);
 		return;
 	}
+	note_py_absent(tg, rc, now);
 	if (rc == -ENOTSUP) {
 		snprintf(tg->py_info, sizeof(tg->py_info), "%s", err.msg);
 		tg->py_given_up = true;
@@ -157,4 +193,5 @@ void prs_target_py_drop(struct prs_target *tg)
 	tg->py = NULL;
 	tg->npyt = 0;
 	tg->py_next_try = 0;
+	tg->py_absent = false;
 }

@@ -16,6 +16,13 @@ program loses, pyrsprof's own CPU on the same cores included) and per second of 
 (what it loses while it runs: the handler runs on its CPU, a ptrace stop does not count as its
 CPU). Medians over the pairs, [min, max]. vm mode reads Python only: not run on Rust.
 
+preload-nok: preload with --no-kernel-stacks (no kernel-stack perf events: what their second timer
+interrupt per sample costs, next to the preload row).
+
+pyrsprof CPU: its own CPU time over the sampling loop (stats.json loop_cpu_s, user + system), in
+ms per second of the run: on a 2-CPU machine it takes a core the program could use when the
+machine is busy (the wall column), not the program's own CPU time.
+
 floor: the same program with tests/bench/uhb/uhb_floor.c preloaded instead of pyrsprof: the
 agent's clock (a perf task-clock event signalling the thread at the period) and a handler that
 does nothing. No in-process sampler on that clock costs less on this machine; "preload over the
@@ -86,7 +93,9 @@ def run_target(argv, prs, mode, rate, outdir, floor_lib=None):
     if mode == "floor":
         env = dict(os.environ, LD_PRELOAD=str(floor_lib), UHB_FLOOR_NS=str(10**9 // rate))
     elif mode:
-        cmd = [prs, "run", "--mode", mode, "-r", str(rate), "--no-classify", "-o", outdir, "--", *argv]
+        extra = ["--no-kernel-stacks"] if mode == "preload-nok" else []
+        cmd = [prs, "run", "--mode", mode.split("-")[0], "-r", str(rate), "--no-classify", *extra,
+               "-o", outdir, "--", *argv]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     if p.returncode != 0:
         raise RuntimeError(f"{cmd}: exit {p.returncode}\n{p.stderr[-2000:]}")
@@ -132,10 +141,18 @@ def handler_cost(prs, script, versions, runs, secs, tmp):
     print(f"\n(load after: {os.getloadavg()[0]:.1f})")
 
 
+def own_cpu_ms_per_s(st):
+    """pyrsprof's CPU over its sampling loop, ms per second of the run (None before loop_cpu_s)."""
+    loop = st.get("loop_cpu_s")
+    if not loop or not st.get("duration_s"):
+        return None
+    return 1000.0 * (loop["user"] + loop["sys"]) / st["duration_s"]
+
+
 def slowdowns(argv, prs, mode, rate, pairs, tmp, tag, floor_lib):
-    """Per-pair slowdowns (wall, per CPU s) of mode against the program alone, and the
-    handler/stop costs (median, p90) of its runs."""
-    wall, cpu, cost = [], [], []
+    """Per-pair slowdowns (wall, per CPU s) of mode against the program alone, the
+    handler/stop costs (median, p90) of its runs and pyrsprof's CPU per second of each."""
+    wall, cpu, cost, own = [], [], [], []
     for k in range(pairs):
         order = ("A", "B", "B", "A") if k % 2 == 0 else ("B", "A", "A", "B")
         res = {"A": [], "B": []}
@@ -152,10 +169,12 @@ def slowdowns(argv, prs, mode, rate, pairs, tmp, tag, floor_lib):
         for r in res["B"]:
             if not r[2]:
                 continue
-            st = r[2]["stop_us"] if mode in ("preload", "ptrace") else r[2]["sample_cost_us"]
+            st = r[2]["stop_us"] if mode in ("preload", "preload-nok", "ptrace") else r[2]["sample_cost_us"]
             if st["n"]:
                 cost.append((st["median"], st["p90"]))
-    return wall, cpu, cost
+            if own_cpu_ms_per_s(r[2]) is not None:
+                own.append(own_cpu_ms_per_s(r[2]))
+    return wall, cpu, cost, own
 
 
 def main():
@@ -165,6 +184,8 @@ def main():
     ap.add_argument("--handler", metavar="VERSIONS",
                     help="only the handler's cost, on these CPythons (e.g. 3.9,3.12,3.13)")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--pairs", type=int, help="ABBA pairs per row (default 3, --quick 1)")
+    ap.add_argument("--modes", help="only these modes (e.g. preload,preload-nok,floor)")
     a = ap.parse_args()
     prs = os.environ.get("PYRSPROF") or str(REPO / "build" / "release" / "pyrsprof")
     tmp = Path(tempfile.mkdtemp(prefix="bench-preload-"))
@@ -173,34 +194,41 @@ def main():
     if a.handler:
         handler_cost(prs, script, a.handler.split(","), a.runs, a.secs, tmp)
         return
-    pairs = 1 if a.quick else 3
+    pairs = a.pairs or (1 if a.quick else 3)
     py = T.pyenv_python("3.12") or "/usr/bin/python3"
     floor_lib, floor_prog = build_floor(tmp)
     floor = ("floor",) if floor_lib else ()
-    targets = [("Python 3.12 (20 frames)", [py, str(script), str(a.secs)], ("preload", *floor, "vm", "ptrace")),
+    targets = [("Python 3.12 (20 frames)", [py, str(script), str(a.secs)], ("preload", "preload-nok", *floor, "vm", "ptrace")),
                ("Rust cpu_split_rs", [str(REPO / "build" / "targets" / "cpu_split_rs"), str(a.secs)],
-                ("preload", *floor, "ptrace"))]
+                ("preload", "preload-nok", *floor, "ptrace"))]
     print(f"\n## preload vs vm vs ptrace: target slowdown ({pairs} ABBA pair(s) of {a.secs:g} s each; "
           f"load {os.getloadavg()[0]:.1f})\n")
-    print("| target | mode | rate | slowdown (wall) | slowdown (per CPU s) | handler/stop median us (p90) |")
-    print("|---|---|---|---|---|---|")
+    print("| target | mode | rate | slowdown (wall) | slowdown (per CPU s) | handler/stop median us (p90) "
+          "| pyrsprof CPU ms/s |")
+    print("|---|---|---|---|---|---|---|")
     med = {}
     for ti, (name, argv, modes) in enumerate(targets):
         for mode in modes:
+            if a.modes and mode not in a.modes.split(","):
+                continue
             for rate in (100, 1000):
-                wall, cpu, cost = slowdowns(argv, prs, mode, rate, pairs, tmp, f"t{ti}", floor_lib)
+                wall, cpu, cost, own = slowdowns(argv, prs, mode, rate, pairs, tmp, f"t{ti}", floor_lib)
                 med[(name, mode, rate)] = (statistics.median(wall) if wall else None,
                                            statistics.median(cpu) if cpu else None)
                 c = (f"{statistics.median(x for x, _ in cost):.1f} ({statistics.median(y for _, y in cost):.1f})"
                      if cost else "n/a")
                 label = "floor (no-op handler)" if mode == "floor" else mode
-                print(f"| {name} | {label} | {rate} Hz | {pct(wall)} | {pct(cpu)} | {c} |")
+                o = f"{statistics.median(own):.1f} [{min(own):.1f}, {max(own):.1f}]" if own else "n/a"
+                print(f"| {name} | {label} | {rate} Hz | {pct(wall)} | {pct(cpu)} | {c} | {o} |")
     print("\n(handler: the agent's time in its signal handler per sample, preload; stop: the ptrace "
-          "stop window; vm: the Python read's share per thread-sample)")
+          "stop window; vm: the Python read's share per thread-sample; pyrsprof CPU: its user + "
+          "system time over the sampling loop per second of the run)")
     if floor_lib:
         print(f"\npreload over the floor, medians (wall; per CPU s), load {os.getloadavg()[0]:.1f}:")
         for name, _, _ in targets:
             for rate in (100, 1000):
+                if (name, "preload", rate) not in med or (name, "floor", rate) not in med:
+                    continue
                 p, f = med[(name, "preload", rate)], med[(name, "floor", rate)]
                 d = ["n/a" if x is None or y is None else f"{x - y:+.1f}" for x, y in zip(p, f)]
                 print(f"- {name}, {rate} Hz: {d[0]} points; {d[1]} points")

@@ -528,3 +528,28 @@ def test_freed_code_never_misnamed(py, run_prs, export_folded, outdir):
     assert n >= 300, n
     assert bad <= 0.01 * n, (bad, n)
     assert shaped >= 0.95 * n, (shaped, n)
+
+
+def test_interpreter_loaded_late_is_found(record, export_folded):
+    """embedpy spins in C (no libpython mapped: no interpreter to find), then dlopen's pyenv's
+    libpython 3.12 and runs a Python loop: the interpreter is looked for again once the program's
+    maps change (not every 20 ms while none is found: target_python.c), so the Python phase's
+    samples have their Python frames named from its first moments (only the load, the
+    interpreter's start and its end are native-only)."""
+    py = T.pyenv_python("3.12")
+    lib = py.parent.parent / "lib" / "libpython3.12.so.1.0" if py else None
+    if not lib or not lib.is_file():
+        pytest.skip("pyenv's shared CPython 3.12 is not installed")
+    rec = record("embedpy", lib, py.parent.parent, 0.5, 1.0, rate=RATE, extra=PRELOAD)
+    named = unnamed = spin = 0
+    for fr, c in export_folded(rec.pyrs, view="cpu", lines=False):
+        names = [f.name for f in fr]
+        if "embedded_hot" in names or "<module>" in names:
+            named += c
+        elif "python_phase" in names:
+            unnamed += c
+        elif "native_spin" in names:
+            spin += c
+    assert spin >= 0.5 * RATE * 0.5, (spin, named, unnamed)
+    assert named >= 0.5 * RATE * 1.0, (spin, named, unnamed)
+    assert unnamed <= 0.1 * (named + unnamed), (spin, named, unnamed)

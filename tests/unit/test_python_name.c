@@ -210,6 +210,44 @@ Test(python_name, raw_stack_from_elsewhere)
 	}
 }
 
+/*
+ * One code object at many instruction offsets in one stack, as a recursive function's frames
+ * are: each frame's line is its own offset's, whatever the order the offsets come in and however
+ * many there are (more than the few a code entry remembers: the memo's replacement is crossed
+ * both ways), at the first naming and again from the cache.
+ */
+Test(python_name, one_code_object_at_many_offsets)
+{
+	static const unsigned units[] = { 0, 8, 1, 9, 0, 8, 15, 7, 2, 10, 15, 0, 3, 11, 8,
+					  4, 12, 5, 13, 6, 14, 7, 15, 9, 1, 1, 10, 2 };
+	const unsigned n = sizeof(units) / sizeof(units[0]);
+
+	for (unsigned minor = 6; minor <= 13; minor++) {
+		uint64_t c;
+
+		fresh(minor);
+		c = world_code(&W, "rec", "r.py", 40);
+		cr_assert_neq(world_line(&W, 40, 0), world_line(&W, 40, 8));
+		memset(&raw[0], 0, sizeof(raw[0]));
+		raw[0].tid = 7;
+		raw[0].nframes = n;
+		for (unsigned i = 0; i < n; i++) {
+			raw[0].code[i] = c;
+			raw[0].off[i] = world_off(&W, units[i]);
+			raw[0].flags[i] = PRS_PYF_GROUP_END;
+		}
+		for (int pass = 0; pass < 2; pass++) {
+			cr_assert_eq(prs_py_name(py, prof, &raw[0], &th[0]), 0);
+			prs_py_end(py);
+			cr_assert_eq(th[0].nframes, n, "3.%u", minor);
+			for (unsigned i = 0; i < n; i++)
+				expect(i, "rec", "r.py", world_line(&W, 40, units[i]));
+		}
+		cr_assert_eq(stats().code_misses, 1);
+		cr_assert_eq(stats().bad_lines, 0);
+	}
+}
+
 /* 3.11+: a frame before its first traceable instruction is hidden (its group passes on to the
  * frame before it), unless a generator owns it. */
 Test(python_name, frames_being_set_up_are_hidden)
