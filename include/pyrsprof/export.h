@@ -30,8 +30,10 @@
  * (sample weights) summed, root first, e.g. "main;work;hot 12": the frames of the view o
  * (per_thread: a root "thread <tid> (<name>)"; per_process: a root "<command> [<pid>]" when the
  * profile holds more than one process; lines: "name (file:line)"; wall: the off-CPU leaf).
- * Kernel frames get flamegraph.pl's "_[k]" suffix. So that every line parses back, ';', '\n' and
- * '\r' in names are written as '_' and a frame with an empty text as "[unknown]". Samples with
+ * Kernel frames get flamegraph.pl's "_[k]" suffix. So that every line parses back as one line in
+ * every reader, names are written as UTF-8 (U+FFFD for a bad byte) with '_' for ';', for control
+ * characters (C0, DEL, C1) and for U+2028/U+2029 (line ends to Python's str.splitlines() and to
+ * some editors), and a frame with an empty text as "[unknown]". Samples with
  * weight 0 still produce their line. Returns 0, -ENOMEM, or -EIO (write error).
  */
 int prs_export_folded(const struct prs_profile *p, const struct prs_view_opts *o, FILE *out,

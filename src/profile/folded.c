@@ -161,6 +161,7 @@ out:
 struct fold {
 	struct prs_profile_view *v;
 	struct prs_buf text;  /* the frames' texts, one after the other */
+	struct prs_buf utf8;  /* prs_utf8_clean's scratch */
 	uint64_t *text_of;    /* view frame id -> offset << 24 | length (0: not made yet) */
 	size_t ntext_of;
 	uint32_t *ids;        /* every line's frame ids, root first */
@@ -172,6 +173,37 @@ struct line {
 	uint32_t n;
 	uint64_t count;
 };
+
+/*
+ * Appends the name t[0..len) to b as a folded frame's text: valid UTF-8 (U+FFFD for a bad byte),
+ * with '_' for ';' (the frame separator) and for every character that some consumer ends a line
+ * at or that is a control: C0 and DEL (\n, \r, and \x0b \x0c \x1c-\x1e, which Python's
+ * str.splitlines() splits at), C1 (U+0085 NEL among them), U+2028 and U+2029. flamegraph.pl and
+ * inferno end a line at '\n' only, but a name from the target may hold any byte but NUL
+ * (a co_name set by code.replace(), a torn read), and a folded line must parse back as one line
+ * in every reader. 0 or -ENOMEM.
+ */
+static int append_folded_name(struct prs_buf *b, struct prs_buf *scratch, const char *t, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)prs_utf8_clean(t, len, scratch, &len);
+
+	if (!u)
+		return -ENOMEM;
+	for (size_t i = 0; i < len;) {
+		size_t k = 1;
+		unsigned char c = u[i];
+		int bad = c < 0x20 || c == 0x7f || c == ';';
+
+		if (c == 0xc2 && i + 1 < len && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f)
+			bad = 1, k = 2; /* U+0080..U+009F */
+		else if (c == 0xe2 && i + 2 < len && u[i + 1] == 0x80 && (u[i + 2] == 0xa8 || u[i + 2] == 0xa9))
+			bad = 1, k = 3; /* U+2028, U+2029 */
+		if (bad ? prs_buf_putc(b, '_') : prs_buf_append(b, u + i, k))
+			return -ENOMEM;
+		i += k;
+	}
+	return 0;
+}
 
 /* The text of frame id (made once): its label made safe for the folded format. 0 or -ENOMEM. */
 static int frame_text(struct fold *f, uint32_t id)
@@ -192,12 +224,8 @@ static int frame_text(struct fold *f, uint32_t id)
 	t = prs_view_frame_label(f->v, id, label, sizeof(label));
 	if (!t[0])
 		t = "[unknown]";
-	len = strlen(t);
-	if (prs_buf_append(&f->text, t, len))
+	if (append_folded_name(&f->text, &f->utf8, t, strlen(t)))
 		return -ENOMEM;
-	for (size_t i = start; i < f->text.len; i++)
-		if (f->text.data[i] == ';' || f->text.data[i] == '\n' || f->text.data[i] == '\r')
-			f->text.data[i] = '_';
 	if (prs_view_frame_kind(f->v, id) == PRS_KIND_KERNEL && prs_buf_append(&f->text, "_[k]", 4))
 		return -ENOMEM;
 	len = f->text.len - start;
@@ -309,6 +337,7 @@ int prs_export_folded(const struct prs_profile *p, const struct prs_view_opts *o
 	int rc;
 
 	prs_buf_init(&f.text);
+	prs_buf_init(&f.utf8);
 	if ((rc = prs_view_new(p, o, &f.v, err)))
 		return rc;
 	st = prs_view_stacks(f.v, &nst);
@@ -341,6 +370,7 @@ out:
 	free(f.ids);
 	free(f.text_of);
 	prs_buf_release(&f.text);
+	prs_buf_release(&f.utf8);
 	prs_view_free(f.v);
 	return rc;
 }

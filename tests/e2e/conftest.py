@@ -86,12 +86,19 @@ def parse_frame(text: str) -> Frame:
     return Frame(text)
 
 
+# What the folded export writes as '_' (a reader such as str.splitlines() ends a line there).
+FOLDED_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
 def parse_folded(text: str):
-    """Folded stacks ("a;b;c 12", root first) into a list of (frames, count)."""
+    """Folded stacks ("a;b;c 12", root first) into a list of (frames, count). Lines end at '\n'
+    alone, as flamegraph.pl and inferno read them; a control character or U+2028/U+2029 in a
+    line is an error (the exporter writes them as '_', so every reader sees one line)."""
     records = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
+        assert not FOLDED_UNSAFE.search(line), f"folded line {n} holds a line separator: {line!r}"
         stack, sep, count = line.rpartition(" ")
         assert sep and count.isdigit(), f"folded line {n} is malformed: {line!r}"
         frames = [parse_frame(f) for f in stack.split(";")]

@@ -223,6 +223,36 @@ Test(folded, hostile_names_stay_parsable)
 	prs_profile_free(p);
 }
 
+/* Every character that some reader ends a line at (Python's str.splitlines(): \x0b \x0c
+ * \x1c-\x1e \x85 U+2028 U+2029) or that is a control (a name set with code.replace() may hold
+ * any of them; seen once in a spawn worker's import stack) is written as '_', a bad byte as
+ * U+FFFD; other Unicode is kept. */
+Test(folded, line_separators_and_controls_become_underscores)
+{
+	static const char *const names[] = {
+		"fs\x1csep", "ls\xe2\x80\xa8sep", "ps\xe2\x80\xa9y", "vt\x0b" "ff\x0c", "nel\xc2\x85x",
+		"tab\tesc\x1b[31m\x7f", "bad\xff\xe2\x80", "caf\xc3\xa9 \xe2\x80\xa6",
+	};
+	struct prs_profile *p = prs_profile_new(), *back;
+	struct prs_err err;
+	uint32_t s = 0;
+	char *got, *again;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		s = prs_profile_stack(p, s, prs_profile_named_frame(p, PRS_KIND_PYTHON, S(p, names[i]), 0, 0));
+	prs_profile_sample(p, &(struct prs_sample){ .syscall = -1, .weight = 2, .stack = s });
+	got = export(p, PRS_VIEW_CPU, 0);
+	cr_assert_str_eq(got, "fs_sep;ls_sep;ps_y;vt_ff_;nel_x;tab_esc_[31m_;"
+			      "bad\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd;caf\xc3\xa9 \xe2\x80\xa6 2\n");
+	cr_assert_eq(read_text(got, &back, &err), 0, "%s", err.msg);
+	again = export(back, PRS_VIEW_CPU, 0);
+	cr_assert_str_eq(again, got);
+	free(got);
+	free(again);
+	prs_profile_free(back);
+	prs_profile_free(p);
+}
+
 /* A small wall-clock profile: two threads, on and off CPU. */
 static struct prs_profile *views_profile(void)
 {
