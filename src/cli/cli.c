@@ -24,10 +24,31 @@ void cli_msg(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	for (char *p = buf; *p; p++)
-		if (*p == '\n' || *p == '\r')
-			*p = ' ';
+	cli_text_clean(buf);
 	fprintf(stderr, "pyrsprof: %s\n", buf);
+}
+
+/*
+ * Makes a message one safe terminal line, in place: line ends and tabs become ' ', other control
+ * characters '?' (C0, DEL, and C1 in UTF-8: U+009B is a CSI to some terminals). Messages carry
+ * names from the target (a hot spot's function: a co_name set with code.replace() can hold
+ * "\x1b[31m", which would recolor the user's terminal) and file names from the command line.
+ */
+void cli_text_clean(char *s)
+{
+	unsigned char *r = (unsigned char *)s, *w = r;
+
+	for (; *r; r++) {
+		if (*r == '\n' || *r == '\r' || *r == '\t')
+			*w++ = ' ';
+		else if (*r < 0x20 || *r == 0x7f)
+			*w++ = '?';
+		else if (*r == 0xc2 && r[1] >= 0x80 && r[1] <= 0x9f)
+			*w++ = '?', r++;
+		else
+			*w++ = *r;
+	}
+	*w = 0;
 }
 
 void cli_emit(void *arg, const char *line)

@@ -26,6 +26,8 @@ void cli_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* cli_msg("%s", line): the emit callback of the reports' terminal summaries (arg unused). */
 void cli_emit(void *arg, const char *line);
+/* s made one safe terminal line in place (line ends as ' ', other controls as '?'). */
+void cli_text_clean(char *s);
 
 /* Prints err's message as one line, or "what: strerror(-code)" when it has none. */
 void cli_err(const struct prs_err *err, const char *what);
