@@ -111,6 +111,7 @@ struct prs_facts {
 	double tick_s;             /* what one sample weight stands for: W over the ticks seen (the
 				    * sampler's real period), else 1/rate; 0.01 when neither is known */
 	bool complete;             /* the profile ended properly (not interrupted) */
+	bool damaged;              /* not complete because the file is damaged mid-way (not cut) */
 	double samples;            /* sample weight */
 	uint64_t ticks, missed_ticks, read_errors; /* from the profile's meta when recorded */
 	bool have_ticks;

@@ -568,6 +568,7 @@ int prs_facts_build(const struct prs_profile *p, struct prs_facts *f, struct prs
 	prs_facts_scaling(p, f);
 	f->duration_s = meta_num(p, "duration_s", 0);
 	f->complete = p->complete;
+	f->damaged = p->damaged_at != 0;
 	f->ticks = (uint64_t)meta_num(p, "ticks", 0);
 	f->missed_ticks = (uint64_t)meta_num(p, "missed_ticks", 0);
 	f->read_errors = (uint64_t)meta_num(p, "read_errors", 0);

@@ -464,9 +464,11 @@ static void qualify(const struct prs_facts *f, struct prs_verdict *v)
 		snprintf(v->qualifiers[v->nqualifiers++], sizeof(v->qualifiers[0]),
 			 "the host took %.0f %% of the CPUs' time (steal)%s", pct(f->steal_share),
 			 f->steal_share >= 0.10 ? ": confidence lowered one level" : "");
+	/* a file damaged in the middle was not interrupted: say which, as the reader's warning does */
 	if (!f->complete && v->nqualifiers < 4)
-		snprintf(v->qualifiers[v->nqualifiers++], sizeof(v->qualifiers[0]),
-			 "the recording was interrupted: judged on what was saved");
+		snprintf(v->qualifiers[v->nqualifiers++], sizeof(v->qualifiers[0]), "%s",
+			 f->damaged ? "the profile is damaged: judged on what precedes the damage"
+				    : "the recording was interrupted: judged on what was saved");
 	if (f->have_ticks && f->ticks && (double)f->missed_ticks > 0.1 * (double)(f->ticks + f->missed_ticks) &&
 	    v->nqualifiers < 4)
 		snprintf(v->qualifiers[v->nqualifiers++], sizeof(v->qualifiers[0]),

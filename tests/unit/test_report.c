@@ -614,6 +614,11 @@ Test(report, summary_qualifiers_and_kernel_spots)
 	slurp("phase4.md", md, sizeof(md));
 	cr_assert(strstr(md, "| clear\\_page\\_erms (kernel) | 70.0 % |"), "%s", md);
 	cleanup();
+	/* a file damaged mid-way (the reader kept what precedes) was not interrupted */
+	p->damaged_at = 4096;
+	summarize(p, &top);
+	cr_assert_str_eq(lines[1], "qualified: the profile is damaged: judged on what precedes the damage");
+	cleanup();
 	prs_profile_free(p);
 }
 
