@@ -269,6 +269,9 @@ int prs_folded_next(struct prs_folded_lexer *lx, struct prs_folded_line *out, st
 
 	while ((got = next_raw_line(lx, &line, &len)) > 0) {
 		lx->lineno++;
+		/* a UTF-8 byte order mark (editors on Windows write one) is no part of the first frame */
+		if (lx->lineno == 1 && len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0)
+			line += 3, len -= 3;
 		if (memchr(line, '\0', len))
 			return prs_err_set(err, -EINVAL, "%s:%lu: NUL byte: not a folded stacks text file",
 					   lx->name, lx->lineno);

@@ -125,6 +125,21 @@ Test(folded, messy_input)
 	prs_profile_free(p);
 }
 
+/* A byte order mark before the first line (a file saved by a Windows editor) is no part of its
+ * first frame: "main" stays one root, not "\ufeffmain" beside "main". */
+Test(folded, byte_order_mark_is_skipped)
+{
+	struct prs_profile *p;
+	struct prs_err err;
+	char *got;
+
+	cr_assert_eq(read_text("\xef\xbb\xbfmain;a 5\r\nmain;b 3\n", &p, &err), 0, "%s", err.msg);
+	got = export(p, PRS_VIEW_CPU, 0);
+	cr_assert_str_eq(got, "main;a 5\nmain;b 3\n");
+	free(got);
+	prs_profile_free(p);
+}
+
 Test(folded, malformed_inputs)
 {
 	static const struct { const char *text, *msg; } cases[] = {
