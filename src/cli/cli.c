@@ -37,18 +37,25 @@ void cli_msg(const char *fmt, ...)
 void cli_text_clean(char *s)
 {
 	unsigned char *r = (unsigned char *)s, *w = r;
+	size_t k;
 
-	for (; *r; r++) {
+	for (; *r; r += k ? k : 1) {
+		k = cli_control_len((const char *)r);
 		if (*r == '\n' || *r == '\r' || *r == '\t')
 			*w++ = ' ';
-		else if (*r < 0x20 || *r == 0x7f)
-			*w++ = '?';
-		else if (*r == 0xc2 && r[1] >= 0x80 && r[1] <= 0x9f)
-			*w++ = '?', r++;
 		else
-			*w++ = *r;
+			*w++ = k ? '?' : *r;
 	}
 	*w = 0;
+}
+
+size_t cli_control_len(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	if ((u[0] && u[0] < 0x20) || u[0] == 0x7f)
+		return 1;
+	return u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f ? 2 : 0;
 }
 
 void cli_emit(void *arg, const char *line)

@@ -28,6 +28,8 @@ void cli_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_emit(void *arg, const char *line);
 /* s made one safe terminal line in place (line ends as ' ', other controls as '?'). */
 void cli_text_clean(char *s);
+/* The bytes of the control character at s (C0 but NUL, DEL: 1; C1 in UTF-8: 2), 0 if none. */
+size_t cli_control_len(const char *s);
 
 /* Prints err's message as one line, or "what: strerror(-code)" when it has none. */
 void cli_err(const struct prs_err *err, const char *what);

@@ -45,13 +45,12 @@ static const struct pyinfo *find_py(const struct pyinfo *v, int n, int32_t tid)
  */
 static void put_text(const char *t)
 {
-	for (; *t; t++) {
-		unsigned char c = (unsigned char)*t;
-
-		if (c < 0x20 || c == 0x7f)
-			printf("\\x%02x", c);
-		else
-			putchar(c);
+	for (size_t k; *t; t += k ? k : 1) {
+		k = cli_control_len(t);
+		for (size_t i = 0; i < k; i++)
+			printf("\\x%02x", (unsigned char)t[i]);
+		if (!k)
+			putchar(*t);
 	}
 }
 

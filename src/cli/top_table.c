@@ -4,6 +4,7 @@
  * the new samples itself rather than through a view (include/pyrsprof/view.h): a view is built
  * over the whole profile, and top must sum only what each second added.
  */
+#include "cli/cli.h"
 #include "cli/top.h"
 
 #include <errno.h>
@@ -190,13 +191,16 @@ static double sort_key(const struct cli_top_row *r, enum cli_top_sort sort)
 	return 0;
 }
 
-/* Writes s (from the target) with control characters as '?', at most max bytes (0: all). */
+/* Writes s (from the target) with control characters (C0, DEL, C1) as '?', at most max bytes
+ * (0: all). */
 static size_t put_clean(FILE *f, const char *s, size_t max)
 {
-	size_t n = 0;
+	size_t n = 0, k;
 
-	for (; *s && (!max || n < max); s++, n++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+	for (; *s && (!max || n < max); s += k ? k : 1, n++) {
+		k = cli_control_len(s);
+		fputc(k ? '?' : *s, f);
+	}
 	return n;
 }
 
