@@ -180,6 +180,17 @@ def test_static_binary_refused(run_prs, targets, outdir):
     assert "static_hello" not in res.out  # not run
 
 
+def test_static_binary_where_ptrace_is_forbidden(run_prs, targets, outdir):
+    """--mode auto under noptrace falls back to preload, which cannot load into a static binary:
+    one line says both, without suggesting the ptrace mode that was just refused."""
+    env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
+    res = run_prs(["run", "-o", outdir / "p", "--", targets / "static_hello"],
+                  prefix=[targets / "noptrace"], env=env, timeout=30)
+    assert_bad_input(res, 1, "statically linked", "ptrace is not permitted", "neither mode")
+    assert "use --mode ptrace" not in res.err, res.describe()
+    assert "static_hello" not in res.out  # not run
+
+
 def test_setuid_program_refused(run_prs, targets, tmp_path, outdir):
     prog = tmp_path / "suid_split"
     shutil.copy(targets / "cpu_split", prog)
