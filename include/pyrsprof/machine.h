@@ -3,7 +3,7 @@
  * The machine as context for a verdict: CPUs, caches, memory, the PMU, and the peak memory
  * bandwidth measured by `pyrsprof calibrate` (STREAM-like triad, all allowed CPUs and one CPU,
  * about a second). The calibration is cached per machine in a small JSON file
- * (prs_machine_cache_path) under a key made of what identifies the machine (CPU model, CPUs,
+ * (where: the CLI's cli_machine_cache_path) under a key made of what identifies the machine (CPU model, CPUs,
  * memory, last-level cache, kernel release); a cache whose key differs from this machine's is
  * stale and ignored. Not thread-safe.
  */
@@ -51,13 +51,6 @@ int prs_bandwidth_measure(const unsigned *threads, size_t nruns, uint64_t llc_by
 
 /* detect + bandwidth with all allowed CPUs and with one. About `seconds` in all. */
 int prs_machine_calibrate(struct prs_machine *m, double seconds, struct prs_err *err);
-
-/*
- * Where the calibration is cached: $PYRSPROF_CACHE_DIR/machine.json, else
- * $XDG_CACHE_HOME/pyrsprof/machine.json, else $HOME/.cache/pyrsprof/machine.json.
- * Returns 0 or -ENOENT (no HOME).
- */
-int prs_machine_cache_path(char *buf, size_t size);
 
 /* Writes m to path (creating its folder; atomically: temporary name + rename). */
 int prs_machine_save(const struct prs_machine *m, const char *path, struct prs_err *err);

@@ -74,6 +74,11 @@ struct prs_sampler_opts {
 	 * of at most its stop budget: one consistent moment of every thread (dump), paid for by the
 	 * program. */
 	bool wait_every_stop;
+	/* --mode preload: the agent library (NULL: libpyrsprof-agent.so next to the pyrsprof
+	 * binary, or in ../lib/pyrsprof/), and POSIX CPU timers as its clocks even where perf
+	 * events work (the CLI sets both from PYRSPROF_AGENT and PYRSPROF_AGENT_CLOCK). */
+	const char *agent_path;
+	bool agent_posix_clock;
 	/* Called about once a second from the loop (e.g. for a status line); may be NULL. */
 	void (*progress)(void *arg, double elapsed_s, uint64_t thread_samples, size_t threads);
 	void *progress_arg;

@@ -146,21 +146,6 @@ int prs_machine_calibrate(struct prs_machine *m, double seconds, struct prs_err 
 	return 0;
 }
 
-int prs_machine_cache_path(char *buf, size_t size)
-{
-	const char *d = getenv("PYRSPROF_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-
-	if (d && d[0])
-		snprintf(buf, size, "%s/machine.json", d);
-	else if (x && x[0] == '/')
-		snprintf(buf, size, "%s/pyrsprof/machine.json", x);
-	else if (h && h[0])
-		snprintf(buf, size, "%s/.cache/pyrsprof/machine.json", h);
-	else
-		return -ENOENT;
-	return 0;
-}
-
 /* mkdir -p of path's folder. */
 static int make_parent(const char *path)
 {

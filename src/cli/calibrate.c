@@ -78,7 +78,7 @@ int cmd_calibrate(int argc, char **argv)
 		cli_msg("calibrate: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
-	if (prs_machine_cache_path(path, sizeof(path)) != 0) {
+	if (cli_machine_cache_path(path, sizeof(path)) != 0) {
 		cli_msg("calibrate: no cache folder (set HOME, XDG_CACHE_HOME or PYRSPROF_CACHE_DIR)");
 		return EXIT_FAIL;
 	}

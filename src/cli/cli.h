@@ -92,6 +92,14 @@ int cli_atomic_close(struct cli_atomic *a, bool ok);
 /* The CPython reader's options from the PYRSPROF_PY_* environment variables (pyenv.c; all off when
  * none is set). Also linked into tools/pystacks. */
 void cli_py_opts_from_env(struct prs_py_opts *o);
+/* PYRSPROF_AGENT and PYRSPROF_AGENT_CLOCK into so's agent settings (src/cli/pyenv.c). */
+void cli_agent_opts_from_env(struct prs_sampler_opts *so);
+/*
+ * Where `calibrate` caches the machine's figures: $PYRSPROF_CACHE_DIR/machine.json, else
+ * $XDG_CACHE_HOME/pyrsprof/machine.json, else $HOME/.cache/pyrsprof/machine.json.
+ * Returns 0, -ENOENT (no HOME) or -ENAMETOOLONG.
+ */
+int cli_machine_cache_path(char *buf, size_t size);
 
 /* Subcommands. Each returns the process exit code. */
 int cmd_run(int argc, char **argv);

@@ -229,7 +229,7 @@ static void machine(struct cli_collect *c, struct prs_profile *p)
 	char path[4096];
 
 	prs_machine_detect(&m, c->pid);
-	if (prs_machine_cache_path(path, sizeof(path)) == 0 && prs_machine_load(&m, path, &err) != 0 &&
+	if (cli_machine_cache_path(path, sizeof(path)) == 0 && prs_machine_load(&m, path, &err) != 0 &&
 	    err.code != -ENOENT)
 		note(p, "calibration", err.code, err.msg);
 	if (c->ctr && strcmp(c->ctr->name, "replay") == 0) {

@@ -11,9 +11,16 @@
  *   PYRSPROF_PY_DEBUG_OFFSETS_ONLY=1  3.13+: the target's _Py_DebugOffsets only (the path of a
  *                                  version newer than the table).
  * Read here, in the CLI, and passed down as struct prs_py_opts: the library reads no environment.
+ * The other settings the environment overrides are read here too (README, "Environment"):
+ *   PYRSPROF_AGENT=PATH            --mode preload: the agent library (default: next to pyrsprof);
+ *   PYRSPROF_AGENT_CLOCK=posix     --mode preload: POSIX CPU timers even where perf events work
+ *                                  (the clock of a machine that refuses perf_event_open);
+ *   PYRSPROF_CACHE_DIR=DIR         where `calibrate` caches the machine's figures.
  */
 #include "cli/cli.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,4 +45,28 @@ void cli_py_opts_from_env(struct prs_py_opts *o)
 	}
 	o->no_debug_offsets = on("PYRSPROF_PY_NO_DEBUG_OFFSETS");
 	o->debug_offsets_only = on("PYRSPROF_PY_DEBUG_OFFSETS_ONLY");
+}
+
+void cli_agent_opts_from_env(struct prs_sampler_opts *so)
+{
+	const char *agent = getenv("PYRSPROF_AGENT"), *clock = getenv("PYRSPROF_AGENT_CLOCK");
+
+	so->agent_path = agent && agent[0] ? agent : NULL;
+	so->agent_posix_clock = clock && strcmp(clock, "posix") == 0;
+}
+
+int cli_machine_cache_path(char *buf, size_t size)
+{
+	const char *d = getenv("PYRSPROF_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	int n;
+
+	if (d && d[0])
+		n = snprintf(buf, size, "%s/machine.json", d);
+	else if (x && x[0] == '/')
+		n = snprintf(buf, size, "%s/pyrsprof/machine.json", x);
+	else if (h && h[0])
+		n = snprintf(buf, size, "%s/.cache/pyrsprof/machine.json", h);
+	else
+		return -ENOENT;
+	return n > 0 && (size_t)n < size ? 0 : -ENAMETOOLONG;
 }

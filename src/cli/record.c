@@ -527,6 +527,7 @@ static void sampler_opts(const struct rec_opts *o, struct prs_sampler_opts *so)
 	so->kernel_stacks = !o->no_kernel_stacks && o->source != PRS_SOURCE_VM;
 	so->subprocesses = o->subprocesses;
 	cli_py_opts_from_env(&so->py);
+	cli_agent_opts_from_env(so);
 	/* PYRSPROF_READ_IDLE (any value): read every thread at every tick (see the usage) */
 	so->read_idle = getenv("PYRSPROF_READ_IDLE") != NULL;
 }

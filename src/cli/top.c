@@ -395,6 +395,7 @@ int cmd_top(int argc, char **argv)
 	so.progress = tick;
 	so.progress_arg = &t;
 	cli_py_opts_from_env(&so.py);
+	cli_agent_opts_from_env(&so);
 	prs_sampler_sigset(&set);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	if ((rc = start(&t, argc, argv, &so)) != 0)

@@ -15,11 +15,11 @@
 #define PRS_AGENT_NAME "libpyrsprof-agent.so"
 
 /*
- * The agent's absolute path into buf: $PYRSPROF_AGENT, else libpyrsprof-agent.so next to the
- * pyrsprof executable, else ../lib/pyrsprof/ from it (an install). Returns 0, or -ENOENT with
+ * The agent's absolute path into buf: given when not NULL (the CLI's PYRSPROF_AGENT), else
+ * libpyrsprof-agent.so next to the pyrsprof executable, else ../lib/pyrsprof/ from it. Returns 0, or -ENOENT with
  * err saying where it was looked for, or -EINVAL for a path LD_PRELOAD cannot carry.
  */
-int prs_preload_agent_path(char *buf, size_t size, struct prs_err *err);
+int prs_preload_agent_path(char *buf, size_t size, const char *given, struct prs_err *err);
 
 /*
  * Whether the program argv0 (searched in PATH) can load the agent: not a statically linked or a

@@ -28,16 +28,15 @@ static bool try_path(char *buf, size_t size, const char *dir, const char *name)
 	return n > 0 && (size_t)n < size && access(buf, R_OK) == 0;
 }
 
-int prs_preload_agent_path(char *buf, size_t size, struct prs_err *err)
+int prs_preload_agent_path(char *buf, size_t size, const char *given, struct prs_err *err)
 {
-	const char *env = getenv("PYRSPROF_AGENT");
 	char exe[PATH_MAX];
 	ssize_t n;
 	char *slash;
 
-	if (env && env[0]) {
-		if (snprintf(buf, size, "%s", env) >= (int)size || access(buf, R_OK) != 0)
-			return prs_err_set(err, -ENOENT, "PYRSPROF_AGENT=%s: not a readable file", env);
+	if (given) {
+		if (snprintf(buf, size, "%s", given) >= (int)size || access(buf, R_OK) != 0)
+			return prs_err_set(err, -ENOENT, "PYRSPROF_AGENT=%s: not a readable file", given);
 	} else {
 		n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 		if (n <= 0)

@@ -127,10 +127,7 @@ static int ring_new(struct prs_sampler *s, struct prs_preload **out, struct prs_
 	p->h->slots_off = prs_ring_slots_off();
 	p->h->profiler_pid = getpid();
 	p->h->period_ns = (uint64_t)s->period_ns;
-	/* PYRSPROF_AGENT_CLOCK=posix: POSIX CPU timers even where perf events work (comparisons) */
-	p->h->clock = getenv("PYRSPROF_AGENT_CLOCK") && strcmp(getenv("PYRSPROF_AGENT_CLOCK"), "posix") == 0
-			      ? PRS_CLOCK_POSIX
-			      : PRS_CLOCK_AUTO;
+	p->h->clock = s->opts.agent_posix_clock ? PRS_CLOCK_POSIX : PRS_CLOCK_AUTO;
 	*out = p;
 	return 0;
 }
@@ -143,7 +140,7 @@ static int preload_prepare(struct prs_sampler *s, struct prs_target *tg, char *c
 	struct prs_preload *p;
 	int rc;
 
-	if ((rc = prs_preload_agent_path(agent, sizeof(agent), err)) != 0 ||
+	if ((rc = prs_preload_agent_path(agent, sizeof(agent), s->opts.agent_path, err)) != 0 ||
 	    (rc = prs_preload_check_program(argv[0], err)) != 0)
 		return rc;
 	if (!tg->preload && (rc = ring_new(s, &tg->preload, err)) != 0)

@@ -180,6 +180,20 @@ def test_static_binary_refused(run_prs, targets, outdir):
     assert "static_hello" not in res.out  # not run
 
 
+def test_agent_path_from_the_environment(run_prs, targets, outdir):
+    """PYRSPROF_AGENT, read by the CLI and passed to the sampler as an option: a path that is not
+    a readable file is refused in one line before the program runs (127: it could not be run);
+    the agent's real path works."""
+    res = run_prs(["run", *PRELOAD, "-o", outdir / "p", "--", targets / "cpu_split", "0.2"],
+                  env=dict(os.environ, PYRSPROF_AGENT="/nonexistent/agent.so"), timeout=30)
+    assert_bad_input(res, 127, "PYRSPROF_AGENT=/nonexistent/agent.so", "not a readable file")
+    assert "split hot_a" not in res.out  # not run
+    agent = Path(os.environ["PYRSPROF"]).parent / "libpyrsprof-agent.so"
+    res = run_prs(["run", *PRELOAD, "-o", outdir / "q", "--", targets / "cpu_split", "0.2"],
+                  env=dict(os.environ, PYRSPROF_AGENT=str(agent)), timeout=30)
+    assert res.rc == 0 and "split hot_a" in res.out, res.describe()
+
+
 def test_static_binary_where_ptrace_is_forbidden(run_prs, targets, outdir):
     """--mode auto under noptrace falls back to preload, which cannot load into a static binary:
     one line says both, without suggesting the ptrace mode that was just refused."""
