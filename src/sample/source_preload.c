@@ -537,6 +537,20 @@ static void write_counts(struct prs_sampler *s, const struct ring_counts *c,
 	note_program_signals(s, c);
 }
 
+/* An exec began (the agent's execve saw it) and no agent started in the new image to say so:
+ * the new program cleared LD_PRELOAD (env -u LD_PRELOAD ...), is static or set-user-ID, or the
+ * exec went around the libc wrappers. Nothing of it was sampled, and without this the profile
+ * would just end at the exec. */
+static void note_exec_without_agent(struct prs_sampler *s, struct prs_target *tg,
+				    struct prs_preload *p)
+{
+	if (__atomic_load_n(&p->h->exec_pid, __ATOMIC_ACQUIRE) == 0)
+		return;
+	prs_session_note(s, "process %d exec'ed a program the preload agent did not start in (it "
+			 "cleared LD_PRELOAD, or is static or set-user-ID): nothing after that exec "
+			 "was sampled; use --mode ptrace", (int)tg->pid);
+}
+
 /* After the loop, for every target (the root first): the last samples, the agent told to stop,
  * its counts summed; with the last target, the profile's meta of them all. */
 static void preload_end(struct prs_sampler *s, struct prs_target *tg)
@@ -553,6 +567,8 @@ static void preload_end(struct prs_sampler *s, struct prs_target *tg)
 			prs_session_note(s, "the preload agent never started in the program (does it "
 					 "clear LD_PRELOAD, or is it static?): nothing was sampled; use "
 					 "--mode ptrace");
+		else
+			note_exec_without_agent(s, tg, p);
 	}
 	if (root && tg == s->targets[s->ntargets - 1])
 		write_counts(s, &root->sum, root);

@@ -180,6 +180,21 @@ def test_static_binary_refused(run_prs, targets, outdir):
     assert "static_hello" not in res.out  # not run
 
 
+def test_exec_that_clears_ld_preload_is_said(run_prs, targets, outdir):
+    """env -u LD_PRELOAD execs the program without the agent: the program runs and exits as it
+    would, and one note says that nothing after the exec was sampled and what to use instead
+    (it said only "0 samples"); a plain env, whose exec keeps the agent, gets no such note."""
+    res = run_prs(["run", *PRELOAD, "-o", outdir / "u", "--", "env", "-u", "LD_PRELOAD",
+                   targets / "cpu_split", "0.3"], timeout=30)
+    assert_clean(res)
+    assert res.rc == 0 and "split hot_a" in res.out, res.describe()
+    notes = [l for l in res.err.splitlines() if "did not start in" in l]
+    assert len(notes) == 1 and "LD_PRELOAD" in notes[0] and "--mode ptrace" in notes[0], res.err
+    res = run_prs(["run", *PRELOAD, "-o", outdir / "e", "--", "env", targets / "cpu_split", "0.3"],
+                  timeout=30)
+    assert res.rc == 0 and "did not start in" not in res.err, res.describe()
+
+
 def test_agent_path_from_the_environment(run_prs, targets, outdir):
     """PYRSPROF_AGENT, read by the CLI and passed to the sampler as an option: a path that is not
     a readable file is refused in one line before the program runs (127: it could not be run);
