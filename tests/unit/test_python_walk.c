@@ -198,6 +198,29 @@ Test(python_walk, loop_is_cut)
 	cr_assert_eq(st.cycles, 1);
 }
 
+/* Frames at ever lower addresses (a data stack's callers, as the walk mostly meets them), the
+ * lowest one's caller pointing back up the stack: the walk skips the search of the frames it
+ * visited while it only goes down, and still cuts the loop when the pointer goes up again. */
+Test(python_walk, loop_back_up_a_descending_stack_is_cut)
+{
+	uint64_t file = img_mkstr("f.py");
+	uint64_t c = mkcode(img_mkstr("down"), file, 1);
+	uint64_t f[100], prev = 0;
+	struct prs_py_stats st;
+	unsigned i;
+
+	for (i = 0; i < 100; i++) /* f[0] lowest, f[99] the top */
+		prev = f[i] = mkframe(c, i % 16, prev, 0);
+	cr_assert_lt(f[0], f[99]);
+	img_put64(f[0] + L->frame_back, f[10]); /* 99 .. 0, then 10 again */
+	set_top(f[99]);
+	sample();
+	prs_py_get_stats(py, &st);
+	cr_assert_eq(th[0].nframes, 100);
+	cr_assert(th[0].truncated);
+	cr_assert_eq(st.cycles, 1);
+}
+
 Test(python_walk, garbage_and_unmapped)
 {
 	uint64_t file = img_mkstr("f.py");
