@@ -124,7 +124,7 @@ bool prs_pagecache_guard_steady(const struct prs_pagecache *pc, uint64_t *vals, 
 	if (!n || n > pc->nguard_read)
 		return false;
 	for (unsigned k = 0; k < n; k++) {
-		if (pc->guard_len[k] != 8 || pc->guard_first[k][0] != pc->guard_last[k][0])
+		if (pc->guard_len[k] < 8 || memcmp(pc->guard_first[k], pc->guard_last[k], pc->guard_len[k]) != 0)
 			return false;
 		vals[k] = pc->guard_last[k][0];
 	}

@@ -186,6 +186,7 @@ int prs_pywalk_top(const struct prs_pywalk *w, const struct prs_memreader *mr, c
 		   uint64_t *top)
 {
 	const struct prs_py_layout *L = w->L;
+	uint64_t cf[2];
 	int rc;
 
 	*top = 0;
@@ -193,12 +194,12 @@ int prs_pywalk_top(const struct prs_pywalk *w, const struct prs_memreader *mr, c
 		*top = it->frame_ref;
 		return 0;
 	}
-	/* 3.11, 3.12: tstate->cframe->current_frame */
+	/* 3.11, 3.12: tstate->cframe->current_frame, with the cframe's previous word after it (what
+	 * the reader guards of it: the working set holds both) */
 	if (!plausible_ptr(it->frame_ref))
 		return it->frame_ref ? -EFAULT : 0;
-	rc = rd(mr, it->frame_ref + (uint64_t)L->cframe_current_frame, top, 8);
-	if (rc)
-		*top = 0;
+	rc = rd(mr, it->frame_ref + (uint64_t)L->cframe_current_frame, cf, sizeof(cf));
+	*top = rc ? 0 : cf[0];
 	return rc;
 }
 

@@ -622,6 +622,8 @@ Test(python_walk, holder_rechecked_only_while_running)
 static struct prs_memreader plain;
 static uint64_t push_frame; /* a frame the holder calls while the readv is served (0: none) */
 static uint64_t step_frame; /* a frame whose next instruction the holder runs meanwhile (0: none) */
+static uint64_t nest_cframe; /* a cframe the thread state points to meanwhile: a deeper eval (0: none) */
+static uint64_t new_parent;  /* written meanwhile as the cframe's previous word (0: none) */
 
 /* The target runs while the sample's readv is served: after every vec but the last two (the
  * working set read; the second reads of the guards of its top frame's current_frame word and of
@@ -630,14 +632,18 @@ static int running_readv(void *ctx, struct prs_memvec *v, size_t n)
 {
 	int a, b;
 
-	if ((!push_frame && !step_frame) || n < 3)
+	if ((!push_frame && !step_frame && !nest_cframe && !new_parent) || n < 3)
 		return plain.readv(ctx, v, n);
 	a = plain.readv(ctx, v, n - 2);
 	if (push_frame)
 		set_top(push_frame);
 	if (step_frame)
 		img_put64(step_frame + L->frame_instr, img_get64(step_frame + L->frame_instr) + 2);
-	push_frame = step_frame = 0;
+	if (nest_cframe)
+		img_put64(tstate + L->tstate_cframe, nest_cframe);
+	if (new_parent)
+		img_put64(cframe + L->cframe_current_frame + 8, new_parent);
+	push_frame = step_frame = nest_cframe = new_parent = 0;
 	b = plain.readv(ctx, v + n - 2, 2);
 	return a < 0 ? a : b < 0 ? b : a + b;
 }
@@ -721,6 +727,42 @@ Test(python_walk, holder_moved_during_the_readv_is_walked_again)
 	prs_py_get_stats(py, &a);
 	cr_assert_eq(a.steady_tops - b.steady_tops, 2);
 	cr_assert_str_eq(fname(th[0].frames[0]), "called");
+}
+
+/*
+ * 3.12: the guard of the holder's top is its cframe's current_frame and previous words. A deeper
+ * eval entered during the readv (the thread state's cframe moved, the walked cframe unchanged)
+ * leaves the walk standing: its frames are the stack as it was when its top was read. The
+ * cframe's previous word rewritten (its C stack reused by another eval) walks it again.
+ */
+Test(python_walk, holder_guarded_by_its_cframe)
+{
+	uint64_t f, g, c2 = img_alloc(64);
+	struct prs_py_stats a, b;
+
+	running_holder(&f, &g);
+	img_put64(c2 + L->cframe_current_frame, g);
+	img_put64(c2 + L->cframe_current_frame + 8, cframe);
+	prs_py_get_stats(py, &a);
+	nest_cframe = c2;
+	sample();
+	prs_py_get_stats(py, &b);
+	cr_assert_eq(b.syscalls - a.syscalls, 1, "one readv: the top not read again");
+	cr_assert_eq(b.steady_tops - a.steady_tops, 1);
+	cr_assert_eq(b.retries, a.retries);
+	cr_assert_eq(th[0].nframes, 1);
+	cr_assert_str_eq(fname(th[0].frames[0]), "hold");
+	/* back to the first eval; its previous word rewritten during the readv */
+	img_put64(tstate + L->tstate_cframe, cframe);
+	sample();
+	sample();
+	prs_py_get_stats(py, &a);
+	new_parent = c2;
+	sample();
+	prs_py_get_stats(py, &b);
+	cr_assert_eq(b.steady_tops, a.steady_tops, "a cframe word changed: not steady");
+	cr_assert_gt(b.syscalls - a.syscalls, 1, "the top read again");
+	cr_assert_str_eq(fname(th[0].frames[0]), "hold");
 }
 
 /* ---- str decoding (prs_py_read_str, prs_py_str_decode: code names and thread names) ---- */
