@@ -182,20 +182,27 @@ Test(python_walk, shim_between_groups)
 	cr_assert_neq(th[0].fflags[1] & PRS_PYF_GROUP_END, 0);
 }
 
+/* Walks from top: cut by a loop after nframes frames, one cycle counted. */
+static void assert_loop_cut(uint64_t top, unsigned nframes)
+{
+	struct prs_py_stats st;
+
+	set_top(top);
+	sample();
+	prs_py_get_stats(py, &st);
+	cr_assert_eq(th[0].nframes, nframes);
+	cr_assert(th[0].truncated);
+	cr_assert_eq(st.cycles, 1);
+}
+
 Test(python_walk, loop_is_cut)
 {
 	uint64_t file = img_mkstr("f.py");
 	uint64_t c = mkcode(img_mkstr("spin"), file, 1);
 	uint64_t f1 = mkframe(c, 1, 0, 0), f2 = mkframe(c, 2, f1, 0);
-	struct prs_py_stats st;
 
 	img_put64(f1 + L->frame_back, f2); /* f1 <-> f2 */
-	set_top(f2);
-	sample();
-	prs_py_get_stats(py, &st);
-	cr_assert_eq(th[0].nframes, 2);
-	cr_assert(th[0].truncated);
-	cr_assert_eq(st.cycles, 1);
+	assert_loop_cut(f2, 2);
 }
 
 /* Frames at ever lower addresses (a data stack's callers, as the walk mostly meets them), the
@@ -206,19 +213,13 @@ Test(python_walk, loop_back_up_a_descending_stack_is_cut)
 	uint64_t file = img_mkstr("f.py");
 	uint64_t c = mkcode(img_mkstr("down"), file, 1);
 	uint64_t f[100], prev = 0;
-	struct prs_py_stats st;
 	unsigned i;
 
 	for (i = 0; i < 100; i++) /* f[0] lowest, f[99] the top */
 		prev = f[i] = mkframe(c, i % 16, prev, 0);
 	cr_assert_lt(f[0], f[99]);
 	img_put64(f[0] + L->frame_back, f[10]); /* 99 .. 0, then 10 again */
-	set_top(f[99]);
-	sample();
-	prs_py_get_stats(py, &st);
-	cr_assert_eq(th[0].nframes, 100);
-	cr_assert(th[0].truncated);
-	cr_assert_eq(st.cycles, 1);
+	assert_loop_cut(f[99], 100);
 }
 
 Test(python_walk, garbage_and_unmapped)
