@@ -16,6 +16,17 @@ $(BUILD)/tools/floor: tools/floor.c
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
+# the reader of an older build against this one's, in one process (tools/reader_ab.c):
+#   make reader-ab BASE_LIB=/path/to/old/build/release/libpyrsprof.a
+$(BUILD)/tools/reader_ab: tools/reader_ab.c $(BUILD)/libpyrsprof.a $(BASE_LIB)
+	@test -n "$(BASE_LIB)" || { echo "reader-ab: BASE_LIB=OLD/libpyrsprof.a is needed"; exit 2; }
+	@mkdir -p $(dir $@)
+	nm --defined-only -g $(BASE_LIB) 2>/dev/null | awk 'NF == 3 { print $$3 " old_" $$3 }' | sort -u >$@.syms
+	objcopy --redefine-syms=$@.syms $(BASE_LIB) $@.old.a
+	$(call say,LD,$@)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libpyrsprof.a $@.old.a $(LDLIBS)
+.PHONY: reader-ab
+reader-ab: $(BUILD)/tools/reader_ab
+
 build/targets/py/libpyrs_ffi.so: tests/targets/py/pyrs_ffi.rs
 	@mkdir -p $(dir $@)
 	$(call say,RUSTC,$@)$(RUSTC) -C opt-level=1 -g --edition 2021 --crate-type cdylib --crate-name pyrs_ffi -o $@ $<

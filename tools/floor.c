@@ -7,8 +7,10 @@
  *   floor vm PID PERIOD_US N     one 64-byte process_vm_readv of the target every PERIOD_US,
  *                                asleep in between (the least a memory-reading sample does)
  *   floor stop PID PERIOD_US N   every PERIOD_US: PTRACE_INTERRUPT of thread PID, wait for its
- *                                stop (polling, as the sampler does), PTRACE_GETREGS, PTRACE_CONT
- *                                (the least a stopping sample does); PID is seized for the run
+ *                                stop (polling for 50 us, as the sampler does; a stop later than
+ *                                that is timed from the stop, as the sampler times a late one),
+ *                                PTRACE_GETREGS, PTRACE_CONT (the least a stopping sample does);
+ *                                PID is seized for the run
  *
  *   floor tick PERIOD_US SECS -p PID | -- CMD ARGS...
  *                                the least a sampler that stops every thread does to a whole
@@ -24,7 +26,7 @@
  *                                length (first interrupt to last stop) and the samples taken.
  *                                The program's own timing (throughput, wall time) is the caller's.
  *
- * Prints "floor MODE median_us X p10_us Y p90_us Z". On the 2-vCPU dev VM, after 10 ms asleep
+ * Prints "floor MODE median_us X p10_us Y p90_us Z late K" (K: stops later than the poll). On the 2-vCPU dev VM, after 10 ms asleep
  * the first process_vm_readv costs 15-25 us (0.3 us for getppid warm, 2 us for the same read
  * warm), and stopping a thread blocked in a sleep costs 90-130 us: its idle vCPU must be woken.
  */
@@ -42,6 +44,11 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* As pyrsprof's tick (src/sample/source_ptrace.c, STOP_SPIN_NS): the stop is polled this long;
+ * a stop that comes later is of a thread that waited for a CPU, and is timed from the stop on
+ * (the sampler restarts a late thread's clock there: that wait is not a cost of the sample). */
+#define STOP_SPIN_US 50.0
 
 static double now_us(void)
 {
@@ -332,7 +339,7 @@ int main(int argc, char **argv)
 {
 	pid_t pid;
 	double period, next, *t;
-	long n, i;
+	long n, i, late = 0;
 	bool stop;
 	unsigned long addr = 0;
 
@@ -376,8 +383,13 @@ int main(int argc, char **argv)
 
 			if (ptrace(PTRACE_INTERRUPT, pid, 0, 0))
 				break;
-			while ((w = waitpid(pid, &st, __WALL | WNOHANG)) == 0)
+			while ((w = waitpid(pid, &st, __WALL | WNOHANG)) == 0 && now_us() - t0 < STOP_SPIN_US)
 				__builtin_ia32_pause();
+			if (w == 0) { /* late: waiting for a CPU; counted from its stop, as pyrsprof does */
+				w = waitpid(pid, &st, __WALL);
+				t0 = now_us();
+				late++;
+			}
 			if (w != pid || !WIFSTOPPED(st))
 				break;
 			ptrace(PTRACE_GETREGS, pid, 0, &regs);
@@ -406,8 +418,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	qsort(t, (size_t)n, sizeof(*t), cmp_d);
-	printf("floor %s median_us %.2f p10_us %.2f p90_us %.2f\n", argv[1], t[n / 2], t[n / 10],
-	       t[n * 9 / 10]);
+	printf("floor %s median_us %.2f p10_us %.2f p90_us %.2f late %ld\n", argv[1], t[n / 2], t[n / 10],
+	       t[n * 9 / 10], late);
 	free(t);
 	return 0;
 }

@@ -76,8 +76,9 @@ void prs_pagecache_guard(struct prs_pagecache *pc, const uint64_t *addrs, unsign
  * end of the working set's range that holds its first word, if one does); its index k (for
  * prs_pagecache_guard_moved), or -1. */
 int prs_pagecache_guard_range(struct prs_pagecache *pc, uint64_t addr, unsigned len);
-/* After a begin that had guards: whether each of the first n words read the same value before and
- * after the working set, that value into vals[i]. False when a read failed or fewer were asked. */
+/* After a begin that had guards: whether each of the first n guards (words, or ranges of 8 bytes
+ * or more) read the same bytes before and after the working set, its first word into vals[i].
+ * False when a read failed or fewer were asked. */
 bool prs_pagecache_guard_steady(const struct prs_pagecache *pc, uint64_t *vals, unsigned n);
 /* After a begin that had guards: whether guard k was read both times and changed between. */
 bool prs_pagecache_guard_moved(const struct prs_pagecache *pc, unsigned k);

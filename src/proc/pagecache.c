@@ -124,7 +124,7 @@ bool prs_pagecache_guard_steady(const struct prs_pagecache *pc, uint64_t *vals, 
 	if (!n || n > pc->nguard_read)
 		return false;
 	for (unsigned k = 0; k < n; k++) {
-		if (pc->guard_len[k] != 8 || pc->guard_first[k][0] != pc->guard_last[k][0])
+		if (pc->guard_len[k] < 8 || memcmp(pc->guard_first[k], pc->guard_last[k], pc->guard_len[k]) != 0)
 			return false;
 		vals[k] = pc->guard_last[k][0];
 	}
@@ -407,7 +407,8 @@ void prs_pagecache_prefetch(struct prs_pagecache *pc, const uint64_t *addrs, siz
 	for (i = 0; i < n && nv < 64; i++) {
 		uint64_t page, first, last, np;
 
-		if (!addrs[i] || addrs[i] + len < addrs[i])
+		/* (a recursion's frames share one code object: its pages were just looked at) */
+		if (!addrs[i] || addrs[i] + len < addrs[i] || (i && addrs[i] == addrs[i - 1]))
 			continue;
 		first = addrs[i] & ~(uint64_t)(PRS_PAGECACHE_PAGE - 1);
 		last = (addrs[i] + len - 1) & ~(uint64_t)(PRS_PAGECACHE_PAGE - 1);

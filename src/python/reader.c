@@ -162,47 +162,56 @@ static int top_frame_now(struct prs_py *py, uint64_t tstate, uint64_t frame_ref,
 }
 
 /*
- * The words the GIL holder's top frame hangs off (as top_frame_now reads them) for its thread
- * state tstate and frame_ref: the frame pointer itself, or the cframe pointer and the cframe's
- * frame pointer (3.11, 3.12). Returns how many (0: none).
+ * The guard of the GIL holder's top frame pointer for its thread state tstate and frame_ref: its
+ * address into *addr, its length (0: none). Where the frame pointer is the thread state's own
+ * (3.6-3.10, 3.13+), that word. Where it hangs off a cframe (3.11, 3.12), the cframe's
+ * current_frame and the previous word after it (Include/cpython/pystate.h), not the thread
+ * state's cframe pointer: the tstate->cframe word cost a remote range of its own per sample
+ * (~0.9 us at 100 Hz), and what it caught is caught by the cframe's own two words. With both the
+ * same at both ends of the readv and current_frame the top the walk used, either that eval ran
+ * throughout (a deeper eval it entered meanwhile leaves them as they are: the frames walked are
+ * then its stack as it was when the top was read), or its eval returned and another was entered
+ * at the same C stack address, with the same parent cframe and a top frame at the same address
+ * (the same C caller calling into Python again: the case the tstate->cframe word did not catch
+ * either, being the same address again). An eval that returned leaves current_frame on its
+ * entry frame, which is not the top.
  */
-static unsigned top_words(const struct prs_py *py, uint64_t tstate, uint64_t frame_ref, uint64_t *w)
+static unsigned top_guard(const struct prs_py *py, uint64_t tstate, uint64_t frame_ref, uint64_t *addr)
 {
 	const struct prs_py_layout *L = &py->L;
 
 	if (L->tstate_frame >= 0 || L->tstate_current_frame >= 0) {
-		w[0] = tstate + (uint64_t)(L->tstate_frame >= 0 ? L->tstate_frame : L->tstate_current_frame);
-		return 1;
+		*addr = tstate + (uint64_t)(L->tstate_frame >= 0 ? L->tstate_frame : L->tstate_current_frame);
+		return 8;
 	}
 	if (L->tstate_cframe < 0 || !plausible_ptr(frame_ref))
 		return 0;
-	w[0] = tstate + (uint64_t)L->tstate_cframe;
-	w[1] = frame_ref + (uint64_t)L->cframe_current_frame;
-	return 2;
+	*addr = frame_ref + (uint64_t)L->cframe_current_frame;
+	return 16;
 }
 
 /*
- * True when the sample's readv read the holder's top frame words the same before and after the
- * working set (prs_pagecache_guard), equal to what its walk used (frame_ref, top), and the walk
+ * True when the sample's readv read the holder's top frame guard (top_guard) the same before and
+ * after the working set, whole, its first word the top the walk used from frame_ref, and the walk
  * read nothing outside that readv: then every byte walked is of one state of its stack, and the
  * top need not be read again to check (one syscall less per sample in vm mode).
  */
 static bool steady_top(struct prs_py *py, uint64_t tstate, uint64_t frame_ref, uint64_t top)
 {
-	uint64_t w[PRS_PAGECACHE_GUARDS], v[PRS_PAGECACHE_GUARDS];
-	unsigned n;
+	uint64_t a = 0, v;
+	unsigned len;
 
 	if (tstate != py->guard_tstate || frame_ref != py->guard_ref ||
 	    py->st.syscalls != py->syscalls_at_begin)
 		return false;
-	n = top_words(py, tstate, frame_ref, w);
-	/* (the words guarded were this thread's: the holder may have changed since the last sample) */
-	for (unsigned k = 0; k < n; k++)
-		if (py->pc.guard_addr[k] != w[k])
-			return false;
-	if (!prs_pagecache_guard_steady(&py->pc, v, n))
+	len = top_guard(py, tstate, frame_ref, &a);
+	/* (the guard was this thread's, and whole: the holder may have changed since the last sample,
+	 * and a range the working set cut is not all compared) */
+	if (!len || py->pc.guard_addr[0] != a || py->pc.guard_len[0] != len)
 		return false;
-	return n == 1 ? v[0] == top : v[0] == frame_ref && v[1] == top;
+	if (!prs_pagecache_guard_steady(&py->pc, &v, 1))
+		return false;
+	return v == top;
 }
 
 /* f when it is a frame in its thread's data stack (3.11+, owner FRAME_OWNED_BY_THREAD, as the
@@ -287,21 +296,23 @@ static unsigned guard_len(uint64_t a)
 
 void prs_py_begin(struct prs_py *py)
 {
-	uint64_t w[PRS_PAGECACHE_GUARDS] = { 0 };
-	unsigned n;
+	uint64_t a = 0;
+	unsigned len;
 
 	py->gen++;
 	py->in_sample = true;
-	/* the last holder's top frame, read before and after the rest (steady_top) */
-	n = !py->all_stopped && py->guard_tstate ? top_words(py, py->guard_tstate, py->guard_ref, w) : 0;
-	prs_pagecache_guard(&py->pc, w, n);
+	/* the last holder's top frame pointer, read before and after the rest (steady_top) */
+	len = !py->all_stopped && py->guard_tstate ? top_guard(py, py->guard_tstate, py->guard_ref, &a) : 0;
+	prs_pagecache_guard(&py->pc, NULL, 0);
+	if (len && prs_pagecache_guard_range(&py->pc, a, len) != 0)
+		len = 0;
 	/* and its top frame from its instruction pointer on (3.11+: the pointer, then its locals and
 	 * value stack, which a thread running Python code writes all the time): when those bytes
 	 * change while they are read, the thread runs (walk_thread; its state need not be read) */
 	py->guard_instr = -1;
 	py->guard_top_was = py->guard_top;
 	py->ran_tstate = 0;
-	if (n && py->walk.minor >= 11 && py->L.frame_instr >= 0 && plausible_ptr(py->guard_top))
+	if (len && py->walk.minor >= 11 && py->L.frame_instr >= 0 && plausible_ptr(py->guard_top))
 		py->guard_instr = prs_pagecache_guard_range(&py->pc, py->guard_top + (uint64_t)py->L.frame_instr,
 							    guard_len(py->guard_top + (uint64_t)py->L.frame_instr));
 	prs_pagecache_begin(&py->pc);

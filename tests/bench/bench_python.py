@@ -20,7 +20,9 @@
    stopping a thread blocked in a sleep costs 90-130 us (its idle vCPU must be woken). So each rated
    figure is printed with the platform's floor at the same rate on the same target, measured by
    tools/floor: for vm one 64-byte process_vm_readv, for merged stopping the thread, reading its
-   registers and letting it go; "over" = figure - floor, the part pyrsprof's code adds.
+   registers and letting it go (a stop later than pyrsprof's 50 us poll timed from the stop, as
+   pyrsprof times a late thread: a wait for a CPU is neither's cost); "over" = figure - floor, the
+   part pyrsprof's code adds.
    Each figure is the median over ROUNDS runs (3 with --quick, else 5) of each run's median, with
    the range of those medians; every round starts a fresh target and runs all columns once.
 2. Slowdown of a pure-Python CPU workload (tests/targets/py/cpuwork.py, which times itself) at

@@ -182,20 +182,44 @@ Test(python_walk, shim_between_groups)
 	cr_assert_neq(th[0].fflags[1] & PRS_PYF_GROUP_END, 0);
 }
 
+/* Walks from top: cut by a loop after nframes frames, one cycle counted. */
+static void assert_loop_cut(uint64_t top, unsigned nframes)
+{
+	struct prs_py_stats st;
+
+	set_top(top);
+	sample();
+	prs_py_get_stats(py, &st);
+	cr_assert_eq(th[0].nframes, nframes);
+	cr_assert(th[0].truncated);
+	cr_assert_eq(st.cycles, 1);
+}
+
 Test(python_walk, loop_is_cut)
 {
 	uint64_t file = img_mkstr("f.py");
 	uint64_t c = mkcode(img_mkstr("spin"), file, 1);
 	uint64_t f1 = mkframe(c, 1, 0, 0), f2 = mkframe(c, 2, f1, 0);
-	struct prs_py_stats st;
 
 	img_put64(f1 + L->frame_back, f2); /* f1 <-> f2 */
-	set_top(f2);
-	sample();
-	prs_py_get_stats(py, &st);
-	cr_assert_eq(th[0].nframes, 2);
-	cr_assert(th[0].truncated);
-	cr_assert_eq(st.cycles, 1);
+	assert_loop_cut(f2, 2);
+}
+
+/* Frames at ever lower addresses (a data stack's callers, as the walk mostly meets them), the
+ * lowest one's caller pointing back up the stack: the walk skips the search of the frames it
+ * visited while it only goes down, and still cuts the loop when the pointer goes up again. */
+Test(python_walk, loop_back_up_a_descending_stack_is_cut)
+{
+	uint64_t file = img_mkstr("f.py");
+	uint64_t c = mkcode(img_mkstr("down"), file, 1);
+	uint64_t f[100], prev = 0;
+	unsigned i;
+
+	for (i = 0; i < 100; i++) /* f[0] lowest, f[99] the top */
+		prev = f[i] = mkframe(c, i % 16, prev, 0);
+	cr_assert_lt(f[0], f[99]);
+	img_put64(f[0] + L->frame_back, f[10]); /* 99 .. 0, then 10 again */
+	assert_loop_cut(f[99], 100);
 }
 
 Test(python_walk, garbage_and_unmapped)
@@ -599,6 +623,8 @@ Test(python_walk, holder_rechecked_only_while_running)
 static struct prs_memreader plain;
 static uint64_t push_frame; /* a frame the holder calls while the readv is served (0: none) */
 static uint64_t step_frame; /* a frame whose next instruction the holder runs meanwhile (0: none) */
+static uint64_t nest_cframe; /* a cframe the thread state points to meanwhile: a deeper eval (0: none) */
+static uint64_t new_parent;  /* written meanwhile as the cframe's previous word (0: none) */
 
 /* The target runs while the sample's readv is served: after every vec but the last two (the
  * working set read; the second reads of the guards of its top frame's current_frame word and of
@@ -607,14 +633,18 @@ static int running_readv(void *ctx, struct prs_memvec *v, size_t n)
 {
 	int a, b;
 
-	if ((!push_frame && !step_frame) || n < 3)
+	if ((!push_frame && !step_frame && !nest_cframe && !new_parent) || n < 3)
 		return plain.readv(ctx, v, n);
 	a = plain.readv(ctx, v, n - 2);
 	if (push_frame)
 		set_top(push_frame);
 	if (step_frame)
 		img_put64(step_frame + L->frame_instr, img_get64(step_frame + L->frame_instr) + 2);
-	push_frame = step_frame = 0;
+	if (nest_cframe)
+		img_put64(tstate + L->tstate_cframe, nest_cframe);
+	if (new_parent)
+		img_put64(cframe + L->cframe_current_frame + 8, new_parent);
+	push_frame = step_frame = nest_cframe = new_parent = 0;
 	b = plain.readv(ctx, v + n - 2, 2);
 	return a < 0 ? a : b < 0 ? b : a + b;
 }
@@ -698,6 +728,42 @@ Test(python_walk, holder_moved_during_the_readv_is_walked_again)
 	prs_py_get_stats(py, &a);
 	cr_assert_eq(a.steady_tops - b.steady_tops, 2);
 	cr_assert_str_eq(fname(th[0].frames[0]), "called");
+}
+
+/*
+ * 3.12: the guard of the holder's top is its cframe's current_frame and previous words. A deeper
+ * eval entered during the readv (the thread state's cframe moved, the walked cframe unchanged)
+ * leaves the walk standing: its frames are the stack as it was when its top was read. The
+ * cframe's previous word rewritten (its C stack reused by another eval) walks it again.
+ */
+Test(python_walk, holder_guarded_by_its_cframe)
+{
+	uint64_t f, g, c2 = img_alloc(64);
+	struct prs_py_stats a, b;
+
+	running_holder(&f, &g);
+	img_put64(c2 + L->cframe_current_frame, g);
+	img_put64(c2 + L->cframe_current_frame + 8, cframe);
+	prs_py_get_stats(py, &a);
+	nest_cframe = c2;
+	sample();
+	prs_py_get_stats(py, &b);
+	cr_assert_eq(b.syscalls - a.syscalls, 1, "one readv: the top not read again");
+	cr_assert_eq(b.steady_tops - a.steady_tops, 1);
+	cr_assert_eq(b.retries, a.retries);
+	cr_assert_eq(th[0].nframes, 1);
+	cr_assert_str_eq(fname(th[0].frames[0]), "hold");
+	/* back to the first eval; its previous word rewritten during the readv */
+	img_put64(tstate + L->tstate_cframe, cframe);
+	sample();
+	sample();
+	prs_py_get_stats(py, &a);
+	new_parent = c2;
+	sample();
+	prs_py_get_stats(py, &b);
+	cr_assert_eq(b.steady_tops, a.steady_tops, "a cframe word changed: not steady");
+	cr_assert_gt(b.syscalls - a.syscalls, 1, "the top read again");
+	cr_assert_str_eq(fname(th[0].frames[0]), "hold");
 }
 
 /* ---- str decoding (prs_py_read_str, prs_py_str_decode: code names and thread names) ---- */
