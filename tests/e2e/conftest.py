@@ -90,6 +90,12 @@ def parse_frame(text: str) -> Frame:
 FOLDED_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
+def folded_text(name: str) -> str:
+    """name as the folded export writes it (src/profile/folded.c append_folded_name): ';', the
+    controls and the characters a reader could end a line at become '_'."""
+    return FOLDED_UNSAFE.sub("_", name).replace(";", "_")
+
+
 def parse_folded(text: str):
     """Folded stacks ("a;b;c 12", root first) into a list of (frames, count). Lines end at '\n'
     alone, as flamegraph.pl and inferno read them; a control character or U+2028/U+2029 in a

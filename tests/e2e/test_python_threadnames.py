@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets" / "py"))
 import pyrs_testlib as T  # noqa: E402
-from conftest import assert_clean  # noqa: E402
+from conftest import assert_clean, folded_text  # noqa: E402
 from test_python_cli import PARAMS, parse_dump, python_cli, python_or_skip  # noqa: E402,F401
 
 RENAMED = {"before": "after"}  # renamed by the target right after start
@@ -93,7 +93,7 @@ def test_profile_thread_table_has_threading_names(mode, py, python_cli, run_prs,
         roots = folded_roots(export_folded, d / "profile.pyrs")
         assert set(roots) == set(names), roots
         for tid, name in names.items():
-            want = name.replace("\n", "_") if name is not None else comm(t.pid, tid)
+            want = folded_text(name) if name is not None else comm(t.pid, tid)
             assert roots[tid] == want, "thread %d: want %r, got %r" % (tid, want, roots[tid])
     finally:
         t.stop()
