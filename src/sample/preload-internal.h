@@ -25,9 +25,10 @@ int prs_preload_agent_path(char *buf, size_t size, const char *given, struct prs
  * Whether the program argv0 (searched in PATH) can load the agent: not a statically linked or a
  * 32-bit ELF, not set-user-ID or set-group-ID (the loader ignores LD_PRELOAD paths then). A
  * script or a file that is not found passes (exec says the rest). Returns 0, or -ENOTSUP/-EPERM
- * with err's one line suggesting --mode ptrace.
+ * with err's one line suggesting --mode ptrace, or, given ptrace_why (--mode auto found ptrace
+ * refused), saying that neither mode can sample it.
  */
-int prs_preload_check_program(const char *argv0, struct prs_err *err);
+int prs_preload_check_program(const char *argv0, const char *ptrace_why, struct prs_err *err);
 
 /* The environment changed for one launch, and how to put it back. */
 struct prs_preload_env {

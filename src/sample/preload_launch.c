@@ -91,7 +91,18 @@ static bool has_interp(int fd, const Elf64_Ehdr *eh)
 	return false;
 }
 
-int prs_preload_check_program(const char *argv0, struct prs_err *err)
+/* The refusal's line: why the agent cannot go into argv0, and what is left to the user: ptrace
+ * mode, or nothing when ptrace was refused too (ptrace_why). */
+static int refused(struct prs_err *err, int rc, const char *argv0, const char *why,
+		   const char *ptrace_why)
+{
+	if (ptrace_why)
+		return prs_err_set(err, rc, "%s %s; and ptrace is not permitted here (%s): neither "
+				   "mode can sample it", argv0, why, ptrace_why);
+	return prs_err_set(err, rc, "%s %s (use --mode ptrace)", argv0, why);
+}
+
+int prs_preload_check_program(const char *argv0, const char *ptrace_why, struct prs_err *err)
 {
 	char path[PATH_MAX];
 	Elf64_Ehdr eh;
@@ -102,9 +113,8 @@ int prs_preload_check_program(const char *argv0, struct prs_err *err)
 	if (!find_program(argv0, path, sizeof(path)) || stat(path, &st) != 0)
 		return 0;
 	if (st.st_mode & (S_ISUID | S_ISGID))
-		return prs_err_set(err, -EPERM, "%s is set-user-ID or set-group-ID: the loader ignores "
-				   "LD_PRELOAD for it, so --mode preload cannot sample it (use --mode "
-				   "ptrace)", argv0);
+		return refused(err, -EPERM, argv0, "is set-user-ID or set-group-ID: the loader ignores "
+			       "LD_PRELOAD for it, so --mode preload cannot sample it", ptrace_why);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -114,15 +124,14 @@ int prs_preload_check_program(const char *argv0, struct prs_err *err)
 	}
 	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
 		close(fd);
-		return prs_err_set(err, -ENOTSUP, "%s is not an x86-64 program: the preload agent "
-				   "cannot be loaded into it (use --mode ptrace)", argv0);
+		return refused(err, -ENOTSUP, argv0, "is not an x86-64 program: the preload agent "
+			       "cannot be loaded into it", ptrace_why);
 	}
 	dynamic = has_interp(fd, &eh);
 	close(fd);
 	if (!dynamic)
-		return prs_err_set(err, -ENOTSUP, "%s is statically linked: LD_PRELOAD cannot load the "
-				   "agent into it, so --mode preload cannot sample it (use --mode ptrace)",
-				   argv0);
+		return refused(err, -ENOTSUP, argv0, "is statically linked: LD_PRELOAD cannot load the "
+			       "agent into it, so --mode preload cannot sample it", ptrace_why);
 	return 0;
 }
 

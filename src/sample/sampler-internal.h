@@ -149,6 +149,7 @@ struct prs_sampler {
 	size_t ntargets;
 	int seize_options;      /* PRS_PTRACE_OPTIONS, or _TREE with subprocesses */
 	char py_info[256];      /* the first interpreter found in any target (prs_sampler_python) */
+	char ptrace_refused[256]; /* --mode auto: why ptrace was refused before preload ("": not) */
 	bool py_meta;           /* meta python_version written */
 	struct prs_py_stats py_gone; /* the Python readers' statistics of targets freed */
 	uint64_t root_cutime0;  /* attach: the root's children's CPU when attached */

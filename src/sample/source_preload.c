@@ -141,7 +141,8 @@ static int preload_prepare(struct prs_sampler *s, struct prs_target *tg, char *c
 	int rc;
 
 	if ((rc = prs_preload_agent_path(agent, sizeof(agent), s->opts.agent_path, err)) != 0 ||
-	    (rc = prs_preload_check_program(argv[0], err)) != 0)
+	    (rc = prs_preload_check_program(argv[0], s->ptrace_refused[0] ? s->ptrace_refused : NULL,
+						 err)) != 0)
 		return rc;
 	if (!tg->preload && (rc = ring_new(s, &tg->preload, err)) != 0)
 		return rc;

@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "pyrsprof/ptrace.h"
 #include "pyrsprof/task.h"
@@ -48,29 +47,10 @@ static int launch_root(struct prs_sampler *s, char *const argv[], pid_t *pid, st
 	return rc;
 }
 
-/* The preload launch that --mode auto fell back to failed too: its message ("... cannot sample it
- * (use --mode ptrace)") is said with why ptrace was refused, without a remedy that cannot work
- * here (the ptrace note is never printed: the session ends before its notes are). */
-static void neither_mode(struct prs_err *err, const char *ptrace_why)
-{
-	static const char remedy[] = " (use --mode ptrace)";
-	char pre[sizeof(err->msg)];
-	size_t n = strlen(err->msg);
-
-	if (!err->msg[0])
-		return;
-	if (n >= sizeof(remedy) - 1 && strcmp(err->msg + n - (sizeof(remedy) - 1), remedy) == 0)
-		n -= sizeof(remedy) - 1;
-	snprintf(pre, sizeof(pre), "%.*s", (int)n, err->msg);
-	snprintf(err->msg, sizeof(err->msg), "%s; and ptrace is not permitted here (%s): neither mode "
-		 "can sample it", pre, ptrace_why);
-}
-
 /* --mode auto: ptrace, unless it is refused (before the program ran: the child is killed at
  * its exec gate). Then the program is launched again with the preload agent. */
 static int launch_auto(struct prs_sampler *s, char *const argv[], pid_t *pid, struct prs_err *err)
 {
-	char why[sizeof(err->msg)];
 	int rc = launch_root(s, argv, pid, err);
 
 	if (s->opts.source != PRS_SOURCE_AUTO || (rc != -EPERM && rc != -ENOSYS) || *pid > 0)
@@ -78,13 +58,12 @@ static int launch_auto(struct prs_sampler *s, char *const argv[], pid_t *pid, st
 	prs_session_note(s, "ptrace is not permitted here (%s): sampling from inside the program "
 			 "with the LD_PRELOAD agent (--mode preload)%s", err->msg,
 			 s->opts.subprocesses ? ", each child process with a ring of its own" : "");
-	snprintf(why, sizeof(why), "%s", err->msg);
+	/* preload's refusal of the program says so, not "use --mode ptrace" (the ptrace note is
+	 * never printed when the session ends here, before its notes are) */
+	snprintf(s->ptrace_refused, sizeof(s->ptrace_refused), "%s", err->msg);
 	err->msg[0] = '\0';
 	s->src = &prs_source_preload;
-	rc = launch_root(s, argv, pid, err);
-	if (rc)
-		neither_mode(err, why);
-	return rc;
+	return launch_root(s, argv, pid, err);
 }
 
 int prs_sampler_launch(char *const argv[], const struct prs_sampler_opts *opts,

@@ -190,7 +190,7 @@ Test(preload_launch, static_program_refused)
 {
 	struct prs_err err = { 0 };
 
-	cr_assert_eq(prs_preload_check_program(build_target("static_hello"), &err), -ENOTSUP);
+	cr_assert_eq(prs_preload_check_program(build_target("static_hello"), NULL, &err), -ENOTSUP);
 	cr_assert(strstr(err.msg, "statically linked") && strstr(err.msg, "--mode ptrace"), "%s", err.msg);
 }
 
@@ -198,10 +198,10 @@ Test(preload_launch, dynamic_program_and_script_pass)
 {
 	struct prs_err err = { 0 };
 
-	cr_assert_eq(prs_preload_check_program(build_target("cpu_split"), &err), 0);
-	cr_assert_eq(prs_preload_check_program("sh", &err), 0);          /* found in PATH */
-	cr_assert_eq(prs_preload_check_program("tests/targets/py/chain.py", &err), 0); /* not ELF */
-	cr_assert_eq(prs_preload_check_program("no-such-program-here", &err), 0); /* exec says */
+	cr_assert_eq(prs_preload_check_program(build_target("cpu_split"), NULL, &err), 0);
+	cr_assert_eq(prs_preload_check_program("sh", NULL, &err), 0);          /* found in PATH */
+	cr_assert_eq(prs_preload_check_program("tests/targets/py/chain.py", NULL, &err), 0); /* not ELF */
+	cr_assert_eq(prs_preload_check_program("no-such-program-here", NULL, &err), 0); /* exec says */
 }
 
 Test(preload_launch, setuid_program_refused)
@@ -213,7 +213,7 @@ Test(preload_launch, setuid_program_refused)
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(fchmod(fd, 04755), 0);
 	close(fd);
-	cr_assert_eq(prs_preload_check_program(path, &err), -EPERM);
+	cr_assert_eq(prs_preload_check_program(path, NULL, &err), -EPERM);
 	cr_assert(strstr(err.msg, "set-user-ID"), "%s", err.msg);
 	unlink(path);
 }
