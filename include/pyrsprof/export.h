@@ -104,6 +104,12 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 const char *prs_utf8_clean(const char *s, size_t len, struct prs_buf *scratch, size_t *outlen);
 /* True if s[0..len) is valid UTF-8 without NUL bytes (what prs_utf8_clean returns unchanged). */
 bool prs_utf8_valid(const char *s, size_t len);
+/*
+ * The length of the control character at s (len bytes, len >= 1): 1 for C0 (NUL included) and
+ * DEL, 2 for C1 in UTF-8 (U+0080..U+009F: U+009B is a CSI to some terminals, U+0085 a line end
+ * to some readers), else 0. What the folded export and the CLI's terminal lines replace.
+ */
+size_t prs_utf8_control_len(const char *s, size_t len);
 
 /*
  * The period of one sample in nanoseconds, from meta "rate_hz" (1e9 / rate), or 0 when the

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pyrsprof/export.h"
 #include "pyrsprof/task.h"
 #include "pyrsprof/util.h"
 #include "util/banned.h"
@@ -51,11 +52,7 @@ void cli_text_clean(char *s)
 
 size_t cli_control_len(const char *s)
 {
-	const unsigned char *u = (const unsigned char *)s;
-
-	if ((u[0] && u[0] < 0x20) || u[0] == 0x7f)
-		return 1;
-	return u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f ? 2 : 0;
+	return s[0] ? prs_utf8_control_len(s, s[1] ? 2 : 1) : 0;
 }
 
 void cli_emit(void *arg, const char *line)

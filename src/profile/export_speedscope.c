@@ -52,6 +52,15 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 	return 0; /* NUL, a continuation byte, 0xc0/0xc1 (overlong), 0xf5.. */
 }
 
+size_t prs_utf8_control_len(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	if (u[0] < 0x20 || u[0] == 0x7f)
+		return 1;
+	return len >= 2 && u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f ? 2 : 0;
+}
+
 bool prs_utf8_valid(const char *s, size_t len)
 {
 	const unsigned char *u = (const unsigned char *)s;

@@ -190,14 +190,13 @@ static int append_folded_name(struct prs_buf *b, struct prs_buf *scratch, const 
 	if (!u)
 		return -ENOMEM;
 	for (size_t i = 0; i < len;) {
-		size_t k = 1;
-		unsigned char c = u[i];
-		int bad = c < 0x20 || c == 0x7f || c == ';';
+		size_t k = prs_utf8_control_len((const char *)u + i, len - i);
+		int bad = k || u[i] == ';';
 
-		if (c == 0xc2 && i + 1 < len && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f)
-			bad = 1, k = 2; /* U+0080..U+009F */
-		else if (c == 0xe2 && i + 2 < len && u[i + 1] == 0x80 && (u[i + 2] == 0xa8 || u[i + 2] == 0xa9))
+		if (!k && u[i] == 0xe2 && i + 2 < len && u[i + 1] == 0x80 && (u[i + 2] == 0xa8 || u[i + 2] == 0xa9))
 			bad = 1, k = 3; /* U+2028, U+2029 */
+		if (!k)
+			k = 1;
 		if (bad ? prs_buf_putc(b, '_') : prs_buf_append(b, u + i, k))
 			return -ENOMEM;
 		i += k;
