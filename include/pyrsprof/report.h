@@ -84,6 +84,10 @@ struct prs_hotspot {
 	double self, total;  /* sample weights: as the leaf / anywhere on the stack (once per sample) */
 };
 
+/* Where h is, as a terminal line names it: its file's base name; "kernel" for a kernel function
+ * (it has no file, and unmarked it reads as the program's own code); else "". */
+const char *prs_hotspot_where(const struct prs_hotspot *h);
+
 #define PRS_HOT_LINES 1u   /* by line: (name, file, line) rather than (name, file) */
 #define PRS_HOT_BY_NAME 2u /* by name alone (file ignored: the first one seen is kept) */
 

@@ -107,9 +107,7 @@ void prs_diff_summary(const struct prs_diff *d, void (*emit)(void *arg, const ch
 			snprintf(cs, sizeof(cs), "%.2fx", ceil);
 		else
 			snprintf(cs, sizeof(cs), "unbounded");
-		/* a kernel function has no file: marked, as in the run's summary */
-		const char *where = h->file[0] ? prs_diff_basename(h->file)
-				    : h->kind == PRS_KIND_KERNEL ? "kernel" : "";
+		const char *where = prs_hotspot_where(h); /* marked "kernel" as in the run's summary */
 
 		snprintf(line, LINE, "hot now (CPU, self): %.80s%s%.60s%s %.0f%% (ceiling %s)", h->name,
 			 where[0] ? " (" : "", where, where[0] ? ")" : "", 100 * p, cs);

@@ -466,3 +466,12 @@ double prs_amdahl(double p)
 {
 	return p >= 1 ? INFINITY : 1 / (1 - (p > 0 ? p : 0));
 }
+
+const char *prs_hotspot_where(const struct prs_hotspot *h)
+{
+	const char *base = strrchr(h->file, '/');
+
+	if (h->file[0])
+		return base ? base + 1 : h->file;
+	return h->kind == PRS_KIND_KERNEL ? "kernel" : "";
+}

@@ -17,8 +17,7 @@
 static size_t hot_spot(char *buf, size_t size, const struct prs_hotspot *h, const char *sep,
 		       double pct, double ceil)
 {
-	const char *base = strrchr(h->file, '/');
-	const char *where = h->file[0] ? (base ? base + 1 : h->file) : h->kind == PRS_KIND_KERNEL ? "kernel" : "";
+	const char *where = prs_hotspot_where(h);
 	char cs[32];
 
 	if (isfinite(ceil))
