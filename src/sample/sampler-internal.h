@@ -125,10 +125,9 @@ struct prs_target {
 	int npyt;
 	bool py_given_up;
 	uint64_t py_next_try;
-	/* no CPython found in the unwinder's maps of generation py_absent_gen (py_absent): the next
-	 * look waits for a change of the modules, or py_absent_until (target_python.c) */
+	/* no CPython found in the unwinder's maps of generation py_absent_gen: the next look waits
+	 * for a change of the modules, or until py_absent_until (0: not waiting; target_python.c) */
 	uint64_t py_absent_gen, py_absent_until;
-	bool py_absent;
 	uint64_t py_since;      /* when its image started (made, or exec'ed): the reader is looked
 				 * for often at first (target_python.c) */
 	char py_info[256];

@@ -88,15 +88,15 @@ static bool maps_name_python(const struct prs_maps *maps)
  * as a backstop. Not when a module's path says python: an interpreter without symbols or a
  * .PyRuntime section is recognised by Py_GetVersion()'s text, which it writes as it starts.
  */
-static bool py_absent_still(const struct prs_target *tg)
+static bool py_absent_still(const struct prs_target *tg, uint64_t now)
 {
-	return tg->py_absent && tg->uw && prs_unwinder_generation(tg->uw) == tg->py_absent_gen;
+	return now < tg->py_absent_until && tg->uw && prs_unwinder_generation(tg->uw) == tg->py_absent_gen;
 }
 
 static void note_py_absent(struct prs_target *tg, int rc, uint64_t now)
 {
-	tg->py_absent = rc == -ENOENT && tg->uw && !maps_name_python(prs_unwinder_maps(tg->uw));
-	if (tg->py_absent) {
+	tg->py_absent_until = 0;
+	if (rc == -ENOENT && tg->uw && !maps_name_python(prs_unwinder_maps(tg->uw))) {
 		tg->py_absent_gen = prs_unwinder_generation(tg->uw);
 		tg->py_absent_until = now + PY_RETRY_SLOW_NS;
 	}
@@ -110,11 +110,11 @@ void prs_target_try_python(struct prs_sampler *s, struct prs_target *tg, uint64_
 
 	if (tg->py || s->opts.no_python || tg->py_given_up)
 		return;
-	if (!force && (now < tg->py_next_try || (py_absent_still(tg) && now < tg->py_absent_until)))
+	if (!force && (now < tg->py_next_try || py_absent_still(tg, now)))
 		return;
 	rc = prs_py_open(tg->pid, &s->opts.py, &tg->py, &err);
 	if (rc == 0) {
-		tg->py_absent = false;
+		tg->py_absent_until = 0;
 		adopt(s, tg);
 		return;
 	}
@@ -193,5 +193,5 @@ void prs_target_py_drop(struct prs_target *tg)
 	tg->py = NULL;
 	tg->npyt = 0;
 	tg->py_next_try = 0;
-	tg->py_absent = false;
+	tg->py_absent_until = 0;
 }
