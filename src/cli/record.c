@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -434,15 +435,85 @@ static bool holds_recording(const char *dir)
 }
 
 /*
- * Chooses the output folder: -o DIR, refused when it holds a recording unless --force (whose old
- * files are then removed, so that the folder never mixes two recordings); else the default name,
- * made unique with -2, -3... when a recording of the same second exists. Returns 0 or an exit code.
+ * --force replaces a recording only once the new one has begun: the old files are moved into
+ * DIR/.pyrsprof-replaced (set_aside), then removed when the program was launched or attached
+ * (drop_aside), or put back when it could not be (restore_aside): a mistyped command or a
+ * refused attach leaves the old recording as it was.
  */
-static int choose_dir(const struct rec_opts *o, const char *prog, char *dir, size_t dsize)
+#define ASIDE ".pyrsprof-replaced"
+#define NFILES (sizeof(recording_files) / sizeof(recording_files[0]))
+
+/* Moves DIR/NAME to DIR/ASIDE/NAME (to_aside), or back. 0, or -errno (ENOENT: nothing there). */
+static int move_file(const char *dir, const char *name, bool to_aside)
 {
-	char path[4096];
+	char in_dir[4200], aside[4200];
+
+	snprintf(in_dir, sizeof(in_dir), "%s/%s", dir, name);
+	snprintf(aside, sizeof(aside), "%s/" ASIDE "/%s", dir, name);
+	if (to_aside ? rename(in_dir, aside) : rename(aside, in_dir))
+		return -errno;
+	return 0;
+}
+
+/* Removes DIR/ASIDE and what it holds (the replaced recording, or a leftover of one). 0 or -errno. */
+static int drop_aside(const char *dir)
+{
+	char aside[4096], path[4200];
 	int rc;
 
+	snprintf(aside, sizeof(aside), "%s/" ASIDE, dir);
+	for (size_t i = 0; i < NFILES; i++) {
+		snprintf(path, sizeof(path), "%s/%s", aside, recording_files[i]);
+		if (unlink(path) != 0 && errno != ENOENT && errno != ENOTDIR)
+			return -errno;
+	}
+	if ((rc = cli_snapshots_remove(aside)) != 0 && rc != -ENOENT && rc != -ENOTDIR)
+		return rc;
+	return rmdir(aside) == 0 || errno == ENOENT ? 0 : -errno;
+}
+
+/* Puts the files set aside back into DIR (the new recording's files are gone by then). */
+static void restore_aside(const char *dir)
+{
+	for (size_t i = 0; i < NFILES; i++)
+		move_file(dir, recording_files[i], false);
+	move_file(dir, "snapshots", false);
+	drop_aside(dir);
+}
+
+/* Moves DIR's recording into DIR/ASIDE. Returns 0 or an exit code after printing why. */
+static int set_aside(const char *dir)
+{
+	char aside[4096];
+	int rc;
+
+	snprintf(aside, sizeof(aside), "%s/" ASIDE, dir);
+	if ((rc = drop_aside(dir)) != 0 || (mkdir(aside, 0755) != 0 && (rc = -errno))) {
+		cli_msg("--force: cannot set the old recording aside in '%s': %s", aside, strerror(-rc));
+		return EXIT_FAIL;
+	}
+	for (size_t i = 0; i <= NFILES; i++) {
+		const char *name = i < NFILES ? recording_files[i] : "snapshots";
+
+		if ((rc = move_file(dir, name, true)) != 0 && rc != -ENOENT) {
+			cli_msg("--force: cannot move '%s/%s' aside: %s", dir, name, strerror(-rc));
+			restore_aside(dir);
+			return EXIT_FAIL;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Chooses the output folder: -o DIR, refused when it holds a recording unless --force (whose old
+ * files are then set aside, *aside, so that the folder never mixes two recordings); else the
+ * default name, made unique with -2, -3... when a recording of the same second exists. Returns 0
+ * or an exit code.
+ */
+static int choose_dir(const struct rec_opts *o, const char *prog, char *dir, size_t dsize,
+		      bool *aside)
+{
+	*aside = false;
 	if (!o->outdir) {
 		size_t len;
 
@@ -459,56 +530,75 @@ static int choose_dir(const struct rec_opts *o, const char *prog, char *dir, siz
 		cli_msg("'%s' already holds a recording; give another -o DIR, or --force to replace it", dir);
 		return EXIT_USAGE;
 	}
-	for (size_t i = 0; i < sizeof(recording_files) / sizeof(recording_files[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, recording_files[i]);
-		if (unlink(path) != 0 && errno != ENOENT) {
-			cli_msg("--force: cannot remove '%s': %s", path, strerror(errno));
-			return EXIT_FAIL;
-		}
-	}
-	if ((rc = cli_snapshots_remove(dir)) != 0) {
-		cli_msg("--force: cannot remove '%s/snapshots': %s", dir, strerror(-rc));
+	if (set_aside(dir) != 0)
 		return EXIT_FAIL;
-	}
+	*aside = true;
 	return 0;
 }
 
-static void discard_recording(struct prs_recorder *rec, const char *dir, bool created)
-{
+/* The folder open_recording chose: whether it created it, and whether --force set an old
+ * recording aside in it. */
+struct rec_dir {
 	char path[4096];
+	bool created, aside;
+};
 
-	prs_recorder_close(rec, NULL, NULL);
-	snprintf(path, sizeof(path), "%s/profile.pyrs", dir);
-	unlink(path);
-	if (created)
-		rmdir(dir);
+/* The program runs (launched or attached): the recording that --force replaces goes. */
+static void begun_recording(const struct rec_dir *d)
+{
+	int rc;
+
+	if (d->aside && (rc = drop_aside(d->path)) != 0)
+		cli_msg("--force: cannot remove the replaced recording in '%s/" ASIDE "': %s", d->path,
+			strerror(-rc));
 }
 
-/* Opens DIR/profile.pyrs. Returns 0, or an exit code after printing why. */
-static int open_recording(const struct rec_opts *o, const char *prog, char *dir, size_t dsize,
-			  bool *created, struct prs_recorder **rec)
+/* The program could not be launched or attached: the new profile goes, the old recording (if
+ * --force set one aside) comes back. */
+static void discard_recording(struct prs_recorder *rec, const struct rec_dir *d)
 {
-	char path[4096];
+	char path[4200];
+
+	prs_recorder_close(rec, NULL, NULL);
+	snprintf(path, sizeof(path), "%s/profile.pyrs", d->path);
+	unlink(path);
+	if (d->aside)
+		restore_aside(d->path);
+	if (d->created)
+		rmdir(d->path);
+}
+
+/* Opens DIR/profile.pyrs in the folder it chooses (*d). Returns 0, or an exit code after printing
+ * why. */
+static int open_recording(const struct rec_opts *o, const char *prog, struct rec_dir *d,
+			  struct prs_recorder **rec)
+{
+	char path[4200];
 	struct prs_err err = { 0 };
 	int rc;
 
-	*created = false;
-	if ((rc = choose_dir(o, prog, dir, dsize)) != 0)
+	d->created = false;
+	if ((rc = choose_dir(o, prog, d->path, sizeof(d->path), &d->aside)) != 0)
 		return rc;
-	if (cli_make_dir(dir, created) != 0)
+	if (cli_make_dir(d->path, &d->created) != 0) {
+		if (d->aside)
+			restore_aside(d->path);
 		return EXIT_FAIL;
-	snprintf(path, sizeof(path), "%s/profile.pyrs", dir);
+	}
+	snprintf(path, sizeof(path), "%s/profile.pyrs", d->path);
 	if (prs_recorder_open(path, rec, &err) != 0) {
 		cli_err(&err, path);
-		if (*created)
-			rmdir(dir);
+		if (d->aside)
+			restore_aside(d->path);
+		if (d->created)
+			rmdir(d->path);
 		return EXIT_FAIL;
 	}
 	/* memory for the distinct samples, not for each: the end of the recording draws the graphs
 	 * and the reports from sums (profile.pyrs keeps every sample) */
 	if (prs_recorder_aggregate(*rec) != 0) {
 		cli_msg("%s: out of memory", path);
-		discard_recording(*rec, dir, *created);
+		discard_recording(*rec, d);
 		return EXIT_FAIL;
 	}
 	return 0;
@@ -624,9 +714,9 @@ int cmd_run(int argc, char **argv)
 	struct prs_recorder *rec = NULL;
 	struct cli_collect *col;
 	struct prs_err err = { 0 };
-	char dir[4096], command[4096];
+	char command[4096];
+	struct rec_dir dir;
 	size_t clen = 0;
-	bool created;
 	sigset_t old;
 	int rc, code;
 
@@ -645,11 +735,11 @@ int cmd_run(int argc, char **argv)
 					 cmd[i]);
 	if (clen >= sizeof(command))
 		clen = sizeof(command) - 1;
-	rc = open_recording(&o, cmd[0], dir, sizeof(dir), &created, &rec);
+	rc = open_recording(&o, cmd[0], &dir, &rec);
 	if (rc)
 		return rc;
 	sampler_opts(&o, &so);
-	cli_snapshot_hook(&snap, &so, dir, &o.sym, o.rate_hz, o.graphs, o.snapshot_every_s);
+	cli_snapshot_hook(&snap, &so, dir.path, &o.sym, o.rate_hz, o.graphs, o.snapshot_every_s);
 	col = cli_collect_new(!o.phase.no_classify);
 	cli_collect_wss(col, o.phase.wss);
 	cli_collect_hook(col, &so);
@@ -658,10 +748,11 @@ int cmd_run(int argc, char **argv)
 	if (rc) {
 		cli_err(&err, "run");
 		cli_collect_free(col);
-		discard_recording(rec, dir, created);
+		discard_recording(rec, &dir);
 		return rc == -ENOENT || rc == -EACCES || rc == -ENOEXEC || rc == -ENOTDIR ? EXIT_NOCMD
 											  : EXIT_FAIL;
 	}
+	begun_recording(&dir);
 	cli_print_notes(s);
 	set_common_meta(prs_recorder_profile(rec), &o, "run", command, prs_sampler_pid(s));
 	report_kernel_stacks(s, prs_recorder_profile(rec));
@@ -671,7 +762,7 @@ int cmd_run(int argc, char **argv)
 	cli_snapshot_end(&snap);
 	report_python(s, &o);
 	cli_print_notes(s);
-	rc = finish(rec, s, dir, &o, col, cmd, &old);
+	rc = finish(rec, s, dir.path, &o, col, cmd, &old);
 	cli_collect_free(col);
 	if (!prs_sampler_target_exited(s))
 		cli_msg("sampling stopped; %s (pid %d) runs on: waiting for it to exit", cmd[0],
@@ -692,9 +783,9 @@ int cmd_attach(int argc, char **argv)
 	struct prs_sampler *s = NULL;
 	struct prs_recorder *rec = NULL;
 	struct prs_err err = { 0 };
-	char dir[4096], comm[64], command[4096];
+	char comm[64], command[4096];
+	struct rec_dir dir;
 	struct cli_collect *col;
-	bool created;
 	sigset_t old;
 	pid_t pid;
 	int rc;
@@ -717,13 +808,13 @@ int cmd_attach(int argc, char **argv)
 		snprintf(comm, sizeof(comm), "pid%d", (int)pid);
 	if (prs_proc_cmdline(pid, command, sizeof(command)) != 0 || !command[0])
 		snprintf(command, sizeof(command), "%s", comm);
-	rc = open_recording(&o, comm, dir, sizeof(dir), &created, &rec);
+	rc = open_recording(&o, comm, &dir, &rec);
 	if (rc)
 		return rc;
 	sampler_opts(&o, &so);
 	if (isatty(STDERR_FILENO))
 		so.progress = status_line;
-	cli_snapshot_hook(&snap, &so, dir, &o.sym, o.rate_hz, o.graphs, o.snapshot_every_s);
+	cli_snapshot_hook(&snap, &so, dir.path, &o.sym, o.rate_hz, o.graphs, o.snapshot_every_s);
 	col = cli_collect_new(!o.phase.no_classify);
 	cli_collect_wss(col, o.phase.wss);
 	cli_collect_hook(col, &so);
@@ -732,10 +823,11 @@ int cmd_attach(int argc, char **argv)
 	if (rc) {
 		cli_err(&err, "attach");
 		cli_collect_free(col);
-		discard_recording(rec, dir, created);
+		discard_recording(rec, &dir);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return EXIT_FAIL;
 	}
+	begun_recording(&dir);
 	set_common_meta(prs_recorder_profile(rec), &o, "attach", command, pid);
 	report_kernel_stacks(s, prs_recorder_profile(rec));
 	cli_collect_start(col, pid, prs_recorder_profile(rec));
@@ -746,7 +838,7 @@ int cmd_attach(int argc, char **argv)
 	end_status_line();
 	cli_snapshot_end(&snap);
 	report_python(s, &o);
-	rc = finish(rec, s, dir, &o, col, NULL, NULL);
+	rc = finish(rec, s, dir.path, &o, col, NULL, NULL);
 	cli_collect_free(col);
 	prs_sampler_free(s);
 	sigprocmask(SIG_SETMASK, &old, NULL);

@@ -231,6 +231,25 @@ def test_run_does_not_overwrite_a_recording(run_prs, targets, outdir):
     assert "stale" not in (d / "wall.svg").read_text()
 
 
+
+def test_force_keeps_the_recording_when_nothing_replaces_it(run_prs, targets, outdir):
+    """--force replaces a recording only once the new one has begun: a command that cannot be run,
+    or a pid that cannot be attached, leaves the old recording whole (it was deleted before)."""
+    d = outdir / "rec"
+    res = run_prs(["run", "-o", d, "--", targets / "exitwith", "0", "0.3"])
+    assert res.rc == 0, res.describe()
+    before = {f: (d / f).read_bytes() for f in listing(d)}
+    res = run_prs(["run", "-o", d, "--force", "--", outdir / "no-such-program"])
+    assert res.rc == 127 and "no-such-program" in res.err, res.describe()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    res = run_prs(["attach", "-o", d, "--force", dead.pid])
+    assert res.rc != 0, res.describe()
+    assert {f: (d / f).read_bytes() for f in listing(d)} == before
+    res = run_prs(["run", "-o", d, "--force", "--", targets / "exitwith", "3", "0.3"])
+    assert res.rc == 3, res.describe()  # the program ran: the old recording is gone
+    assert listing(d) == sorted(before) and (d / "profile.pyrs").read_bytes() != before["profile.pyrs"]
+
 def test_default_folders_do_not_collide(run_prs, targets, outdir):
     for _ in range(2):
         res = run_prs(["run", "--", targets / "exitwith", "0", "0.05"], cwd=outdir)
