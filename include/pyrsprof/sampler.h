@@ -255,6 +255,9 @@ double prs_sampler_stopped_share(const struct prs_sampler_stats *st, double rate
 #define PRS_HEALTH_TICKS_SHARE 0.01   /* missed + late ticks, of the ticks due */
 #define PRS_HEALTH_SKIPPED_SHARE 0.05 /* late-skipped thread-samples, of all */
 #define PRS_HEALTH_STOPPED_SHARE 0.03 /* the threads' time spent stopped */
+/* and at least this many ticks missed or late, or thread-samples skipped: one late tick among a
+ * short run's three is not thin sampling */
+#define PRS_HEALTH_MIN_COUNT 3
 
 /*
  * Whether the recording's ticks held and left the target alone. Writes into buf (always

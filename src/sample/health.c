@@ -64,7 +64,7 @@ static void check_ticks(const struct prs_sampler_stats *st, double rate_hz, enum
 	uint64_t due = st->ticks + st->missed_ticks, bad = st->missed_ticks + st->late_ticks;
 	double period_us = 1e6 / rate_hz;
 
-	if (!due || (double)bad <= PRS_HEALTH_TICKS_SHARE * (double)due)
+	if (bad < PRS_HEALTH_MIN_COUNT || (double)bad <= PRS_HEALTH_TICKS_SHARE * (double)due)
 		return;
 	if (source == PRS_SOURCE_PTRACE && st->stop_window.p99 / 1e3 >= period_us / 2)
 		add_line(l,
@@ -85,7 +85,7 @@ static void check_ticks(const struct prs_sampler_stats *st, double rate_hz, enum
 
 static void check_skipped(const struct prs_sampler_stats *st, struct lines *l)
 {
-	if (!st->thread_samples ||
+	if (st->skipped_late < PRS_HEALTH_MIN_COUNT ||
 	    (double)st->skipped_late <= PRS_HEALTH_SKIPPED_SHARE * (double)st->thread_samples)
 		return;
 	add_line(l,

@@ -62,6 +62,30 @@ Test(sample_health, healthy_recording_says_nothing)
 	cr_assert_eq(prs_sampler_health(&st, 0, PRS_SOURCE_PTRACE, buf, sizeof(buf)), 0);
 }
 
+Test(sample_health, a_short_run_needs_a_few_bad_ticks)
+{
+	struct prs_sampler_stats st;
+	char buf[1024];
+
+	/* a 30 ms run: 3 ticks, the first one late, 2 threads: one of their 6 samples skipped */
+	memset(&st, 0, sizeof(st));
+	st.ticks = 3;
+	st.late_ticks = 1;
+	st.thread_samples = 6;
+	st.skipped_late = 1;
+	st.tick_delay.p99 = 6000000;
+	cr_assert_eq(prs_sampler_health(&st, 100, PRS_SOURCE_PTRACE, buf, sizeof(buf)), 0, "%s", buf);
+	st.late_ticks = 2;
+	st.skipped_late = 2;
+	cr_assert_eq(prs_sampler_health(&st, 100, PRS_SOURCE_PTRACE, buf, sizeof(buf)), 0, "%s", buf);
+	/* three of them are: every tick was late, half of the samples skipped */
+	st.late_ticks = 3;
+	st.skipped_late = 3;
+	cr_assert_eq(prs_sampler_health(&st, 100, PRS_SOURCE_PTRACE, buf, sizeof(buf)), 2, "%s", buf);
+	cr_assert(strstr(buf, "0 of 3 ticks were missed and 3 late"), "%s", buf);
+	cr_assert(strstr(buf, "3 of 6 thread-samples"), "%s", buf);
+}
+
 Test(sample_health, late_ticks_from_a_busy_machine)
 {
 	struct prs_sampler_stats st = healthy();
