@@ -341,7 +341,6 @@ static void report_health(const struct prs_sampler_stats *st, const struct rec_o
 	}
 }
 
-/* Symbolizes, closes the profile, renders the graphs and the stats. Returns an exit code. */
 /* --scaling: the re-runs, once the recorded run has ended (never beside it). */
 static void scaling_runs(const struct rec_opts *o, char *const cmd[], const sigset_t *old,
 			 const struct prs_sampler *s, struct prs_profile *p)
@@ -356,7 +355,8 @@ static void scaling_runs(const struct rec_opts *o, char *const cmd[], const sigs
 	cli_scaling_run(&o->scaling, cmd, old, p);
 }
 
-/* scaling: the command and the signal mask its re-runs get (run), else NULL. */
+/* Symbolizes, closes the profile, renders the graphs and the stats. Returns an exit code.
+ * cmd, old: the command and the signal mask --scaling's re-runs get (run), else NULL. */
 static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *dir,
 		  const struct rec_opts *o, struct cli_collect *col, char *const *cmd,
 		  const sigset_t *old)
