@@ -32,11 +32,13 @@ struct sweep_opts {
 	double repeat;
 	const char *outdir;
 	const char *phase1; /* --phase1 DIR: the recording whose growth column the sweep fills */
+	bool subprocesses;  /* each run follows CMD's child processes (run --subprocesses) */
 	char **cmd; /* after "--" */
 };
 
 static const char sweep_usage[] =
-	"usage: pyrsprof sweep --dim NAME=V1,V2,... [--repeat K] [-o DIR] [-r HZ] -- CMD ... {NAME} ...\n"
+	"usage: pyrsprof sweep --dim NAME=V1,V2,... [--repeat K] [-o DIR] [-r HZ] [--subprocesses]\n"
+	"                      -- CMD ... {NAME} ...\n"
 	"  Runs CMD once per value of the dimension NAME, {NAME} in its arguments replaced by the\n"
 	"  value (1e3 becomes 1000), records each run with `pyrsprof run`, and fits how the wall and\n"
 	"  CPU time grow along NAME: \"wall ∝ n^1.98 (R² 0.999): O(n²) along n\".\n"
@@ -47,6 +49,8 @@ static const char sweep_usage[] =
 	"                        sweep.json, sweep.svg, and NAME=VALUE/runK/ per run (its profile,\n"
 	"                        flame graphs and output.log: CMD's output goes there, not here)\n"
 	"  -r, --rate HZ         sampling rate of each recording (default 100)\n"
+	"  --subprocesses        each run follows CMD's child processes too (`run --subprocesses`):\n"
+	"                        for a CMD that starts the program, e.g. sh -c '...' or make\n"
 	"  --phase1 DIR          a recording of `pyrsprof run --dim NAME=...` (its folder): its\n"
 	"                        phase1.md/phase1.json are written again with NAME's growth (the\n"
 	"                        wall fit); later, `pyrsprof report DIR --sweep OUT/sweep.json`\n"
@@ -59,6 +63,7 @@ static int parse_opts(int argc, char **argv, struct sweep_opts *o)
 		{ "dim", required_argument, NULL, 'D' },   { "repeat", required_argument, NULL, 'k' },
 		{ "output", required_argument, NULL, 'o' }, { "rate", required_argument, NULL, 'r' },
 		{ "phase1", required_argument, NULL, 'P' }, { "help", no_argument, NULL, 'h' },
+		{ "subprocesses", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -87,6 +92,9 @@ static int parse_opts(int argc, char **argv, struct sweep_opts *o)
 			break;
 		case 'P':
 			o->phase1 = optarg;
+			break;
+		case 'C':
+			o->subprocesses = true;
 			break;
 		case 'o':
 			o->outdir = optarg;
@@ -156,7 +164,7 @@ static bool run_all(struct prs_sweep *s, const struct sweep_opts *o, const char 
 			ok = (size_t)snprintf(dir, sizeof(dir), "%s/%s", outdir, rel) < sizeof(dir);
 			if (!ok)
 				cli_msg("sweep: output folder '%s': path too long", outdir);
-			ok = ok && sweep_run_once(o->rate_arg, cmd, dir, &s->points[i].runs[k], old, stop_sig);
+			ok = ok && sweep_run_once(o->rate_arg, o->subprocesses, cmd, dir, &s->points[i].runs[k], old, stop_sig);
 			sweep_free_argv(cmd);
 			if (!ok)
 				return false;

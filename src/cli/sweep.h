@@ -45,14 +45,15 @@ bool sweep_check_command(const char *prog);
 void sweep_sigset(sigset_t *set);
 
 /*
- * Records one run of cmd (already substituted) with `pyrsprof run -r RATE -o DIR -- cmd` in a
+ * Records one run of cmd (already substituted) with `pyrsprof run -r RATE -o DIR -- cmd` (and
+ * --subprocesses when subprocesses) in a
  * forked copy of pyrsprof, its output (and the recorder's messages) in DIR/output.log, its input
  * /dev/null, and fills r (done, status, figures, verdict, problem). Call with sweep_sigset()'s
  * signals blocked; old is the mask to restore in the copy. A signal that arrives meanwhile sets
  * *stop_sig (one sent with kill() is passed on to the run). Returns false on a setup failure
  * (message printed), when the sweep cannot go on.
  */
-bool sweep_run_once(const char *rate_arg, char **cmd, const char *dir, struct prs_sweep_run *r,
-		    const sigset_t *old, int *stop_sig);
+bool sweep_run_once(const char *rate_arg, bool subprocesses, char **cmd, const char *dir,
+		    struct prs_sweep_run *r, const sigset_t *old, int *stop_sig);
 
 #endif

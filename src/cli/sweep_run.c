@@ -187,8 +187,8 @@ static void collect(struct prs_sweep_run *r, int status, const struct usage_msg 
 	prs_sweep_verdict_read(path, r->verdict, sizeof(r->verdict));
 }
 
-bool sweep_run_once(const char *rate_arg, char **cmd, const char *dir, struct prs_sweep_run *r,
-		    const sigset_t *old, int *stop_sig)
+bool sweep_run_once(const char *rate_arg, bool subprocesses, char **cmd, const char *dir,
+		    struct prs_sweep_run *r, const sigset_t *old, int *stop_sig)
 {
 	char logpath[4200], **argv;
 	struct usage_msg msg;
@@ -202,7 +202,7 @@ bool sweep_run_once(const char *rate_arg, char **cmd, const char *dir, struct pr
 	snprintf(logpath, sizeof(logpath), "%s/output.log", dir);
 	while (cmd[n])
 		n++;
-	argv = calloc(n + 8, sizeof(*argv));
+	argv = calloc(n + 9, sizeof(*argv));
 	if (!argv) {
 		cli_msg("sweep: out of memory");
 		return false;
@@ -213,6 +213,8 @@ bool sweep_run_once(const char *rate_arg, char **cmd, const char *dir, struct pr
 	argv[argc++] = (char *)"-o";
 	argv[argc++] = (char *)dir;
 	argv[argc++] = (char *)"--force"; /* the sweep's own run folder */
+	if (subprocesses)
+		argv[argc++] = (char *)"--subprocesses";
 	argv[argc++] = (char *)"--";
 	for (size_t i = 0; i < n; i++)
 		argv[argc++] = cmd[i];

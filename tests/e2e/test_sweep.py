@@ -250,6 +250,26 @@ def test_verdict_change_along_the_sweep(run_prs, tmp_path):
         assert f"verdict changes between t={a} and {b}" in svg
 
 
+
+def test_subprocesses(run_prs, tmp_path):
+    """A command that starts the program (sh -c 'python3 ...'): without --subprocesses each run
+    records the shell waiting for its child; with it, both processes are sampled and each point is
+    judged on the Python loop (CPU-bound, or CPU-saturated by other processes on a busy machine)."""
+    code = "x = 0\nfor i in range({n}): x += i"
+    cmd = ["sh", "-c", f"/usr/bin/python3 -c '{code}'"]
+    verdicts = {}
+    for flag in ([], ["--subprocesses"]):
+        out = tmp_path / ("with" if flag else "without")
+        res = run_prs(["sweep", *flag, "--dim", "n=1e6,2e6", "-o", out, "--", *cmd], timeout=60)
+        assert res.rc == 0, res.describe()
+        doc = load(out)
+        verdicts[bool(flag)] = [p["verdict"] for p in doc["points"]]
+        for p in doc["points"]:
+            stats = json.loads((out / p["runs"][0]["dir"] / "stats.json").read_text())
+            assert stats["processes"] == (2 if flag else 1), (flag, stats["processes"])
+    assert all(v.startswith("waiting") and "child process" in v for v in verdicts[False]), verdicts
+    assert all(v.startswith(("CPU-bound", "CPU-saturated")) for v in verdicts[True]), verdicts
+
 # ---- substitution, failures, bad input --------------------------------------------------------
 
 def test_substitution(run_prs, tmp_path):
