@@ -18,8 +18,9 @@
  * a split dict keeps its values in a separate array, indexed like the entries.
  *
  * This is not on the sampling path: the sampler reads names once at start, when a thread id it
- * has no name for shows up (at most every 250 ms), and every 2 s (renames), while the target
- * runs. Every object is checked (type pointers where the symbols are known, sizes, counts); a
+ * has no name for shows up (20 ms after the last read within a budget of 1/400 of the time,
+ * else 250 ms; once for a thread `threading` does not know), and every 2 s (renames), while the
+ * target runs. Every object is checked (type pointers where the symbols are known, sizes, counts); a
  * read that races with the target only costs that refresh. The path to _active is looked up once
  * per interpreter and then re-validated by one readv per refresh (chain_valid), which also re-reads
  * _active's entry in the module dict, so a `threading._active = {}` is followed.
@@ -36,9 +37,20 @@
 #define MAX_INTERPS 16
 #define MAX_ENTRIES 65536u   /* entries of one dict read (a big sys.modules has a few thousand) */
 #define MAX_NAMED 1024u      /* threads named in the cache */
+#define MAX_ASKED 64u       /* idents missed that a refresh is asked for, or did not find */
 #define MAX_KEY 16u          /* the keys looked for ("threading", "_active", "_name") are shorter */
 #define MAX_LONG_DIGITS 3    /* a 64-bit ident in 30-bit digits */
+/*
+ * After a lookup missed (a new thread), the next refresh comes 20 ms after the last one while the
+ * refreshes have taken at most 1/400 of the time (a budget of 1/400 of the time since the last
+ * refresh, up to 5 ms, less what each refresh took: prs_py_names_took), else 250 ms after it: a
+ * thread that lives 100 ms gets its name, and a thread-per-request server (a miss every tick) or
+ * a raw _thread thread that never gets a name (a miss at every lookup) costs at most that share.
+ */
+#define WANTED_MIN_NS 20000000ull
 #define WANTED_PERIOD_NS 250000000ull
+#define BUDGET_SHARE 400
+#define BUDGET_MAX_NS 5000000
 #define REFRESH_PERIOD_NS 2000000000ull
 
 struct named {
@@ -64,7 +76,14 @@ struct prs_py_names {
 	unsigned n;
 	const struct prs_profile *owner; /* the profile the name ids belong to */
 	uint64_t last_ns;                /* last refresh (0: never) */
+	int64_t budget_ns;               /* the refreshes' budget at budget_at (prs_py_names_took) */
+	uint64_t budget_at;              /* 0: no budget kept (never told): misses wait 250 ms */
 	bool wanted;                     /* a lookup missed since the last refresh */
+	/* the idents whose lookups missed since the last refresh began; and those a refresh did not
+	 * find although they were asked before it (a raw _thread thread): a miss of one of these does
+	 * not ask again, until the next periodic refresh clears them */
+	uint64_t asked[MAX_ASKED], unknown[MAX_ASKED];
+	unsigned nasked, nunknown;
 	struct chain chain[MAX_INTERPS];
 	struct pending *pend;            /* MAX_NAMED of them */
 	struct prs_memvec *svecs;        /* the stages' reads (2 * MAX_NAMED); dict_find has its own */
@@ -694,6 +713,32 @@ static int read_interp(struct prs_py *py, struct prs_profile *p, uint64_t interp
 	return read_names(py, p, nact, out, n);
 }
 
+/* The cache's entry of ident, or NULL. */
+static const struct named *find_named(const struct prs_py_names *nm, uint64_t ident)
+{
+	size_t lo = 0, hi = nm->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (nm->e[mid].ident == ident)
+			return &nm->e[mid];
+		if (nm->e[mid].ident < ident)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static bool listed(const uint64_t *v, unsigned n, uint64_t ident)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (v[i] == ident)
+			return true;
+	return false;
+}
+
 int prs_py_read_thread_names(struct prs_py *py, struct prs_profile *p, uint64_t now_ns)
 {
 	const struct prs_py_layout *L = &py->L;
@@ -710,6 +755,8 @@ int prs_py_read_thread_names(struct prs_py *py, struct prs_profile *p, uint64_t 
 		return -ENOMEM;
 	if (!nm->svecs && !(nm->svecs = calloc(2 * MAX_NAMED, sizeof(*nm->svecs))))
 		return -ENOMEM;
+	if (!nm->wanted)
+		nm->nunknown = 0; /* the periodic refresh: ask again for every ident */
 	nm->last_ns = now_ns ? now_ns : 1;
 	nm->wanted = false;
 	if (grow(nm, 256, L))
@@ -742,30 +789,29 @@ int prs_py_read_thread_names(struct prs_py *py, struct prs_profile *p, uint64_t 
 	memcpy(nm->e, nm->next, n * sizeof(nm->next[0]));
 	nm->n = n;
 	nm->owner = p;
+	for (unsigned i = 0; i < nm->nasked; i++)
+		if (!find_named(nm, nm->asked[i]) && nm->nunknown < MAX_ASKED)
+			nm->unknown[nm->nunknown++] = nm->asked[i];
+	nm->nasked = 0;
 	return (int)n;
 }
 
 uint32_t prs_py_thread_name(struct prs_py *py, const struct prs_profile *p, uint64_t thread_id)
 {
 	struct prs_py_names *nm = py->names;
-	size_t lo = 0, hi;
+	const struct named *e;
 
 	if (!nm || nm->owner != p) {
 		if (nm)
 			nm->wanted = true;
 		return 0;
 	}
-	hi = nm->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (nm->e[mid].ident == thread_id)
-			return nm->e[mid].name;
-		if (nm->e[mid].ident < thread_id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	if ((e = find_named(nm, thread_id)) != NULL)
+		return e->name;
+	if (listed(nm->unknown, nm->nunknown, thread_id))
+		return 0;
+	if (!listed(nm->asked, nm->nasked, thread_id) && nm->nasked < MAX_ASKED)
+		nm->asked[nm->nasked++] = thread_id;
 	nm->wanted = true;
 	return 0;
 }
@@ -774,9 +820,34 @@ bool prs_py_names_due(const struct prs_py *py, uint64_t now_ns)
 {
 	const struct prs_py_names *nm = py->names;
 
+	uint64_t since;
+
 	if (!nm || !nm->last_ns)
 		return true;
-	return now_ns - nm->last_ns >= (nm->wanted ? WANTED_PERIOD_NS : REFRESH_PERIOD_NS);
+	since = now_ns - nm->last_ns;
+	if (!nm->wanted)
+		return since >= REFRESH_PERIOD_NS;
+	if (since >= WANTED_PERIOD_NS)
+		return true;
+	return nm->budget_at && since >= WANTED_MIN_NS &&
+	       nm->budget_ns + (int64_t)((now_ns - nm->budget_at) / BUDGET_SHARE) > 0;
+}
+
+void prs_py_names_took(struct prs_py *py, uint64_t cost_ns)
+{
+	struct prs_py_names *nm = py->names;
+	int64_t b;
+
+	if (!nm || !nm->last_ns)
+		return;
+	if (!nm->budget_at) {
+		nm->budget_at = nm->last_ns;
+		nm->budget_ns = BUDGET_MAX_NS;
+	}
+	b = nm->budget_ns + (int64_t)((nm->last_ns - nm->budget_at) / BUDGET_SHARE);
+	nm->budget_ns = (b < BUDGET_MAX_NS ? b : BUDGET_MAX_NS) -
+			(int64_t)(cost_ns < BUDGET_MAX_NS * 100ull ? cost_ns : BUDGET_MAX_NS * 100ull);
+	nm->budget_at = nm->last_ns;
 }
 
 void prs_py_names_free(struct prs_py *py)

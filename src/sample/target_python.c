@@ -162,9 +162,13 @@ void prs_target_py_names(struct prs_sampler *s, struct prs_target *tg)
 	for (int i = 0; i < tg->npyt; i++)
 		tg->pyt[i].name = prs_py_thread_name(tg->py, s->prof, tg->pyt[i].thread_id);
 	if (tg->npyt > 0 && prs_py_names_due(tg->py, now)) {
+		uint64_t took;
+
 		prs_py_read_thread_names(tg->py, s->prof, now);
+		took = prs_now_ns() - now;
+		prs_py_names_took(tg->py, took);
 		s->st.py_name_reads++;
-		prs_durations_add(&s->d_names, prs_now_ns() - now);
+		prs_durations_add(&s->d_names, took);
 		for (int i = 0; i < tg->npyt; i++)
 			tg->pyt[i].name = prs_py_thread_name(tg->py, s->prof, tg->pyt[i].thread_id);
 	}

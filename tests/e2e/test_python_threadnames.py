@@ -123,3 +123,30 @@ def test_rename_while_profiling(py, python_cli, run_prs, export_folded, outdir):
         assert "thread %d (renamed-late)" % tid in titles, titles
     finally:
         t.stop()
+
+
+BRIEF = """
+import threading, time
+def spin(s):
+    end = time.perf_counter() + s
+    while time.perf_counter() < end:
+        pass
+spin(0.2)
+t = threading.Thread(target=spin, args=(0.15,), name="brief")
+t.start()
+t.join()
+spin(0.3)
+"""
+
+
+@pytest.mark.parametrize("py", [p for p in PARAMS if p.id == "pyenv-3.12"])
+def test_a_thread_that_lives_150_ms_is_named(py, python_cli, run_prs, export_folded, outdir):
+    """A new thread asks for the names again 20 ms after the last read (while the reads take
+    under 1/400 of the time), not 250 ms: one that lives 150 ms, then ends, gets its name (it
+    read as a bare thread id before: the 250 ms refresh came after it had left threading)."""
+    exe = python_or_skip(py)
+    d = outdir / "prof"
+    res = run_prs(["run", "-r", "100", "-o", d, "--", exe, "-c", BRIEF], timeout=60)
+    assert res.rc == 0, res.describe()
+    roots = folded_roots(export_folded, d / "profile.pyrs")
+    assert sorted(n for n in roots.values() if n) == ["MainThread", "brief"], roots

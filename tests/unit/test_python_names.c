@@ -918,10 +918,14 @@ Test(python_names, names_due)
 	cr_assert(!prs_py_names_due(py, t0));
 	cr_assert(!prs_py_names_due(py, t0 + 1999 * MS));
 	cr_assert(prs_py_names_due(py, t0 + 2000 * MS));
-	/* a miss asks for a refresh 250 ms after the last read */
+	/* a miss asks for a refresh 250 ms after the last read (no budget told) */
 	cr_assert_eq(prs_py_thread_name(py, prof, 0x7f0000abc000ull), 0);
 	cr_assert(!prs_py_names_due(py, t0 + 249 * MS));
 	cr_assert(prs_py_names_due(py, t0 + 250 * MS));
+	/* told the read took 1 ms: within its 5 ms budget, a miss waits 20 ms */
+	prs_py_names_took(py, 1 * MS);
+	cr_assert(!prs_py_names_due(py, t0 + 19 * MS));
+	cr_assert(prs_py_names_due(py, t0 + 20 * MS));
 	/* the refresh clears it */
 	cr_assert_eq(refresh(t0 + 300 * MS), 3);
 	cr_assert(!prs_py_names_due(py, t0 + 600 * MS));
@@ -935,6 +939,68 @@ Test(python_names, names_due)
 		prs_profile_free(other);
 	}
 	cr_assert(prs_py_names_due(py, t0 + 550 * MS));
+}
+
+/* The budget of the refreshes a miss asks for: 1/400 of the time, up to 5 ms ahead. */
+Test(python_names, names_due_within_a_budget)
+{
+	const uint64_t t0 = 1000000000000ull;
+	uint64_t t = t0, ident = 0x7f0000abc000ull;
+	int reads = 0;
+
+	world_open(12);
+	/* a new thread every tick that threading does not know yet (a thread-per-request server),
+	 * reads of 1 ms: 5 ms of budget go in the first 5 reads, 20 ms apart; then one read each 400
+	 * ms of budget, at most 250 ms apart */
+	while (t < t0 + 10000 * MS) {
+		if (prs_py_names_due(py, t)) {
+			cr_assert_eq(refresh(t), 3);
+			prs_py_names_took(py, 1 * MS);
+			reads++;
+		}
+		cr_assert_eq(prs_py_thread_name(py, prof, ident += 0x10000), 0);
+		t += 10 * MS;
+	}
+	cr_assert(reads >= 5 + 10000 / 250 - 1 && reads <= 6 + 10000 / 250, "%d reads", reads);
+	/* reads of 10 us fit the budget: every 20 ms */
+	world_close();
+	world_open(12);
+	reads = 0;
+	for (t = t0; t < t0 + 1000 * MS; t += 10 * MS) {
+		if (prs_py_names_due(py, t)) {
+			cr_assert_eq(refresh(t), 3);
+			prs_py_names_took(py, 10000);
+			reads++;
+		}
+		cr_assert_eq(prs_py_thread_name(py, prof, ident += 0x10000), 0);
+	}
+	cr_assert_eq(reads, 50);
+}
+
+/* A thread that threading never knows (a raw _thread thread) is asked for once, then only at the
+ * periodic refreshes. */
+Test(python_names, a_thread_threading_does_not_know_is_asked_once)
+{
+	const uint64_t t0 = 1000000000000ull, raw = 0x7f0000abc000ull;
+
+	world_open(12);
+	cr_assert_eq(refresh(t0), 3);
+	prs_py_names_took(py, 10000);
+	cr_assert_eq(prs_py_thread_name(py, prof, raw), 0);
+	cr_assert(prs_py_names_due(py, t0 + 20 * MS));
+	cr_assert_eq(refresh(t0 + 20 * MS), 3);
+	prs_py_names_took(py, 10000);
+	/* the refresh did not find it: its misses no longer ask */
+	cr_assert_eq(prs_py_thread_name(py, prof, raw), 0);
+	cr_assert(!prs_py_names_due(py, t0 + 2019 * MS));
+	cr_assert(prs_py_names_due(py, t0 + 2020 * MS));
+	/* a new thread still does; and the periodic refresh asks again for the raw one */
+	cr_assert_eq(prs_py_thread_name(py, prof, raw + 0x10000), 0);
+	cr_assert(prs_py_names_due(py, t0 + 40 * MS));
+	cr_assert_eq(refresh(t0 + 2020 * MS), 3);
+	cr_assert_eq(refresh(t0 + 4100 * MS), 3); /* periodic: forgets what was not found */
+	cr_assert_eq(prs_py_thread_name(py, prof, raw), 0);
+	cr_assert(prs_py_names_due(py, t0 + 4120 * MS));
 }
 
 /* ---- regression tests of bugs these tests found (fixed; the comments say what was wrong) ---- */
