@@ -13,9 +13,20 @@
  * mappings, locations and functions start at 1, a sample's location_id list is leaf first, and
  * a location's lines are innermost first (the inlined callee, then its callers, the last line is
  * the function the address belongs to).
+ *
+ * Processes (a --subprocesses recording): profile.proto's Mapping has no pid, so a mapping says
+ * its process through the samples that use it. Every sample has a `pid` label, and its locations
+ * refer only to mappings of its own process: the model's mappings are per process already (the
+ * same file in two processes is two mappings, and their frames two locations), and a mapping the
+ * model keeps for all processes (pid 0: the kernel's, [kernel.kallsyms]) is written as one
+ * Mapping per process whose samples use it, with locations of its own. This is how google's
+ * perf_data_converter merges processes into one profile (mappings and locations per address
+ * space). A consumer joins label -> location -> mapping; `go tool pprof` itself merges the
+ * mappings of one binary (same build id or file, size and offset) when it loads a profile.
  */
 #include "pyrsprof/export.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -39,6 +50,9 @@ struct pp_line {
 	int64_t line;
 };
 
+/* frame_loc's mark of a frame in a mapping shared by processes: its locations are per process */
+#define PER_PROCESS UINT32_MAX
+
 struct pp_loc {
 	uint64_t mapping; /* id, 0 = none */
 	uint64_t addr;
@@ -59,8 +73,15 @@ struct pp {
 	size_t nlocs, cap_locs;
 	struct pp_line *lines;
 	size_t nlines, cap_lines;
-	uint32_t *frame_loc; /* view frame id -> location id (0: none yet) */
+	uint32_t *frame_loc; /* view frame id -> location id (0: none yet, PER_PROCESS) */
 	uint32_t main_map; /* mapping index listed first (id 1) */
+	/* the mappings shared by processes (pid 0), written once per process that uses them */
+	struct prs_map64 proc_loc; /* pid << 32 | view frame id -> location id */
+	struct prs_map64 proc_map; /* pid << 32 | mapping index -> mapping id */
+	bool *map_taken;           /* a shared mapping's own id is a process's already */
+	bool one_process;          /* the view's stacks are of one process: nothing to copy */
+	uint32_t *copies;          /* the mapping index of each copy (ids after the model's) */
+	size_t ncopies, cap_copies;
 	uint64_t *ids; /* one sample's location ids */
 	struct prs_buf sample; /* one Sample message's bytes (put_sample) */
 	size_t nids, cap_ids;
@@ -173,39 +194,100 @@ static uint64_t mapping_id(const struct pp *c, uint32_t i)
 	return (uint64_t)i + (i < c->main_map ? 2 : 1);
 }
 
-/* The location of view frame id: built once. 0 on ENOMEM. */
-static uint64_t frame_loc(struct pp *c, uint32_t id)
+/*
+ * The id of mapping index i, one the model shares between processes (pid 0), in the samples of
+ * process pid: the first process that uses it has the mapping's own id, each other one a copy
+ * of it (ids after the model's mappings). 0 on ENOMEM.
+ */
+static uint64_t process_mapping_id(struct pp *c, uint32_t i, int32_t pid)
+{
+	uint64_t key = (uint64_t)(uint32_t)pid << 32 | i;
+	uint32_t id = prs_map64_get(&c->proc_map, key);
+
+	if (id != PRS_MAP_NONE)
+		return id;
+	if (!c->map_taken[i]) {
+		c->map_taken[i] = true;
+		id = (uint32_t)mapping_id(c, i);
+	} else {
+		uint64_t copy = (uint64_t)c->p->nmappings + c->ncopies + 1;
+
+		if (copy >= UINT32_MAX ||
+		    prs_array_grow((void **)&c->copies, &c->cap_copies, c->ncopies + 1,
+				   sizeof(*c->copies)))
+			return 0;
+		c->copies[c->ncopies++] = i;
+		id = (uint32_t)copy;
+	}
+	return prs_map64_put(&c->proc_map, key, id) ? 0 : id;
+}
+
+/* The location of raw frame id in mapping `mapping` (an id, 0 = none). 0 on ENOMEM. */
+static uint64_t raw_loc(struct pp *c, uint32_t id, uint64_t mapping)
+{
+	const struct prs_profile *p = c->p;
+	const struct prs_frame *f = &p->frames[id];
+	char label[PRS_MAX_NAME + 64];
+	uint32_t n, k;
+	const uint32_t *ids = prs_profile_expansion(p, &id, &n);
+	uint64_t loc = pp_loc_begin(c, mapping, f->addr);
+
+	if (!loc)
+		return 0;
+	/* the expansion is outermost first; pprof wants the innermost line first */
+	for (k = n; ids != &id && k-- > 0;) {
+		const struct prs_frame *g = &p->frames[ids[k]];
+
+		prs_profile_frame_label(p, ids[k], label, sizeof(label));
+		if (pp_line(c, pp_func(c, label, g->file < p->nstrings ? g->file : 0), g->line))
+			return 0;
+	}
+	if (c->nlines == c->locs[loc - 1].first) {
+		/* unsymbolized: name it as the other exports do */
+		prs_profile_frame_label(p, id, label, sizeof(label));
+		if (pp_line(c, pp_func(c, label, 0), 0))
+			return 0;
+	}
+	pp_loc_end(c);
+	return loc;
+}
+
+/* The location of a raw frame of a mapping shared by processes, in the samples of process pid:
+ * built once per process. 0 on ENOMEM. */
+static uint64_t process_loc(struct pp *c, uint32_t id, int32_t pid)
+{
+	uint64_t key = (uint64_t)(uint32_t)pid << 32 | id;
+	uint32_t v = prs_map64_get(&c->proc_loc, key);
+	uint64_t mapping, loc;
+
+	if (v != PRS_MAP_NONE)
+		return v;
+	mapping = process_mapping_id(c, c->p->frames[id].mapping, pid);
+	loc = mapping ? raw_loc(c, id, mapping) : 0;
+	if (!loc || loc >= UINT32_MAX || prs_map64_put(&c->proc_loc, key, (uint32_t)loc))
+		return 0;
+	return loc;
+}
+
+/* frame_loc for a frame whose location is not made yet, or is per process. */
+static uint64_t new_frame_loc(struct pp *c, uint32_t id, int32_t pid)
 {
 	const struct prs_profile *p = c->p;
 	char label[PRS_MAX_NAME + 64];
 	uint64_t loc;
 
-	if (c->frame_loc[id])
-		return c->frame_loc[id];
+	if (c->frame_loc[id] == PER_PROCESS)
+		return process_loc(c, id, pid);
 	if (id < p->nframes && p->frames[id].raw) {
 		const struct prs_frame *f = &p->frames[id];
-		uint64_t mapping = f->mapping < p->nmappings ? mapping_id(c, f->mapping) : 0;
-		uint32_t n, k;
-		const uint32_t *ids = prs_profile_expansion(p, &id, &n);
 
-		loc = pp_loc_begin(c, mapping, f->addr);
+		if (!c->one_process && f->mapping < p->nmappings && p->mappings[f->mapping].pid == 0) {
+			c->frame_loc[id] = PER_PROCESS;
+			return process_loc(c, id, pid);
+		}
+		loc = raw_loc(c, id, f->mapping < p->nmappings ? mapping_id(c, f->mapping) : 0);
 		if (!loc)
 			return 0;
-		/* the expansion is outermost first; pprof wants the innermost line first */
-		for (k = n; ids != &id && k-- > 0;) {
-			const struct prs_frame *g = &p->frames[ids[k]];
-
-			prs_profile_frame_label(p, ids[k], label, sizeof(label));
-			if (pp_line(c, pp_func(c, label, g->file < p->nstrings ? g->file : 0), g->line))
-				return 0;
-		}
-		if (c->nlines == c->locs[loc - 1].first) {
-			/* unsymbolized: name it as the other exports do */
-			prs_profile_frame_label(p, id, label, sizeof(label));
-			if (pp_line(c, pp_func(c, label, 0), 0))
-				return 0;
-		}
-		pp_loc_end(c);
 	} else {
 		struct prs_view_frame vf;
 
@@ -215,15 +297,25 @@ static uint64_t frame_loc(struct pp *c, uint32_t id)
 		if (!loc)
 			return 0;
 	}
-	if (loc > UINT32_MAX)
+	if (loc >= UINT32_MAX)
 		return 0;
 	c->frame_loc[id] = (uint32_t)loc;
 	return loc;
 }
 
-/* The location ids of view stack i, leaf first, in c->ids[0..c->nids) (each location made on first
- * sight). 0 or -ENOMEM. */
-static int sample_locs(struct pp *c, size_t i)
+/* The location of view frame id in the samples of process pid: built once (once per process
+ * for a frame of a mapping shared by processes). 0 on ENOMEM. The test for a location made
+ * already is apart (inlined where it is called: the frames of every stack pass here). */
+static inline uint64_t frame_loc(struct pp *c, uint32_t id, int32_t pid)
+{
+	uint32_t loc = c->frame_loc[id];
+
+	return loc && loc != PER_PROCESS ? loc : new_frame_loc(c, id, pid);
+}
+
+/* The location ids of view stack i (vs[i]), leaf first, in c->ids[0..c->nids) (each location made
+ * on first sight). 0 or -ENOMEM. */
+static int sample_locs(struct pp *c, const struct prs_view_stack *vs, size_t i)
 {
 	const uint32_t *ids;
 	size_t k = prs_view_frames(c->v, i, &ids, NULL);
@@ -232,7 +324,7 @@ static int sample_locs(struct pp *c, size_t i)
 	if (prs_array_grow((void **)&c->ids, &c->cap_ids, k, sizeof(*c->ids)))
 		return -ENOMEM;
 	while (k-- > 0) {
-		uint64_t loc = frame_loc(c, ids[k]);
+		uint64_t loc = frame_loc(c, ids[k], vs[i].pid);
 
 		if (!loc)
 			return -ENOMEM;
@@ -242,17 +334,19 @@ static int sample_locs(struct pp *c, size_t i)
 }
 
 /*
- * Makes the locations of view stack i (of a walk over the stacks in order) as sample_locs meets
- * them, leaf first: the frames it shares with the stack before it (on the root side) have
- * theirs already. 0 or -ENOMEM.
+ * Makes the locations of view stack i (of a walk over the stacks vs in order) as sample_locs
+ * meets them, leaf first: the frames it shares with the stack before it (on the root side) have
+ * theirs already, if that stack is of the same process. 0 or -ENOMEM.
  */
-static int stack_new_locs(struct pp *c, size_t i)
+static int stack_new_locs(struct pp *c, const struct prs_view_stack *vs, size_t i)
 {
 	const uint32_t *ids;
 	size_t shared, k = prs_view_frames(c->v, i, &ids, &shared);
 
+	if (i > 0 && vs[i - 1].pid != vs[i].pid)
+		shared = 0;
 	while (k-- > shared)
-		if (!frame_loc(c, ids[k]))
+		if (!frame_loc(c, ids[k], vs[i].pid))
 			return -ENOMEM;
 	return 0;
 }
@@ -413,6 +507,30 @@ static uint32_t main_mapping(const struct prs_profile *p)
 
 /* ---- the export ---- */
 
+/* Fills mm (all but its id) from pm. 0 or -ENOMEM. */
+static int put_mapping(struct pp *c, Perftools__Profiles__Mapping *mm, const struct prs_mapping *pm)
+{
+	const struct prs_profile *p = c->p;
+	char hex[2 * PRS_BUILD_ID_MAX + 1];
+	size_t k, nb = pm->build_id_len > PRS_BUILD_ID_MAX ? PRS_BUILD_ID_MAX : pm->build_id_len;
+
+	perftools__profiles__mapping__init(mm);
+	for (k = 0; k < nb; k++)
+		snprintf(hex + 2 * k, 3, "%02x", pm->build_id[k]);
+	hex[2 * nb] = '\0';
+	mm->memory_start = pm->start;
+	mm->memory_limit = pm->end;
+	mm->file_offset = pm->offset;
+	mm->filename = pm->path < p->nstrings
+		? pp_str(c, p->strings[pm->path], p->string_lens[pm->path]) : 0;
+	mm->build_id = pp_cstr(c, hex);
+	if (mm->filename < 0 || mm->build_id < 0)
+		return -ENOMEM;
+	/* every location carries its lines: pprof must not look for the binaries */
+	mm->has_functions = mm->has_filenames = mm->has_line_numbers = mm->has_inline_frames = 1;
+	return 0;
+}
+
 static void pp_release(struct pp *c)
 {
 	size_t i;
@@ -428,6 +546,10 @@ static void pp_release(struct pp *c)
 	free(c->locs);
 	free(c->lines);
 	free(c->frame_loc);
+	prs_map64_release(&c->proc_loc);
+	prs_map64_release(&c->proc_map);
+	free(c->map_taken);
+	free(c->copies);
 	free(c->ids);
 	prs_view_free(c->v);
 }
@@ -658,7 +780,7 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 	struct gz_out *g = NULL;
 	const struct prs_view_stack *vs;
 	uint64_t period = prs_profile_period_ns(p);
-	size_t nsamp = 0, i;
+	size_t nsamp = 0, nmaps, i;
 	Perftools__Profiles__Profile head;
 	const char *command = prs_profile_meta_get(p, "command");
 	unsigned nvt = period ? 3 : 1;
@@ -674,6 +796,8 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 	prs_buf_init(&c->scratch);
 	prs_buf_init(&c->sample);
 	prs_map64_init(&c->fmap);
+	prs_map64_init(&c->proc_loc);
+	prs_map64_init(&c->proc_map);
 	if (pp_cstr(c, "") != 0)
 		goto nomem;
 	c->main_map = main_mapping(p);
@@ -685,19 +809,23 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 		goto out;
 	vs = prs_view_stacks(c->v, &nsamp);
 	c->frame_loc = calloc(prs_view_nframes(c->v), sizeof(*c->frame_loc));
-	if (!c->frame_loc)
+	c->map_taken = calloc(p->nmappings ? p->nmappings : 1, sizeof(*c->map_taken));
+	if (!c->frame_loc || !c->map_taken)
 		goto nomem;
+	c->one_process = true;
+	for (i = 1; i < nsamp && c->one_process; i++)
+		c->one_process = vs[i].pid == vs[0].pid;
 	/* the off-CPU leaves first, in the order the samples showed them: their locations have the
 	 * first ids, as they always had */
 	for (i = p->nframes; i < prs_view_nframes(c->v); i++) {
 		enum prs_kind k = prs_view_frame_kind(c->v, (uint32_t)i);
 
-		if (k >= PRS_KIND_OFF_IO && k <= PRS_KIND_OFF_OTHER && !frame_loc(c, (uint32_t)i))
+		if (k >= PRS_KIND_OFF_IO && k <= PRS_KIND_OFF_OTHER && !frame_loc(c, (uint32_t)i, 0))
 			goto nomem;
 	}
 	/* every location, in the order the samples show them (their ids); put_sample finds them */
 	for (i = 0; i < nsamp; i++)
-		if (stack_new_locs(c, i))
+		if (stack_new_locs(c, vs, i))
 			goto nomem;
 
 	/* the generated structs */
@@ -741,34 +869,21 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 		m->prof.comment = &m->comment;
 	}
 
-	m->maps = calloc(p->nmappings ? p->nmappings : 1, sizeof(*m->maps));
-	m->mapp = calloc(p->nmappings ? p->nmappings : 1, sizeof(*m->mapp));
+	nmaps = p->nmappings + c->ncopies;
+	m->maps = calloc(nmaps ? nmaps : 1, sizeof(*m->maps));
+	m->mapp = calloc(nmaps ? nmaps : 1, sizeof(*m->mapp));
 	if (!m->maps || !m->mapp)
 		goto nomem;
-	for (i = 0; i < p->nmappings; i++) {
-		const struct prs_mapping *pm = &p->mappings[i];
+	for (i = 0; i < nmaps; i++) {
 		Perftools__Profiles__Mapping *mm = &m->maps[i];
-		char hex[2 * PRS_BUILD_ID_MAX + 1];
-		size_t k, nb = pm->build_id_len > PRS_BUILD_ID_MAX ? PRS_BUILD_ID_MAX : pm->build_id_len;
+		uint32_t k = i < p->nmappings ? (uint32_t)i : c->copies[i - p->nmappings];
 
-		perftools__profiles__mapping__init(mm);
-		for (k = 0; k < nb; k++)
-			snprintf(hex + 2 * k, 3, "%02x", pm->build_id[k]);
-		hex[2 * nb] = '\0';
-		mm->id = mapping_id(c, (uint32_t)i);
-		mm->memory_start = pm->start;
-		mm->memory_limit = pm->end;
-		mm->file_offset = pm->offset;
-		mm->filename = pm->path < p->nstrings
-			? pp_str(c, p->strings[pm->path], p->string_lens[pm->path]) : 0;
-		mm->build_id = pp_cstr(c, hex);
-		if (mm->filename < 0 || mm->build_id < 0)
+		if (put_mapping(c, mm, &p->mappings[k]))
 			goto nomem;
-		/* every location carries its lines: pprof must not look for the binaries */
-		mm->has_functions = mm->has_filenames = mm->has_line_numbers = mm->has_inline_frames = 1;
+		mm->id = i < p->nmappings ? mapping_id(c, k) : i + 1;
 		m->mapp[mm->id - 1] = mm;
 	}
-	m->prof.n_mapping = p->nmappings;
+	m->prof.n_mapping = nmaps;
 	m->prof.mapping = m->mapp;
 
 	g = calloc(1, sizeof(*g));
@@ -791,8 +906,9 @@ int prs_export_pprof_view(const struct prs_profile *p, const struct prs_view_opt
 	head.sample_type = m->vtp;
 	perftools__profiles__profile__pack_to_buffer(&head, &g->base);
 	for (i = 0; i < nsamp && !g->rc; i++)
-		if (sample_locs(c, i) || put_sample(c, m, g, &vs[i]))
+		if (sample_locs(c, vs, i) || put_sample(c, m, g, &vs[i]))
 			goto nomem_gz;
+	assert(p->nmappings + c->ncopies == nmaps); /* stack_new_locs made every location */
 	/* then the mappings (field 3): the Profile with nothing else */
 	perftools__profiles__profile__init(&head);
 	head.n_mapping = m->prof.n_mapping;

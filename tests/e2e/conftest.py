@@ -14,6 +14,7 @@ pyrsprof itself.
 """
 
 import dataclasses
+import gzip
 import json
 import os
 import re
@@ -26,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from chromium import Chromium
+from pyrs_acct import uleb
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET_SRC = REPO / "tests" / "targets"
@@ -479,6 +481,64 @@ def parse_raw(text):
         leaf_first = [name for i in ids for name in locs[i]]
         samples.append((vals, tuple(reversed(leaf_first)), labels))
     return types, samples, head
+
+
+def _pb_fields(buf):
+    """The (field number, value) pairs of a protobuf message: varints as ints, length-delimited
+    fields as bytes (the only wire types profile.proto's fields use)."""
+    i, out = 0, []
+    while i < len(buf):
+        key, i = uleb(buf, i)
+        if key & 7 == 0:
+            v, i = uleb(buf, i)
+        else:
+            assert key & 7 == 2, f"wire type {key & 7} at byte {i}"
+            n, i = uleb(buf, i)
+            v, i = buf[i:i + n], i + n
+        out.append((key >> 3, v))
+    return out
+
+
+def _pb_ints(v):
+    """A repeated integer field's value: packed (bytes) or one varint."""
+    if isinstance(v, int):
+        return [v]
+    out, i = [], 0
+    while i < len(v):
+        x, i = uleb(v, i)
+        out.append(x)
+    return out
+
+
+def read_pprof(path):
+    """A gzip'd profile.proto decoded by hand (no protobuf module on the test machine), as an
+    independent reader of what pyrsprof wrote: {"mappings": {id: {"file", "start", "limit",
+    "offset", "build_id"}}, "locations": {id: (mapping id, address)}, "samples": [(location ids
+    leaf first, values, {label: num or str})]}. Fields by profile.proto's numbers."""
+    top = _pb_fields(gzip.decompress(Path(path).read_bytes()))
+    strs = [v.decode() for f, v in top if f == 6]
+    maps, locs, samples = {}, {}, []
+    for f, v in top:
+        if f == 3:
+            m = dict(_pb_fields(v))
+            maps[m.get(1, 0)] = {"start": m.get(2, 0), "limit": m.get(3, 0), "offset": m.get(4, 0),
+                                 "file": strs[m.get(5, 0)], "build_id": strs[m.get(6, 0)]}
+        elif f == 4:
+            l = dict(_pb_fields(v))
+            locs[l.get(1, 0)] = (l.get(2, 0), l.get(3, 0))
+    for f, v in top:
+        if f == 2:
+            ids, vals, labels = [], [], {}
+            for g, w in _pb_fields(v):
+                if g == 1:
+                    ids += _pb_ints(w)
+                elif g == 2:
+                    vals += _pb_ints(w)
+                elif g == 3:
+                    lab = dict(_pb_fields(w))
+                    labels[strs[lab[1]]] = strs[lab[2]] if lab.get(2) else lab.get(3, 0)
+            samples.append((ids, vals, labels))
+    return {"mappings": maps, "locations": locs, "samples": samples}
 
 
 

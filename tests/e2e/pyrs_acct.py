@@ -13,7 +13,8 @@ TASK_MONO_NS, TASK_SOURCE, TASK_CPU_NS, TASK_RUNQ_NS = 0, 1, 2, 3
 SRC_PROC, SRC_RUSAGE, SRC_TASKSTATS, SRC_SAMPLER = 1, 2, 3, 4
 
 
-def _uleb(b, off):
+def uleb(b, off):
+    """The ULEB128 at b[off:] (as a protobuf varint): (value, the offset after it)."""
     v = shift = 0
     while True:
         c = b[off]
@@ -32,22 +33,22 @@ def records(pyrs: Path):
     out, off = [], 0
     while off < len(data):
         typ = data[off]
-        n, off = _uleb(data, off + 1)
+        n, off = uleb(data, off + 1)
         p, end = off, off + n
         off = end
         if not 11 <= typ <= 19:
             continue
-        phase, p = _uleb(data, p)
-        zz, p = _uleb(data, p)
-        have, p = _uleb(data, p)
+        phase, p = uleb(data, p)
+        zz, p = uleb(data, p)
+        have, p = uleb(data, p)
         fields = {}
         for f in range(64):
             if have >> f & 1:
-                fields[f], p = _uleb(data, p)
-        nstr, p = _uleb(data, p)
+                fields[f], p = uleb(data, p)
+        nstr, p = uleb(data, p)
         strs = []
         for _ in range(nstr):
-            ln, p = _uleb(data, p)
+            ln, p = uleb(data, p)
             strs.append(data[p:p + ln].decode())
             p += ln
         out.append((typ, phase, (zz >> 1) ^ -(zz & 1), fields, strs))

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import assert_clean, parse_raw, thread_tids, total
+from conftest import assert_clean, parse_raw, read_pprof, thread_tids, total
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +124,21 @@ def test_pprof_wall_view_threads_and_off_cpu(pprof, export_pprof, export_folded,
     reader = [(v, s) for v, s, l in samples if l.get("thread") == str(tids["reader"])]
     in_read = sum(v[0] for v, s in reader if s[-1] == "[read]")
     assert in_read > 0.8 * sum(v[0] for v, s in reader)
+
+
+def test_pprof_of_one_process_lists_each_mapping_once(export_pprof, c_rec, tmp_path):
+    """A recording of one process (decoded by read_pprof): each mapped range once, as the
+    profile holds it (a tree's kernel mapping is copied per process, never for one process),
+    ids 1..N with the program first, every location's mapping listed, one pid."""
+    out = export_pprof(c_rec.pyrs, tmp_path / "wall.pb.gz", "wall")
+    doc = read_pprof(out)
+    maps = doc["mappings"]
+    ranges = Counter((m["file"], m["start"], m["limit"], m["offset"]) for m in maps.values())
+    assert ranges and max(ranges.values()) == 1, ranges
+    assert sorted(maps) == list(range(1, len(maps) + 1))
+    assert maps[1]["file"].endswith("/cpu_split"), maps[1]
+    assert all(m in maps for m, _ in doc["locations"].values() if m)
+    assert len({labels["pid"] for _, _, labels in doc["samples"]}) == 1
 
 
 def test_pprof_from_folded_counts_only(pprof, export_pprof, tmp_path):

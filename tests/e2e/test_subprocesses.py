@@ -10,6 +10,7 @@ import ctypes
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (TARGET_BIN, TARGET_SRC, assert_clean, pid_gone, proc_state, steady_run,
-                      wait_gone)
+from conftest import (TARGET_BIN, TARGET_SRC, assert_clean, parse_raw, pid_gone, proc_state,
+                      read_pprof, steady_run, wait_gone)
 
 PY = "/usr/bin/python3"
 PYT = TARGET_SRC / "py"
@@ -76,8 +77,45 @@ def pool_truth(stdout):
     return truth
 
 
+def check_pprof_processes(run_prs, request, pyrs, workers, out):
+    """The pprof export of a tree, decoded (read_pprof): every sample's `pid` label names its
+    process and its locations refer only to mappings of that process. profile.proto's Mapping has
+    no pid: the samples that use a mapping say whose it is, so no mapping may be used by two
+    processes (the kernel's, one in the profile, is one per process in pprof). Each worker the
+    target printed has a mapping of the main binary (pprof's mapping 1, python3.11) of its own.
+    `go tool pprof` reads the file (it merges the mappings of one binary when it loads it) and its
+    -tagfocus=pid=W keeps worker W's samples. (Before each process had its kernel mapping, the
+    check failed whenever kernel frames of two processes were sampled: every run here, at 400 Hz;
+    without kernel stacks, perf_event_open refused, it has nothing shared to find.)"""
+    res = run_prs(["export", pyrs, "--format", "pprof", "--view", "wall", "-o", out], timeout=120)
+    assert_clean(res)
+    assert res.rc == 0, res.describe()
+    doc = read_pprof(out)
+    maps, owners, per_pid = doc["mappings"], {}, Counter()
+    for ids, vals, labels in doc["samples"]:
+        per_pid[labels["pid"]] += vals[0]
+        for loc in ids:
+            m = doc["locations"][loc][0]
+            if m:
+                owners.setdefault(m, set()).add(labels["pid"])
+    shared = {maps[m]["file"]: sorted(p) for m, p in owners.items() if len(p) > 1}
+    assert not shared, f"mappings used by the samples of several processes: {shared}"
+    main = maps[1]["file"]
+    for w in workers:
+        assert per_pid[w] > 0, (w, per_pid)
+        assert [m for m, p in owners.items() if p == {w} and maps[m]["file"] == main], \
+            f"worker {w} has no {main} mapping of its own"
+    if shutil.which("go"):
+        pprof = request.getfixturevalue("pprof")
+        _, samples, _ = parse_raw(pprof("-raw", out))
+        assert sum(v[0] for v, _, _ in samples) == sum(per_pid.values())
+        w = min(workers)
+        _, mine, _ = parse_raw(pprof("-raw", f"-tagfocus=pid={w}", out))
+        assert sum(v[0] for v, _, _ in mine) == per_pid[w]
+
+
 @pytest.mark.parametrize("how", ["fork", "spawn", "executor"])
-def test_pool_every_worker_with_its_split(how, run_prs, export_folded, outdir):
+def test_pool_every_worker_with_its_split(how, run_prs, export_folded, outdir, request):
     """multiprocessing.Pool (fork, spawn) and concurrent.futures.ProcessPoolExecutor, 4 workers
     with 4 different splits between part_a and part_b: every worker is a process of the profile,
     its CPU samples split between the two within 5 points of the CPU times it measured.
@@ -116,6 +154,8 @@ def test_pool_every_worker_with_its_split(how, run_prs, export_folded, outdir):
     p1 = json.loads((res.dir / "phase1.json").read_text())
     rules = [p1["verdict"]["id"], *(a["id"] for a in p1["verdict"].get("also", []))]
     assert rules[0] in ("saturated", "cpu") and "lock" not in rules, (rules, p1["verdict"])
+    # one pprof of the tree: each process's samples in its own mappings
+    check_pprof_processes(run_prs, request, res.dir / "profile.pyrs", truth, res.dir / "w.pb.gz")
 
 
 # ---- a chain of programs -------------------------------------------------------------------

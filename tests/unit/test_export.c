@@ -990,6 +990,103 @@ Test(export_pprof, samples_name_their_process_and_mappings_are_per_process)
 	prs_profile_free(p);
 }
 
+/*
+ * The kernel's mapping is one of the model for all processes (pid 0), its frames too: in pprof,
+ * where a Mapping has no pid, it is a Mapping per process whose samples use it, each with its
+ * own locations, so that every sample's locations refer to mappings of its own process (the
+ * `pid` label -> location -> mapping join says whose a mapping is). A profile of one process
+ * keeps the model's mappings, one each.
+ */
+static struct prs_profile *two_processes_in_the_kernel(int nproc)
+{
+	struct prs_profile *p = prs_profile_new();
+	struct prs_mapping kern = { .start = 0xffff800000000000ull, .end = UINT64_MAX };
+	uint32_t k, cmd = str(p, "python3 pool.py");
+
+	kern.path = str(p, "[kernel.kallsyms]");
+	k = prs_profile_raw_frame(p, prs_profile_mapping(p, &kern), 0xffffffff81000100ull, false);
+	for (int i = 0; i < nproc; i++) {
+		int32_t pid = 101 + i;
+		struct prs_mapping py = { .start = 0x400000, .end = 0x800000, .pid = pid,
+					  .build_id_len = 2, .build_id = { 0xca, 0xfe } };
+		uint32_t u, s;
+
+		py.path = str(p, "/usr/bin/python3.11");
+		u = prs_profile_raw_frame(p, prs_profile_mapping(p, &py), 0x400abc, false);
+		s = prs_profile_stack(p, prs_profile_stack(p, 0, u), k);
+		cr_assert_eq(prs_profile_process(p, pid, 100, cmd, 0), 0);
+		cr_assert_eq(prs_profile_sample(p, &(struct prs_sample){ .time_ns = 10000000, .tid = pid,
+			.pid = pid, .state = PRS_STATE_RUNNING, .syscall = -1, .stack = s,
+			.weight = 3 + (uint32_t)i }), 0);
+	}
+	prs_profile_meta(p, "command", "python3 pool.py");
+	prs_profile_meta(p, "rate_hz", "100");
+	return p;
+}
+
+Test(export_pprof, a_mapping_of_all_processes_is_one_per_process)
+{
+	struct prs_profile *p = two_processes_in_the_kernel(2);
+	size_t len, i, j;
+	char *gz = run_export(prs_export_pprof, p, PRS_VIEW_CPU, &len);
+	Perftools__Profiles__Profile *pr = decode_pprof(gz, len);
+	int64_t owner[8] = { 0 }; /* mapping id -> the pid whose samples use it */
+	uint64_t kloc[2] = { 0 };
+
+	cr_assert_eq(pr->n_sample, 2);
+	cr_assert_eq(pr->n_mapping, 4, "python3.11 twice, the kernel once per process: %zu",
+		     pr->n_mapping);
+	for (i = 0; i < pr->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = pr->sample[i];
+		int64_t pid = 0;
+
+		cr_assert_not_null(plabel(pr, s, "pid", &pid));
+		cr_assert(pid == 101 || pid == 102);
+		cr_assert_eq(s->value[0], pid == 101 ? 3 : 4);
+		cr_assert_eq(s->n_location_id, 2);
+		for (j = 0; j < s->n_location_id; j++) {
+			const Perftools__Profiles__Location *l = ploc(pr, s->location_id[j]);
+
+			cr_assert(l->mapping_id >= 1 && l->mapping_id <= pr->n_mapping);
+			cr_assert(!owner[l->mapping_id] || owner[l->mapping_id] == pid,
+				  "mapping %llu is used by pids %lld and %lld",
+				  (unsigned long long)l->mapping_id, (long long)owner[l->mapping_id],
+				  (long long)pid);
+			owner[l->mapping_id] = pid;
+			if (l->address == 0xffffffff81000100ull)
+				kloc[pid - 101] = l->id;
+		}
+	}
+	cr_assert(kloc[0] && kloc[1] && kloc[0] != kloc[1], "a kernel location per process");
+	for (i = 0; i < 2; i++) {
+		const Perftools__Profiles__Location *l = ploc(pr, kloc[i]);
+		const Perftools__Profiles__Mapping *m = pr->mapping[l->mapping_id - 1];
+
+		cr_assert_eq(m->id, l->mapping_id);
+		cr_assert_str_eq(pstr(pr, m->filename), "[kernel.kallsyms]");
+		cr_assert_eq(m->memory_start, 0xffff800000000000ull);
+		cr_assert_eq(m->memory_limit, UINT64_MAX);
+		cr_assert(m->has_functions && m->has_filenames && m->has_line_numbers);
+		cr_assert_eq(l->n_line, 1);
+	}
+	/* the main binary stays first */
+	cr_assert_str_eq(pstr(pr, pr->mapping[0]->filename), "/usr/bin/python3.11");
+	perftools__profiles__profile__free_unpacked(pr, NULL);
+	free(gz);
+	prs_profile_free(p);
+
+	/* one process: the model's mappings, the kernel's once */
+	p = two_processes_in_the_kernel(1);
+	gz = run_export(prs_export_pprof, p, PRS_VIEW_CPU, &len);
+	pr = decode_pprof(gz, len);
+	cr_assert_eq(pr->n_mapping, p->nmappings);
+	cr_assert_eq(pr->n_mapping, 2);
+	cr_assert_eq(pr->n_location, 2);
+	perftools__profiles__profile__free_unpacked(pr, NULL);
+	free(gz);
+	prs_profile_free(p);
+}
+
 /* One profile per process and thread, named so that they can be told apart. */
 Test(export_speedscope, a_profile_per_process_and_thread)
 {
