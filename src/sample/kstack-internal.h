@@ -58,8 +58,13 @@
  * of 2-3 % at 1000 Hz, and their kernel mode kept its event from the lowered rate. */
 #define PRS_KSTACK_SIGNAL_NS 50000
 
+struct perf_event_attr;
 struct prs_kstack;
 struct prs_sampler;
+
+/* The attributes of a thread's event sampling every sample_ns of its CPU time (what
+ * tests/bench/kcost.c measures the cost of). */
+void prs_kstack_attr(struct perf_event_attr *a, uint64_t sample_ns);
 
 /* One thread's event (allocated when it is first recorded running). */
 struct prs_kthr {

@@ -48,23 +48,28 @@ struct prs_kstack {
 	char why[320];
 };
 
+void prs_kstack_attr(struct perf_event_attr *a, uint64_t sample_ns)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_CPU_CLOCK;
+	a->sample_period = sample_ns;
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN |
+			 PERF_SAMPLE_REGS_USER;
+	a->exclude_callchain_user = 1; /* the user side is the tick's own unwind */
+	a->sample_regs_user = 1ull << PERF_REG_X86_IP; /* where the user code trapped */
+	a->exclude_hv = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC; /* the sampler's clock (prs_now_ns) */
+	a->sample_max_stack = PRS_KSTACK_MAX;
+}
+
 static int open_event(pid_t tid, uint64_t sample_ns)
 {
 	struct perf_event_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_CPU_CLOCK;
-	a.sample_period = sample_ns;
-	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN |
-			PERF_SAMPLE_REGS_USER;
-	a.exclude_callchain_user = 1; /* the user side is the tick's own unwind */
-	a.sample_regs_user = 1ull << PERF_REG_X86_IP; /* where the user code trapped */
-	a.exclude_hv = 1;
-	a.use_clockid = 1;
-	a.clockid = CLOCK_MONOTONIC; /* the sampler's clock (prs_now_ns) */
-	a.sample_max_stack = PRS_KSTACK_MAX;
+	prs_kstack_attr(&a, sample_ns);
 	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
