@@ -4,11 +4,12 @@
 at 100 Hz with the collection on (default: counters, /proc snapshots, taskstats, the exit hook,
 switch records, kernel stacks where permitted) and off (--no-classify --no-kernel-stacks), side
 by side. Goal: the two within 0.5 points. A third column, "on, no kstacks" (--no-kernel-stacks),
-shows what the kernel stacks (perf cpu-clock samples in the target's threads, 2 per tick of CPU
-time, 1 per 8 ticks once a thread's last 32 were in user mode: src/sample/kstack_rate-internal.h)
-cost on their own, and "kstack samples" their rate (perf samples per thread-sample of the fixed
-work, stats.json kernel_stacks: deep30 computes in user space, so all but its first 160 ms of CPU
-time are at the lowered rate; a work run under load may be little longer than that).
+shows what the kernel stacks (perf cpu-clock samples in the target's threads: 1 per tick of CPU
+time until the first taken in the kernel, then 2; 1 per 8 ticks once a thread's last 16 at 1 per
+tick, or 32 at 2, were in user mode: src/sample/kstack_rate-internal.h) cost on their own, and
+"kstack samples" their rate (perf samples per thread-sample of the fixed work, stats.json
+kernel_stacks: deep30 computes in user space, so all but its first 160 ms of CPU time are at the
+lowered rate; a work run under load may be little longer than that).
 
     PYRSPROF=$PWD/build/release/pyrsprof /usr/bin/python3 tests/bench/bench_classify.py [--quick] [--rt] [--rounds N]
 
