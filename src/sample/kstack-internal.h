@@ -4,12 +4,15 @@
  * of a thread: the work the kernel did for it (zeroing the pages a NumPy allocation faults in,
  * copying a read()) is charged to the user frame that trapped, and named nowhere. Where permitted
  * (root, CAP_PERFMON, or kernel.perf_event_paranoid <= 1) each traced thread gets a perf_event_open
- * cpu-clock event sampling at twice the tick rate (lowered where the thread stays in user mode:
- * kstack_rate-internal.h), with the kernel part of
+ * cpu-clock event sampling at twice the tick rate (starting at once per tick until its first
+ * kernel sample, lowered where the thread stays in user mode: kstack_rate-internal.h), with the
+ * kernel part of
  * the callchain only (exclude_callchain_user) and CLOCK_MONOTONIC times, into a small mmap'd ring.
  *
  * The rate is the cost: each perf sample is a timer interrupt in the target, 19 us of its time in
- * this VM (gap detector, target at real-time priority, the event at 4 kHz against none; exclude_user
+ * this VM (23-34 us under load 5-9: tests/bench/kcost.c, within one process, where the IP alone
+ * costs as much: the callchain and user registers are not the cost) (gap detector, target at
+ * real-time priority, the event at 4 kHz against none; exclude_user
  * does not help: the timer fires anyway), so 4 per tick cost 0.76 % of its time at 100 Hz and 2
  * cost 0.38 %. 2 per tick match fewer kernel samples than 4 (the last one is older: docs/
  * classify.md has the numbers), 1 per tick too few (kwork 0.43-0.53 against perf's 0.57). Phasing
@@ -58,8 +61,13 @@
  * of 2-3 % at 1000 Hz, and their kernel mode kept its event from the lowered rate. */
 #define PRS_KSTACK_SIGNAL_NS 50000
 
+struct perf_event_attr;
 struct prs_kstack;
 struct prs_sampler;
+
+/* The attributes of a thread's event sampling every sample_ns of its CPU time (what
+ * tests/bench/kcost.c measures the cost of). */
+void prs_kstack_attr(struct perf_event_attr *a, uint64_t sample_ns);
 
 /* One thread's event (allocated when it is first recorded running). */
 struct prs_kthr {
@@ -72,7 +80,7 @@ struct prs_kthr {
 	int n;
 	uint64_t user_ip;       /* the user PC of that perf sample */
 	struct prs_krate rate;  /* the rate its perf samples ask for (kstack_rate.c) */
-	bool ev_lowered;        /* its event is at the lowered rate */
+	uint32_t ev_mult;       /* its event's period, in full ones (prs_krate_mult) */
 };
 
 /* A tick's stop of a thread, as the kernel frames are matched with it. */

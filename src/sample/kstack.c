@@ -48,23 +48,28 @@ struct prs_kstack {
 	char why[320];
 };
 
+void prs_kstack_attr(struct perf_event_attr *a, uint64_t sample_ns)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_CPU_CLOCK;
+	a->sample_period = sample_ns;
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN |
+			 PERF_SAMPLE_REGS_USER;
+	a->exclude_callchain_user = 1; /* the user side is the tick's own unwind */
+	a->sample_regs_user = 1ull << PERF_REG_X86_IP; /* where the user code trapped */
+	a->exclude_hv = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC; /* the sampler's clock (prs_now_ns) */
+	a->sample_max_stack = PRS_KSTACK_MAX;
+}
+
 static int open_event(pid_t tid, uint64_t sample_ns)
 {
 	struct perf_event_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_CPU_CLOCK;
-	a.sample_period = sample_ns;
-	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN |
-			PERF_SAMPLE_REGS_USER;
-	a.exclude_callchain_user = 1; /* the user side is the tick's own unwind */
-	a.sample_regs_user = 1ull << PERF_REG_X86_IP; /* where the user code trapped */
-	a.exclude_hv = 1;
-	a.use_clockid = 1;
-	a.clockid = CLOCK_MONOTONIC; /* the sampler's clock (prs_now_ns) */
-	a.sample_max_stack = PRS_KSTACK_MAX;
+	prs_kstack_attr(&a, sample_ns);
 	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
@@ -186,7 +191,8 @@ static struct prs_kthr *kthr_new(struct prs_kstack *ks, pid_t tid)
 		return NULL;
 	kt->ks = ks;
 	kt->ring = MAP_FAILED;
-	kt->fd = ks->nevents < MAX_EVENTS ? open_event(tid, ks->sample_ns) : -1;
+	/* at the probe's rate (kstack_rate-internal.h) */
+	kt->fd = ks->nevents < MAX_EVENTS ? open_event(tid, ks->sample_ns * PRS_KRATE_PROBE) : -1;
 	if (kt->fd < 0 && (errno == EACCES || errno == EPERM) && !ks->opened) {
 		/* untraced (preload mode): allowed on pyrsprof, refused on the program */
 		snprintf(ks->why, sizeof(ks->why), "kernel stacks unavailable: perf_event_open refused "
@@ -199,6 +205,7 @@ static struct prs_kthr *kthr_new(struct prs_kstack *ks, pid_t tid)
 	ks->nevents++;
 	ks->opened++;
 	prs_krate_init(&kt->rate, ks->sample_ns);
+	kt->ev_mult = prs_krate_mult(&kt->rate);
 	kt->ring_len = (size_t)page * (1 + RING_PAGES);
 	kt->ring = mmap(NULL, kt->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, kt->fd, 0);
 	return kt;
@@ -314,7 +321,7 @@ static void drain(struct prs_kstack *ks, struct prs_kthr *kt, uint64_t until_ns)
 			/* (samples of the previous stop's own path are skipped) */
 			if (k.time <= kt->prev_intr_ns || k.time > kt->prev_stop_ns) {
 				/* weighed by the CPU time each stands for (a lowered one: 16 periods) */
-				uint64_t w = kt->ev_lowered ? PRS_KRATE_LOWER : 1;
+				uint64_t w = kt->ev_mult;
 				bool in_kernel = k.ip >= KERNEL_HALF;
 
 				ks->w_all += w;
@@ -337,15 +344,16 @@ static void drain(struct prs_kstack *ks, struct prs_kthr *kt, uint64_t until_ns)
 /* Sets kt's event to the period its rate asks for (kstack_rate.c), when it changed. */
 static void apply_rate(struct prs_kstack *ks, struct prs_kthr *kt)
 {
-	uint64_t ns = ks->sample_ns * (kt->rate.lowered ? PRS_KRATE_LOWER : 1);
+	uint32_t mult = prs_krate_mult(&kt->rate);
+	uint64_t ns = ks->sample_ns * mult;
 
-	if (kt->rate.lowered == kt->ev_lowered)
+	if (mult == kt->ev_mult)
 		return;
 	if (ioctl(kt->fd, PERF_EVENT_IOC_PERIOD, &ns) != 0) {
-		prs_krate_undo(&kt->rate, kt->ev_lowered); /* (tried again after another run) */
+		prs_krate_undo(&kt->rate, kt->ev_mult); /* (tried again after another run) */
 		return;
 	}
-	kt->ev_lowered = kt->rate.lowered;
+	kt->ev_mult = mult;
 	ks->period_changes++;
 }
 
@@ -372,7 +380,7 @@ uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct
 	if (k->ring == MAP_FAILED)
 		return stack;
 	/* the rate the perf samples before this tick were taken at */
-	if (on_cpu && k->ev_lowered)
+	if (on_cpu && k->ev_mult == PRS_KRATE_LOWER)
 		ks->lowered_samples++;
 	drain(ks, k, on_cpu ? stop->interrupt_ns : UINT64_MAX);
 	apply_rate(ks, k);

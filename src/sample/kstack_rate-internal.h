@@ -12,6 +12,17 @@
  * IPI to the thread's CPU), only at a change. The full rate is capped at PRS_KRATE_MIN_NS of CPU
  * time per perf sample: at 1000 Hz, 1 per tick instead of 2.
  *
+ * A thread's event starts at half the full rate (PRS_KRATE_PROBE: 1 per tick at 100 Hz), the
+ * probe: its first perf sample taken in the kernel sets the full rate, and PRS_KRATE_PROBE_RUN
+ * user-mode ones in a row (the same PRS_KRATE_USER_NS of CPU time) the lowered rate. The first
+ * window is the collection's largest cost to a thread that computes in user space (its 32 full-rate
+ * samples were 0.8-1.1 ms of its time here, a sample 23-34 us: tests/bench/kcost.c), and the
+ * kernel-heavy threads the kernel stacks are for leave the probe at their first perf sample. What
+ * it costs: a thread's kernel work seen at 1 per tick until its first kernel sample, and a thread
+ * the kernel works for a little (10 % of its time) lowered after its first 160 ms 18.5 % of the
+ * time instead of 3.4 % (16 user samples in a row against 32): lowered, it is raised again at its
+ * next kernel sample.
+ *
  * What it costs the kernel share: while a thread's event is lowered, a tick can match only a
  * kernel perf sample that just turned it back to full, so the kernel work of a thread that
  * starts after a long user-only stretch is missed for up to one lowered period (8 ticks) of its
@@ -30,13 +41,17 @@
 
 #define PRS_KRATE_USER_RUN 32     /* user-mode perf samples in a row before the rate is lowered, */
 #define PRS_KRATE_USER_NS 160000000u /* and at least this much CPU time at the full rate */
+#define PRS_KRATE_PROBE_RUN 16    /* the same, for the probe (its samples stand for 2 each) */
 #define PRS_KRATE_LOWER 16        /* the lowered period: this many full ones */
+#define PRS_KRATE_PROBE 2         /* the probe's period: this many full ones */
 #define PRS_KRATE_MIN_NS 1000000u /* the full rate's shortest period (CPU time per perf sample) */
 
-/* One thread's rate (prs_krate_init): full rate, no sample yet. */
+/* One thread's rate (prs_krate_init): the probe, no sample yet. */
 struct prs_krate {
-	uint32_t need;          /* user-mode samples in a row that lower the rate */
+	uint32_t need;          /* user-mode samples in a row that lower the full rate */
+	uint32_t probe_need;    /* and the probe */
 	uint32_t user_run;      /* perf samples in user mode since the last one in the kernel */
+	bool probing;           /* the period asked for is the probe's */
 	bool lowered;           /* the period asked for is the lowered one */
 };
 
@@ -44,17 +59,22 @@ struct prs_krate {
 enum prs_krate_change {
 	PRS_KRATE_KEEP,         /* the period stays */
 	PRS_KRATE_TO_LOW,       /* lower the rate: the thread has stayed in user mode */
-	PRS_KRATE_TO_FULL,      /* back to the full rate: the kernel works for the thread */
+	PRS_KRATE_TO_FULL,      /* (back) to the full rate: the kernel works for the thread */
 };
 
-/* The rate of an event opened at the full rate, of period full_ns (prs_krate_full_ns). */
+/* The rate of an event opened at the probe's rate, for a full period of full_ns
+ * (prs_krate_full_ns). */
 void prs_krate_init(struct prs_krate *r, uint64_t full_ns);
+
+/* The period r asks for, in full periods: PRS_KRATE_PROBE, 1 or PRS_KRATE_LOWER. */
+uint32_t prs_krate_mult(const struct prs_krate *r);
 
 /* Sees one perf sample of the thread, taken in the kernel or not: the change it calls for. */
 enum prs_krate_change prs_krate_see(struct prs_krate *r, bool kernel);
 
-/* A change could not be made (the ioctl failed): r asks for `lowered` again, its run restarted. */
-void prs_krate_undo(struct prs_krate *r, bool lowered);
+/* A change could not be made (the ioctl failed): r asks for the period of mult full ones (the
+ * event's, prs_krate_mult) again, its run restarted. */
+void prs_krate_undo(struct prs_krate *r, uint32_t mult);
 
 /*
  * The full rate's period for a sampling period of period_ns: a little over half of it (2 per

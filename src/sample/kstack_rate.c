@@ -7,35 +7,50 @@
 
 #include "util/banned.h"
 
+/* The samples of period ns in PRS_KRATE_USER_NS of CPU time, or least when that is more. */
+static uint32_t run_of(uint64_t ns, uint32_t least)
+{
+	uint64_t need = ns ? PRS_KRATE_USER_NS / ns : 0;
+
+	return need > least ? (uint32_t)need : least;
+}
+
 void prs_krate_init(struct prs_krate *r, uint64_t full_ns)
 {
-	uint64_t need = full_ns ? PRS_KRATE_USER_NS / full_ns : 0;
-
-	r->need = need > PRS_KRATE_USER_RUN ? (uint32_t)need : PRS_KRATE_USER_RUN;
+	r->need = run_of(full_ns, PRS_KRATE_USER_RUN);
+	r->probe_need = run_of(full_ns * PRS_KRATE_PROBE, PRS_KRATE_PROBE_RUN);
 	r->user_run = 0;
+	r->probing = true;
 	r->lowered = false;
+}
+
+uint32_t prs_krate_mult(const struct prs_krate *r)
+{
+	return r->lowered ? PRS_KRATE_LOWER : r->probing ? PRS_KRATE_PROBE : 1;
 }
 
 enum prs_krate_change prs_krate_see(struct prs_krate *r, bool kernel)
 {
 	if (kernel) {
 		r->user_run = 0;
-		if (!r->lowered)
+		if (!r->lowered && !r->probing)
 			return PRS_KRATE_KEEP;
-		r->lowered = false;
+		r->lowered = r->probing = false;
 		return PRS_KRATE_TO_FULL;
 	}
 	if (r->user_run < UINT32_MAX)
 		r->user_run++;
-	if (r->lowered || r->user_run < r->need)
+	if (r->lowered || r->user_run < (r->probing ? r->probe_need : r->need))
 		return PRS_KRATE_KEEP;
 	r->lowered = true;
+	r->probing = false;
 	return PRS_KRATE_TO_LOW;
 }
 
-void prs_krate_undo(struct prs_krate *r, bool lowered)
+void prs_krate_undo(struct prs_krate *r, uint32_t mult)
 {
-	r->lowered = lowered;
+	r->lowered = mult == PRS_KRATE_LOWER;
+	r->probing = mult == PRS_KRATE_PROBE;
 	r->user_run = 0;
 }
 

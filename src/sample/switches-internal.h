@@ -52,8 +52,12 @@ struct prs_switch_state {
 uint64_t prs_switch_parse(const uint8_t *data, uint64_t size, uint64_t tail, uint64_t head,
 			  uint64_t stop_from, uint64_t stop_to, struct prs_switch_state *st);
 
+struct perf_event_attr;
 struct prs_switches;
 struct prs_swthr;
+
+/* The attributes of a thread's switch-record event (what tests/bench/kcost.c measures). */
+void prs_switches_attr(struct perf_event_attr *a);
 
 /*
  * The session's switch collection, storing its records into prof. Tries one event on the

@@ -128,21 +128,26 @@ uint64_t prs_switch_parse(const uint8_t *data, uint64_t size, uint64_t tail, uin
 
 /* ---- the events ---- */
 
+void prs_switches_attr(struct perf_event_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_DUMMY;
+	a->context_switch = 1;
+	a->sample_id_all = 1;
+	a->sample_type = PERF_SAMPLE_TIME;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC; /* the sampler's clock: its stop times compare */
+	a->exclude_kernel = 1; /* allowed at perf_event_paranoid 2; the records need no kernel side */
+	a->exclude_hv = 1;
+}
+
 static int open_event(pid_t tid)
 {
 	struct perf_event_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_DUMMY;
-	a.context_switch = 1;
-	a.sample_id_all = 1;
-	a.sample_type = PERF_SAMPLE_TIME;
-	a.use_clockid = 1;
-	a.clockid = CLOCK_MONOTONIC; /* the sampler's clock: its stop times compare */
-	a.exclude_kernel = 1; /* allowed at perf_event_paranoid 2; the records need no kernel side */
-	a.exclude_hv = 1;
+	prs_switches_attr(&a);
 	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 

@@ -2,9 +2,11 @@
 /*
  * The kernel-stack events' rate (src/sample/kstack_rate.c): a sequence of perf samples, each in
  * user mode or in the kernel, and the period changes it calls for. The truth is the rule in
- * kstack_rate-internal.h: lowered after `need` user-mode samples in a row (32, or 160 ms of CPU
- * time at the full rate when that is more), back to full at the first kernel-mode sample, each
- * change said once; the full period a little over half the tick, never under 1 ms.
+ * kstack_rate-internal.h: a new thread's event at the probe's rate (half the full one), full at
+ * its first kernel-mode sample, lowered after 16 user-mode ones in a row (or 160 ms of CPU time);
+ * at the full rate lowered after `need` user-mode samples in a row (32, or 160 ms of CPU time when
+ * that is more), back to full at the first kernel-mode sample, each change said once; the full
+ * period a little over half the tick, never under 1 ms.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -63,29 +65,49 @@ Test(kstack_rate, full_period_is_half_a_tick_and_a_little_capped_at_1ms)
 	cr_assert_eq(prs_krate_full_ns(P1000 / 4), 1000000 + 1000000 / 128);
 }
 
-Test(kstack_rate, need_is_32_samples_or_160ms_of_cpu)
+Test(kstack_rate, need_is_32_samples_or_160ms_of_cpu_and_the_probes_16)
 {
 	struct prs_krate r;
 
 	prs_krate_init(&r, prs_krate_full_ns(P100)); /* 5.08 ms: 160 ms is 31.5 samples */
 	cr_assert_eq(r.need, 32);
-	prs_krate_init(&r, prs_krate_full_ns(P1000)); /* 1.008 ms: 158 samples */
+	cr_assert_eq(r.probe_need, 16);
+	prs_krate_init(&r, prs_krate_full_ns(P1000)); /* 1.008 ms: 158 samples, 79 probes */
 	cr_assert_eq(r.need, 158);
-	cr_assert(!r.lowered && r.user_run == 0);
+	cr_assert_eq(r.probe_need, 79);
+	cr_assert(r.probing && !r.lowered && r.user_run == 0);
+	cr_assert_eq(prs_krate_mult(&r), PRS_KRATE_PROBE);
 }
 
-Test(kstack_rate, a_pure_user_thread_is_lowered_once_after_its_run)
+Test(kstack_rate, a_pure_user_thread_is_lowered_once_after_its_probe)
 {
 	struct prs_krate r;
 	char seq[128], out[128], want[128];
 
 	rep(seq, 'u', 100, "");
 	fresh(&r, P100, seq, out);
-	rep(want, '.', 31, "L");
-	memset(want + 32, '.', 68);
+	rep(want, '.', 15, "L");
+	memset(want + 16, '.', 84);
 	want[100] = '\0';
-	cr_assert_str_eq(out, want, "the 32nd user sample lowers, and only it");
-	cr_assert(r.lowered);
+	cr_assert_str_eq(out, want, "the 16th user sample of the probe lowers, and only it");
+	cr_assert(r.lowered && !r.probing);
+	cr_assert_eq(prs_krate_mult(&r), PRS_KRATE_LOWER);
+}
+
+Test(kstack_rate, the_probes_first_kernel_sample_sets_the_full_rate)
+{
+	struct prs_krate r;
+	char seq[128], out[128], want[128];
+
+	/* then 32 user samples in a row lower it, as at the full rate */
+	rep(seq, 'u', 32, "");
+	memcpy(seq, "uuuk", 4);
+	rep(seq + 4, 'u', 32, "");
+	fresh(&r, P100, seq, out);
+	rep(want, '.', 35, "L");
+	want[3] = 'F';
+	cr_assert_str_eq(out, want);
+	cr_assert(r.lowered && !r.probing);
 }
 
 Test(kstack_rate, a_kernel_sample_restores_the_full_rate_at_once)
@@ -93,10 +115,11 @@ Test(kstack_rate, a_kernel_sample_restores_the_full_rate_at_once)
 	struct prs_krate r;
 	char seq[128], out[128];
 
-	rep(seq, 'u', 32, "uuukkuu");
+	rep(seq, 'u', 16, "uuukkuu");
 	fresh(&r, P100, seq, out);
-	cr_assert_str_eq(out + 31, "L...F...", "lowered, then full at the first kernel sample only");
-	cr_assert(!r.lowered);
+	cr_assert_str_eq(out + 15, "L...F...", "lowered, then full at the first kernel sample only");
+	cr_assert(!r.lowered && !r.probing);
+	cr_assert_eq(prs_krate_mult(&r), 1);
 	cr_assert_eq(r.user_run, 2);
 }
 
@@ -105,14 +128,18 @@ Test(kstack_rate, a_thread_the_kernel_works_for_keeps_the_full_rate)
 	struct prs_krate r;
 	char seq[600], out[600];
 
-	/* kwork-like: 31 user samples, then one in the kernel, over and over; never lowered */
-	cycle(seq, "uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuk", 18);
+	/* kwork-like: a kernel sample ends the probe, then 31 user samples and one in the kernel,
+	 * over and over; never lowered */
+	seq[0] = 'k';
+	cycle(seq + 1, "uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuk", 18);
 	fresh(&r, P100, seq, out);
-	cr_assert_null(strpbrk(out, "LF"), "%s", out);
+	cr_assert_eq(out[0], 'F');
+	cr_assert_null(strpbrk(out + 1, "LF"), "%s", out);
 	/* a syscall-heavy one: every other sample in the kernel */
 	cycle(seq, "uk", 250);
 	fresh(&r, P100, seq, out);
-	cr_assert_null(strpbrk(out, "LF"), "%s", out);
+	cr_assert_eq(out[1], 'F');
+	cr_assert_null(strpbrk(out + 2, "LF"), "%s", out);
 }
 
 Test(kstack_rate, at_1000hz_the_run_is_160ms_of_cpu)
@@ -120,9 +147,13 @@ Test(kstack_rate, at_1000hz_the_run_is_160ms_of_cpu)
 	struct prs_krate r;
 	char seq[200], out[200];
 
-	rep(seq, 'u', 158, "");
+	rep(seq, 'u', 79, "");
 	fresh(&r, P1000, seq, out);
-	cr_assert_eq(strchr(out, 'L'), out + 157, "lowered at the 158th user sample: %s", out);
+	cr_assert_eq(strchr(out, 'L'), out + 78, "probe lowered at the 79th user sample: %s", out);
+	rep(seq, 'u', 158, "");
+	fresh(&r, P1000, "k", out);
+	feed(&r, seq, out);
+	cr_assert_eq(strchr(out, 'L'), out + 157, "full lowered at the 158th user sample: %s", out);
 }
 
 Test(kstack_rate, a_failed_change_starts_a_new_run)
@@ -130,14 +161,19 @@ Test(kstack_rate, a_failed_change_starts_a_new_run)
 	struct prs_krate r;
 	char seq[64], out[64];
 
-	rep(seq, 'u', 32, "");
+	rep(seq, 'u', 16, "");
 	fresh(&r, P100, seq, out);
 	cr_assert(r.lowered);
-	prs_krate_undo(&r, false); /* the ioctl failed: the event is still at the full rate */
-	cr_assert(!r.lowered);
-	rep(seq, 'u', 31, "");
+	prs_krate_undo(&r, PRS_KRATE_PROBE); /* the ioctl failed: the event is still the probe */
+	cr_assert(!r.lowered && r.probing);
+	rep(seq, 'u', 15, "");
 	feed(&r, seq, out);
 	cr_assert_null(strchr(out, 'L'), "asked again only after a whole new run");
 	feed(&r, "u", out);
 	cr_assert_str_eq(out, "L");
+	prs_krate_undo(&r, 1); /* a failed change from the full rate */
+	cr_assert(!r.lowered && !r.probing);
+	rep(seq, 'u', 31, "");
+	feed(&r, seq, out);
+	cr_assert_null(strchr(out, 'L'));
 }
