@@ -91,6 +91,8 @@ struct prs_dist {
 };
 
 struct prs_sampler_stats {
+	/* ticks, missed_ticks and late_ticks count sampling periods: a turn of the loop of the
+	 * preload source covers several (sampler-internal.h, look_ns) */
 	uint64_t ticks, missed_ticks, thread_samples, threads_seen;
 	uint64_t not_stopped;     /* threads that did not stop in time (recorded from /proc):
 				   * skipped_late + reuse_lost */

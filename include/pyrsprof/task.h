@@ -32,6 +32,8 @@ struct prs_task_stat {
 	uint64_t flags; /* the kernel's PF_* flags of the task */
 	bool times;     /* the four CPU times below were there */
 	uint64_t utime, stime, cutime, cstime; /* clock ticks: its own, its waited-for children's */
+	bool started;   /* starttime was there */
+	uint64_t starttime; /* when it started, clock ticks after boot (CLOCK_BOOTTIME) */
 };
 #define PRS_PF_KTHREAD 0x00200000u /* PF_KTHREAD: a kernel thread (no user space) */
 
@@ -40,10 +42,13 @@ struct prs_task_stat {
  * (tests/fuzz). Each takes the NUL-terminated text of one file.
  * prs_task_parse_state: the state letter of a stat file, 0 when it is not one ("tid (comm) S ...":
  * comm may hold spaces and parentheses, so the last ')' ends it). prs_task_parse_stat: the state,
- * the flags and, when the text goes on that far, the CPU times; 0 or -EINVAL.
+ * the flags and, when the text goes on that far, the CPU times and the start time; 0 or -EINVAL.
  */
 char prs_task_parse_state(const char *stat);
 int prs_task_parse_stat(const char *stat, struct prs_task_stat *out);
+/* The whole stat file through such a kept descriptor, parsed (prs_task_parse_stat). Returns 0,
+ * -ESRCH when it cannot be read, or -EINVAL. */
+int prs_task_stat_fd(pid_t pid, pid_t tid, int *fd, struct prs_task_stat *out);
 
 /* True if pid is a kernel thread (PF_KTHREAD in its stat flags): nothing to sample in user space. */
 bool prs_proc_is_kthread(pid_t pid);

@@ -327,11 +327,14 @@ static void hint_children(const struct prs_sampler_stats *st, const struct prs_p
 
 /* Says, whatever the options, when the ticks were missed or late, threads did not stop in time, or
  * the program was measurably slowed (prs_sampler_health), with the cause and the remedy. */
-static void report_health(const struct prs_sampler_stats *st, const struct rec_opts *o)
+static void report_health(const struct prs_sampler_stats *st, const struct rec_opts *o,
+			  const struct prs_profile *p)
 {
+	const char *used = prs_profile_meta_get(p, "source"); /* what --mode auto chose */
+	enum prs_source source = used && strcmp(used, "preload") == 0 ? PRS_SOURCE_PRELOAD : o->source;
 	char buf[2048], *line, *next;
 
-	if (!prs_sampler_health(st, o->rate_hz, o->source, buf, sizeof(buf)))
+	if (!prs_sampler_health(st, o->rate_hz, source, buf, sizeof(buf)))
 		return;
 	for (line = buf; line; line = next) {
 		next = strchr(line, '\n');
@@ -407,7 +410,7 @@ static int finish(struct prs_recorder *rec, struct prs_sampler *s, const char *d
 		rc = EXIT_FAIL;
 	if (st.processes > 1)
 		cli_msg("%llu processes sampled", (unsigned long long)st.processes);
-	report_health(&st, o);
+	report_health(&st, o, done);
 	summary_line(&st, nthreads, o->rate_hz, dir, pyrs_ok, w.graphs, w.reports,
 		     cli_graph_choice_said(done, o->graphs));
 	hint_children(&st, done, o);

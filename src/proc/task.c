@@ -88,8 +88,9 @@ int prs_task_parse_stat(const char *stat, struct prs_task_stat *out)
 	out->state = p[2];
 	p += 3;
 	/* after the state: ppid pgrp session tty_nr tpgid, then flags, minflt cminflt majflt
-	 * cmajflt, utime stime cutime cstime (man 5 proc) */
-	for (int i = 0; i < 14; i++, p = end) {
+	 * cmajflt, utime stime cutime cstime, priority nice num_threads itrealvalue starttime
+	 * (man 5 proc) */
+	for (int i = 0; i < 19; i++, p = end) {
 		uint64_t v;
 
 		if (*p != ' ')
@@ -107,9 +108,10 @@ int prs_task_parse_stat(const char *stat, struct prs_task_stat *out)
 		else if (i == 12)
 			out->cutime = v;
 		else if (i == 13)
-			out->cstime = v;
+			out->times = true, out->cstime = v;
+		else if (i == 18)
+			out->started = true, out->starttime = v;
 	}
-	out->times = true;
 	return 0;
 }
 
@@ -168,6 +170,15 @@ char prs_task_state_fd(pid_t pid, pid_t tid, int *fd)
 	if (pread_kept(pid, tid, "stat", fd, buf, sizeof(buf)) <= 0)
 		return 0;
 	return prs_task_parse_state(buf);
+}
+
+int prs_task_stat_fd(pid_t pid, pid_t tid, int *fd, struct prs_task_stat *out)
+{
+	char buf[1024];
+
+	if (pread_kept(pid, tid, "stat", fd, buf, sizeof(buf)) <= 0)
+		return -ESRCH;
+	return prs_task_parse_stat(buf, out);
 }
 
 int prs_task_parse_schedstat(const char *text, struct prs_schedstat *out)

@@ -64,7 +64,11 @@ static void check_ticks(const struct prs_sampler_stats *st, double rate_hz, enum
 	uint64_t due = st->ticks + st->missed_ticks, bad = st->missed_ticks + st->late_ticks;
 	double period_us = 1e6 / rate_hz;
 
-	if (bad < PRS_HEALTH_MIN_COUNT || (double)bad <= PRS_HEALTH_TICKS_SHARE * (double)due)
+	/* preload: the agent's samples wait in its ring for pyrsprof, and what the threads slept
+	 * and waited is read from their schedstat whenever it looks: a late look loses nothing (a
+	 * ring that filled up is said by its own line) */
+	if (bad < PRS_HEALTH_MIN_COUNT || (double)bad <= PRS_HEALTH_TICKS_SHARE * (double)due ||
+	    source == PRS_SOURCE_PRELOAD)
 		return;
 	if (source == PRS_SOURCE_PTRACE && st->stop_window.p99 / 1e3 >= period_us / 2)
 		add_line(l,

@@ -74,6 +74,9 @@ struct prs_source_ops {
 	 * (preload with subprocesses: no ptrace events tell it). Returns true while a process it
 	 * knows is coming has not joined yet (the loop goes on meanwhile, the source bounds it). */
 	bool (*poll)(struct prs_sampler *s, uint64_t now_ns);
+	/* Optional. The loop's period, a whole number of sampling periods (NULL: one): a source
+	 * whose samples wait for pyrsprof (the preload ring) need not wake it at each period. */
+	uint64_t (*look_ns)(const struct prs_sampler *s);
 };
 
 /* A target's tick under way (source_ptrace.c). */
@@ -154,6 +157,7 @@ struct prs_sampler {
 	uint64_t root_cutime0;  /* attach: the root's children's CPU when attached */
 	struct prs_thr_common thr_common;
 	int64_t period_ns;      /* the sampling period (the CPU balance's unit) */
+	uint64_t look_ns;       /* the loop's period (ticks): period_ns, or the source's look_ns */
 	/* scratch for one thread-sample at a time */
 	uint64_t *pcs;          /* PRS_MAX_NATIVE_FRAMES */
 	uint32_t *frame_ids;    /* PRS_MAX_NATIVE_FRAMES */
@@ -316,9 +320,7 @@ void prs_ptrace_other_trap(struct prs_sampler *s, struct prs_target *tg, struct 
 struct prs_offcpu {
 	uint64_t last_list;     /* when the program's threads were last listed */
 	uint64_t samples;       /* off-CPU thread-samples recorded (read, or kept and recorded again) */
-	uint64_t missed_seen;   /* the session's missed ticks at the last look */
 	uint64_t runqueue;      /* periods recorded waiting for a CPU */
-	bool looked;            /* the threads were looked at once at least */
 	bool refreshed;         /* the unwinder's maps were re-read this tick (once at most) */
 };
 

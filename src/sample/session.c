@@ -86,6 +86,7 @@ int prs_session_new(enum prs_sampler_mode mode, const struct prs_sampler_opts *o
 	}
 	s->thr_common.stack_bytes = s->opts.stack_bytes;
 	s->period_ns = (int64_t)(1e9 / s->opts.rate_hz);
+	s->look_ns = (uint64_t)s->period_ns;
 	s->rng = (unsigned)prs_now_ns() | 1u;
 	if (prs_kstack_wanted(s))
 		s->kstack = prs_kstack_new((uint64_t)s->period_ns, s->prof);
@@ -356,14 +357,23 @@ static void end_switches(struct prs_sampler *s)
 	prs_switches_close(s->thr_common.sw);
 }
 
+/* The sampling periods one turn of the loop covers: the ticks counted in the stats and the
+ * profile's meta are periods (the unit of a sample's weight), whatever the loop's period. */
+static uint64_t look_periods(const struct prs_sampler *s)
+{
+	uint64_t k = s->period_ns > 0 ? s->look_ns / (uint64_t)s->period_ns : 1;
+
+	return k ? k : 1;
+}
+
 /* Counts how late the tick beginning at now is (tick_due 0: due at once). */
 static void count_delay(struct prs_sampler *s, uint64_t now)
 {
 	uint64_t delay = s->tick_due && now > s->tick_due ? now - s->tick_due : 0;
 
 	prs_durations_add(&s->d_delay, delay);
-	if (delay > (uint64_t)s->period_ns / 2)
-		s->st.late_ticks++;
+	if (delay > s->look_ns / 2)
+		s->st.late_ticks += look_periods(s);
 }
 
 /* One tick of every target that runs its own program, in the source's steps (struct
@@ -407,7 +417,7 @@ static void tick_record(struct prs_sampler *s, uint64_t record_by)
 		s->targets[i]->tick.open = false;
 	}
 	end_tick_threads(s);
-	s->st.ticks++;
+	s->st.ticks += look_periods(s);
 }
 
 /* The deadline of the next tick: absolute deadlines, so a late tick does not shift later ones;
@@ -420,7 +430,7 @@ static uint64_t next_deadline(struct prs_sampler *s, uint64_t next, uint64_t per
 	if (now > next + period) {
 		uint64_t behind = (now - next) / period;
 
-		s->st.missed_ticks += behind;
+		s->st.missed_ticks += behind * look_periods(s);
 		next += behind * period;
 	}
 	if (end && next > end)
@@ -453,12 +463,13 @@ static void own_cpu(double *user_s, double *sys_s)
 int prs_sampler_run(struct prs_sampler *s, struct prs_err *err)
 {
 	double user0, sys0;
-	uint64_t period = (uint64_t)(1e9 / s->opts.rate_hz);
+	uint64_t period = s->src->look_ns ? s->src->look_ns(s) : (uint64_t)s->period_ns;
 	uint64_t next, end = 0;
 
 	(void)err;
 	if (period == 0)
 		period = 1;
+	s->look_ns = period;
 	own_cpu(&user0, &sys0);
 	s->t0 = prs_now_ns();
 	s->last_flush = s->last_comm = s->t0;

@@ -2,10 +2,11 @@
 /*
  * The preload sample source (--mode preload): the agent inside the launched program samples each
  * thread on its own CPU-time timer and writes registers, a stack copy and raw Python frames into
- * a ring shared with pyrsprof (src/agent/ring.h). Each tick drains the ring: every sample is
- * unwound here with the same unwinder as ptrace mode (the copy is its stack memory, the
- * target's maps the rest), its Python frames named by the same reader, and recorded like any
- * other. The timers count CPU time: threads asleep are sampled from outside, at each tick
+ * a ring shared with pyrsprof (src/agent/ring.h). Each look (a tick of the loop: every 10 ms at
+ * 1000 Hz, preload_look_ns) drains the ring: every sample is unwound here with the same unwinder
+ * as ptrace mode (the copy is its stack memory, the target's maps the rest), its Python frames
+ * named by the same reader, and recorded like any other. The timers count CPU time: threads
+ * asleep are sampled from outside, at each look, for what they slept since the last
  * (preload_offcpu.c).
  *
  * Nothing is ptraced: this works where ptrace is refused (a seccomp filter, Yama scope 3, a
@@ -36,6 +37,7 @@
 #define RING_SLOTS 128
 #define PRUNE_NS 500000000ull /* threads gone are looked for this often (no exit events here) */
 #define RING_STACK_MAX (64 * 1024)
+#define LOOK_NS 10000000ull /* pyrsprof looks at the program this often at most (see look_ns) */
 
 /* What the rings counted (their headers' counters), summed over the processes of the tree. */
 struct ring_counts {
@@ -291,8 +293,8 @@ static void record_slot(struct prs_sampler *s, struct prs_target *tg, struct prs
 	kstop.user_pc = sl->regs[PRS_REG_RIP];
 	prs_record_stack_k(s, tg, t, sl->time_ns > s->t0 ? sl->time_ns : s->t0, s->pcs, s->frame_ids,
 			   n, pt, &smp, t == &p->gone ? NULL : &kstop);
-	t->cpu_stack = smp.stack; /* where its waits for a CPU are shown (preload_offcpu.c) */
-	t->cpu_stack_ok = true;
+	t->last_stack = smp.stack; /* where its waits for a CPU are shown (preload_offcpu.c) */
+	t->last_stack_ok = true;
 	if (pt)
 		note_py_thread(tg, pt);
 	/* the target's share: its handler; ours: the unwind and the naming */
@@ -640,6 +642,26 @@ void prs_preload_child_seen(struct prs_target *parent)
 		parent->preload->children_seen++;
 }
 
+/*
+ * The loop's period: the CPU samples wait in the ring, and what the threads slept between two
+ * looks is read from their schedstat (offtime-internal.h), so pyrsprof need not wake at each
+ * period: at 1000 Hz it looks every 10 ms, not every ms (each wake costs it 17-27 us of CPU on the
+ * dev VM, whatever the sleep call: docs/preload.md). The ring must hold what comes in meanwhile:
+ * at most one sample a period per CPU the program can run on, kept to a quarter of the slots
+ * (a look late by pyrsprof's own descheduling has the rest); on a machine with more CPUs than
+ * that allows, every period.
+ */
+static uint64_t preload_look_ns(const struct prs_sampler *s)
+{
+	uint64_t period = (uint64_t)s->period_ns, k = period ? LOOK_NS / period : 1;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t fit = RING_SLOTS / 4 / (uint64_t)(cpus > 0 ? cpus : 1);
+
+	if (k > fit)
+		k = fit;
+	return (k > 1 ? k : 1) * period;
+}
+
 static bool preload_poll(struct prs_sampler *s, uint64_t now_ns)
 {
 	struct prs_preload *root = s->ntargets ? s->targets[0]->preload : NULL;
@@ -657,4 +679,5 @@ const struct prs_source_ops prs_source_preload = {
 	.launch_done = preload_launched,
 	.end = preload_end,
 	.poll = preload_poll,
+	.look_ns = preload_look_ns,
 };

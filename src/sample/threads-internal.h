@@ -15,6 +15,7 @@
 #include "pyrsprof/task.h"
 #include "pyrsprof/types.h"
 #include "sample/balance-internal.h"
+#include "sample/offtime-internal.h"
 #include "sample/reuse-internal.h"
 
 #define PRS_THR_MAX 4096 /* threads per target */
@@ -80,11 +81,10 @@ struct prs_thr {
 	bool tick_ss_ok;
 	uint64_t check_ns;      /* this tick's time spent deciding reuse (part of its cost) */
 	struct prs_cpu_balance bal;
-	/* preload mode: its waits for a CPU (preload_offcpu.c) */
-	uint32_t cpu_stack;     /* stack id of its last CPU sample (the agent's) */
-	bool cpu_stack_ok;
-	uint64_t rq_wait_ns;    /* its schedstat wait_ns when last read (0 before) */
-	uint64_t rq_owed_ns;    /* waits read and not yet recorded (less than a period) */
+	/* preload mode: its sleeps and waits for a CPU (preload_offcpu.c) */
+	uint32_t last_stack;    /* stack id of its last sample, on a CPU (the agent's) or asleep */
+	bool last_stack_ok;
+	struct prs_offtime off; /* its time off a CPU, owed to the wall view */
 	struct prs_regs regs;
 	uint8_t *stack;         /* the stack snapshot, stack_bytes */
 	size_t stack_len;

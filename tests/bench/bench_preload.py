@@ -5,6 +5,8 @@ handler cost per sample (run by tests/bench/run.py, or alone):
     PYRSPROF=$PWD/build/release/pyrsprof /usr/bin/python3 tests/bench/bench_preload.py [--quick]
     ... bench_preload.py --handler 3.9,3.12,3.13 [--runs N]   (the handler's cost alone, per CPython:
                                                               median, p90, p99 per sample of each run)
+    ... bench_preload.py --base OLD/pyrsprof [--modes preload,preload-nok] [--pairs N]
+                                              (this build against another, runs interleaved)
 
 Targets: a Python loop 20 frames deep over a native stack of about 37 frames on 3.12 (every
 third call goes through map(): C frames between the Python ones, as extensions and callbacks
@@ -149,16 +151,22 @@ def own_cpu_ms_per_s(st):
     return 1000.0 * (loop["user"] + loop["sys"]) / st["duration_s"]
 
 
-def slowdowns(argv, prs, mode, rate, pairs, tmp, tag, floor_lib):
-    """Per-pair slowdowns (wall, per CPU s) of mode against the program alone, the
-    handler/stop costs (median, p90) of its runs and pyrsprof's CPU per second of each."""
+def slowdowns(argv, prs, mode, rate, pairs, tmp, tag, floor_lib, base=None):
+    """Per-pair slowdowns (wall, per CPU s) of mode against the program alone (base: against
+    the program under the pyrsprof at base in the same mode), the handler/stop costs (median,
+    p90) of its runs and pyrsprof's CPU per second of each (base: and of base's runs, own_a)."""
     wall, cpu, cost, own = [], [], [], []
+    own_a, cost_a = [], []
     for k in range(pairs):
         order = ("A", "B", "B", "A") if k % 2 == 0 else ("B", "A", "A", "B")
         res = {"A": [], "B": []}
         for j, which in enumerate(order):
             out = tmp / f"{tag}-{mode}{rate}-{k}-{j}"
-            res[which].append(run_target(argv, prs, mode if which == "B" else None, rate, out, floor_lib))
+            if which == "A" and base:
+                res[which].append(run_target(argv, base, mode, rate, out, floor_lib))
+            else:
+                res[which].append(run_target(argv, prs, mode if which == "B" else None, rate, out,
+                                             floor_lib))
         ia = statistics.mean(r[0] for r in res["A"])
         ib = statistics.mean(r[0] for r in res["B"])
         wall.append(100.0 * (1 - ib / ia))
@@ -174,7 +182,38 @@ def slowdowns(argv, prs, mode, rate, pairs, tmp, tag, floor_lib):
                 cost.append((st["median"], st["p90"]))
             if own_cpu_ms_per_s(r[2]) is not None:
                 own.append(own_cpu_ms_per_s(r[2]))
+        own_a += [own_cpu_ms_per_s(r[2]) for r in res["A"] if r[2] and own_cpu_ms_per_s(r[2]) is not None]
+        cost_a += [(r[2]["stop_us"]["median"], r[2]["stop_us"]["p90"]) for r in res["A"]
+                   if r[2] and r[2]["stop_us"]["n"]]
+    if base:
+        return wall, cpu, (cost_a, cost), own, own_a
     return wall, cpu, cost, own
+
+
+def against_base(prs, base, script, a, tmp):
+    """--base: this build (B) against another (A), in the same modes, pairs interleaved."""
+    pairs = a.pairs or (1 if a.quick else 3)
+    modes = a.modes.split(",") if a.modes else ["preload"]
+    py = T.pyenv_python("3.12") or "/usr/bin/python3"
+    targets = [("Python 3.12 (20 frames)", [py, str(script), str(a.secs)]),
+               ("Rust cpu_split_rs", [str(REPO / "build" / "targets" / "cpu_split_rs"), str(a.secs)])]
+    print(f"\n## {prs} (B) against {base} (A), same mode ({pairs} ABBA pair(s) of {a.secs:g} s "
+          f"each; load {os.getloadavg()[0]:.1f})\n")
+    print("| target | mode | rate | B's slowdown against A (wall) | (per CPU s) | handler median us "
+          "(p90), A | B | pyrsprof CPU ms/s, A | B |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for ti, (name, argv) in enumerate(targets):
+        for mode in modes:
+            for rate in (100, 1000):
+                wall, cpu, costs, own, own_a = slowdowns(argv, prs, mode, rate, pairs, tmp,
+                                                         f"b{ti}", None, base)
+                c = [f"{statistics.median(x for x, _ in v):.1f} ({statistics.median(y for _, y in v):.1f})"
+                     if v else "n/a" for v in costs]
+                o = [f"{statistics.median(v):.1f} [{min(v):.1f}, {max(v):.1f}]" if v else "n/a"
+                     for v in (own_a, own)]
+                print(f"| {name} | {mode} | {rate} Hz | {pct(wall)} | {pct(cpu)} | {c[0]} | {c[1]} | "
+                      f"{o[0]} | {o[1]} |")
+    print(f"\n(load after: {os.getloadavg()[0]:.1f})")
 
 
 def main():
@@ -186,6 +225,10 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--pairs", type=int, help="ABBA pairs per row (default 3, --quick 1)")
     ap.add_argument("--modes", help="only these modes (e.g. preload,preload-nok,floor)")
+    ap.add_argument("--base", metavar="PYRSPROF",
+                    help="another build's pyrsprof (with its agent beside it): each row runs it and "
+                         "this one in turn (ABBA), in the same mode: this build's slowdown against "
+                         "it, and both pyrsprof CPUs")
     a = ap.parse_args()
     prs = os.environ.get("PYRSPROF") or str(REPO / "build" / "release" / "pyrsprof")
     tmp = Path(tempfile.mkdtemp(prefix="bench-preload-"))
@@ -193,6 +236,9 @@ def main():
     script.write_text(PY_LOOP)
     if a.handler:
         handler_cost(prs, script, a.handler.split(","), a.runs, a.secs, tmp)
+        return
+    if a.base:
+        against_base(prs, a.base, script, a, tmp)
         return
     pairs = a.pairs or (1 if a.quick else 3)
     py = T.pyenv_python("3.12") or "/usr/bin/python3"

@@ -5,7 +5,8 @@ marker lines of the Python targets, demangled Rust with inlined frames, exit sta
 stream of echo_output), sampled from inside the program; auto choosing preload where a seccomp
 filter forbids ptrace (tests/targets/noptrace); programs the agent cannot be loaded into refused in
 one line. Running threads are sampled by CPU-time timers (the cpu view is compared), sleeping ones
-from outside at each tick (the wall view of the off-CPU tests).
+from outside at each look of pyrsprof's, for what their schedstat says they slept since the last
+(the wall view of the off-CPU tests).
 Elsewhere in both modes: test_cli_run's byte-exact output and kill -9 of pyrsprof,
 test_python_cli's exact frames and lines of chain.py and Rust cdylib under Python."""
 import json
@@ -356,9 +357,10 @@ def test_offcpu_wall_stacks_and_shares(offcpu_c, export_folded):
 
 def test_offcpu_missed_ticks_weighed(prs, targets, outdir, export_folded):
     """pyrsprof stopped for 1.5 s of a 3 s recording (SIGSTOP, SIGCONT): its ticks are missed,
-    the agent's CPU samples are not (they wait in the ring); a sleeper seen after the gap stands
-    for the ticks missed, so the wall shares stay within 5 points of the target's measures
-    (without that the spinner's share came out about twice its truth)."""
+    the agent's CPU samples are not (they wait in the ring); a sleeper seen after the gap is
+    recorded for what its schedstat says it slept meanwhile, so the wall shares stay within 5
+    points of the target's measures (without that the spinner's share came out about twice its
+    truth)."""
     d = outdir / "p"
     p = subprocess.Popen([str(prs), "run", *PRELOAD, "-r", "100", "-o", str(d), "--", str(targets / "offcpu"),
                           "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
@@ -376,6 +378,48 @@ def test_offcpu_missed_ticks_weighed(prs, targets, outdir, export_folded):
     assert stats["missed_ticks"] >= 80, stats["missed_ticks"]
     recs = export_folded(d / "profile.pyrs", view="wall", lines=False)
     assert_offcpu_shares(recs, offcpu_truth(out.decode()), out.decode())
+
+
+def test_wall_totals_at_1000_hz_with_fewer_looks(run_prs, targets, outdir, export_folded):
+    """duty at 1000 Hz: its thread works 3 ms of CPU and sleeps 3 ms in turn, spells shorter than
+    pyrsprof's look (every 10 ms at 1000 Hz: the agent's CPU samples wait in the ring, and what a
+    thread slept between two looks is read from its schedstat). Per thread, the wall view is its
+    life: the duty thread's samples x 1 ms within 7 % of the wall time it measured (what it slept
+    since a look last found it asleep, and after pyrsprof's last look, is not recorded: 1-3 % at
+    load 8 on 2 CPUs, 6.5 % once in 15 runs), its CPU samples within 5 % of its CPU time (every
+    agent sample kept: no ring-full line), the rest (sleep and waits for a CPU) within 7 % of its
+    wall less its CPU time; the samples asleep in
+    nanosleep under snooze() at least 90 % of its naps x 3 ms and at most the time it measured
+    in nanosleep (which has the waits for a CPU after each wake-up too) plus 5 % of its wall;
+    main, asleep in pthread_join throughout, within 5 % of its wait.
+    pyrsprof woke about 100 times a second, not 1000 (its ticks' delays counted per look)."""
+    rate = 1000
+    d = outdir / "p"
+    res = run_prs(["run", *PRELOAD, "-r", rate, "-o", d, "--", targets / "duty", "2"], timeout=60)
+    assert res.rc == 0, res.describe()
+    assert not [l for l in res.own_lines() if "ring was full" in l], res.describe()
+    truth = {k: float(v) for k, v in (kv.split("=") for kv in
+                                      [l for l in res.out.splitlines() if l.startswith("truth ")][0].split()[1:])}
+    tids = thread_tids(res.out)
+    wall = export_folded(d / "profile.pyrs", view="wall", lines=False, per_thread=True)
+    cpu = export_folded(d / "profile.pyrs", view="cpu", lines=False, per_thread=True)
+
+    def of(recs, tid):
+        return [(fr[1:], c) for fr, c in recs if thread_root(fr)[0] == tid]
+    duty_wall, duty_cpu = of(wall, tids["duty"]), of(cpu, tids["duty"])
+    n_wall, n_cpu = total(duty_wall) / rate, total(duty_cpu) / rate
+    assert abs(n_wall - truth["duty_wall"]) <= 0.07 * truth["duty_wall"], (n_wall, truth)
+    assert abs(n_cpu - truth["duty_cpu"]) <= 0.05 * truth["duty_cpu"], (n_cpu, truth)
+    off = truth["duty_wall"] - truth["duty_cpu"]
+    assert abs(n_wall - n_cpu - off) <= 0.07 * truth["duty_wall"], (n_wall - n_cpu, off, truth)
+    asleep = sum(c for fr, c in duty_wall if fr[-1].name in SLEEP_LEAVES and
+                 any(f.name == "snooze" for f in fr)) / rate
+    assert 0.9 * truth["naps"] * 0.003 <= asleep <= truth["duty_sleep"] + 0.05 * truth["duty_wall"], (
+        asleep, truth)
+    n_main = total(of(wall, tids["main"])) / rate
+    assert abs(n_main - truth["main_wall"]) <= 0.05 * truth["main_wall"], (n_main, truth)
+    looks = json.loads((d / "stats.json").read_text())["ticks"]["delay_us"]["n"]
+    assert looks <= 150 * truth["main_wall"], looks
 
 
 def test_offcpu_not_in_cpu_view(offcpu_c, export_folded):

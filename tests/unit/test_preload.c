@@ -17,6 +17,8 @@
 
 #include "agent/follow.h"
 #include "agent/ring.h"
+#include "pyrsprof/task.h"
+#include "sample/offtime-internal.h"
 #include "sample/preload-internal.h"
 
 #include "util/banned.h"
@@ -240,4 +242,129 @@ Test(preload_launch, ld_preload_appended_then_restored)
 	cr_assert_str_eq(getenv(PRS_FOLLOW_ENV), "n,1000000,128,65536,0");
 	prs_preload_env_restore(&e);
 	cr_assert_null(getenv(PRS_FOLLOW_ENV));
+}
+
+Test(task_stat, start_time_is_parsed)
+{
+	struct prs_task_stat st;
+	const char *text = "42 (a) b) S 1 42 42 0 -1 4194560 100 0 0 0 7 3 0 0 20 0 1 0 123456 "
+			   "2000000 300 18446744073709551615";
+
+	cr_assert_eq(prs_task_parse_stat(text, &st), 0);
+	cr_assert(st.times && st.started);
+	cr_assert_eq(st.utime, 7);
+	cr_assert_eq(st.starttime, 123456);
+	/* cut short after the times: no start time */
+	cr_assert_eq(prs_task_parse_stat("42 (a) S 1 42 42 0 -1 0 1 0 0 0 7 3 0 0", &st), 0);
+	cr_assert(st.times && !st.started);
+}
+
+/* ---- a thread's time off a CPU between looks (src/sample/offtime-internal.h) ---- */
+
+#define MS 1000000ull
+
+/* One look at now (ms) with the schedstat cpu/wait (ms): the periods of 1 ms due, the sleep's
+ * only when asleep. */
+static struct prs_offtime_due {
+	uint32_t sleep, wait;
+} look(struct prs_offtime *o, uint64_t now, uint64_t cpu, uint64_t wait, bool asleep)
+{
+	struct prs_schedstat ss = { .cpu_ns = cpu * MS, .wait_ns = wait * MS, .slices = 1 };
+	struct prs_offtime_due d;
+
+	prs_offtime_add(o, now * MS, &ss, MS, 0);
+	d.wait = prs_offtime_take(&o->wait_owed_ns, MS);
+	d.sleep = asleep ? prs_offtime_take(&o->sleep_owed_ns, MS) : 0;
+	return d;
+}
+
+Test(offtime, a_window_is_cpu_wait_and_sleep)
+{
+	struct prs_offtime o = { 0 };
+	struct prs_offtime_due d;
+
+	d = look(&o, 100, 40, 3, true); /* the first look: the base; its waits since it started */
+	cr_assert_eq(d.sleep, 0);
+	cr_assert_eq(d.wait, 3);
+	d = look(&o, 110, 44, 4, true); /* 10 ms: 4 on a CPU, 1 waiting, 5 asleep */
+	cr_assert_eq(d.sleep, 5);
+	cr_assert_eq(d.wait, 1);
+	d = look(&o, 120, 54, 4, false); /* ran the whole window */
+	cr_assert_eq(d.sleep + d.wait, 0);
+}
+
+Test(offtime, a_running_thread_keeps_its_sleep_for_a_look_that_finds_it_asleep)
+{
+	struct prs_offtime o = { 0 };
+	struct prs_offtime_due d;
+
+	look(&o, 0, 0, 0, false);
+	d = look(&o, 10, 3, 0, false); /* slept 7 ms, running now */
+	cr_assert_eq(d.sleep, 0);
+	d = look(&o, 20, 8, 0, false); /* 5 more */
+	cr_assert_eq(d.sleep, 0);
+	d = look(&o, 30, 8, 0, true);  /* and 10 more, asleep now: all of it, once */
+	cr_assert_eq(d.sleep, 22);
+	d = look(&o, 40, 8, 0, true);
+	cr_assert_eq(d.sleep, 10);
+}
+
+Test(offtime, late_readings_are_given_back_and_fractions_carried)
+{
+	struct prs_offtime o = { 0 };
+	uint32_t slept = 0;
+
+	look(&o, 0, 0, 0, false);
+	/* a runnable thread's wait shows when it ends, its CPU time lags while it runs: the first
+	 * window reads 6 ms of sleep that were a wait and CPU time, the second gives them back */
+	slept += look(&o, 10, 4, 0, true).sleep;
+	cr_assert_eq(slept, 6);
+	slept += look(&o, 20, 14, 6, true).sleep; /* 10 ms: 10 on a CPU, 6 of wait read late */
+	cr_assert_eq(slept, 6);
+	slept += look(&o, 30, 20, 6, true).sleep; /* 4 ms asleep, owed -6 + 4: none yet */
+	cr_assert_eq(slept, 6);
+	/* 0.5 ms fractions over many looks: the total is the truth within a period */
+	for (uint64_t i = 1; i <= 400; i++) {
+		struct prs_schedstat ss = { .cpu_ns = 20 * MS + i * MS / 2, .wait_ns = 6 * MS };
+
+		prs_offtime_add(&o, 30 * MS + i * MS, &ss, MS, 0);
+		slept += prs_offtime_take(&o.sleep_owed_ns, MS);
+	}
+	/* truth: the wall time less the CPU time less the wait, 430 - 220 - 6 ms */
+	cr_assert_eq(slept, 204);
+}
+
+Test(offtime, a_thread_found_late_owes_its_sleep_since_its_start)
+{
+	struct prs_offtime o = { 0 };
+	struct prs_schedstat ss = { .cpu_ns = 30 * MS, .wait_ns = 5 * MS, .slices = 4 };
+
+	/* started at 100 ms, found at 250: 150 ms of life, 30 on a CPU, 5 waiting */
+	prs_offtime_add(&o, 250 * MS, &ss, MS, 100 * MS);
+	cr_assert_eq(prs_offtime_take(&o.sleep_owed_ns, MS), 115);
+	cr_assert_eq(prs_offtime_take(&o.wait_owed_ns, MS), 5);
+	/* a start not known, or not before the look: nothing owed for the time before */
+	memset(&o, 0, sizeof(o));
+	prs_offtime_add(&o, 250 * MS, &ss, MS, 0);
+	cr_assert_eq(o.sleep_owed_ns, 0);
+	memset(&o, 0, sizeof(o));
+	prs_offtime_add(&o, 250 * MS, &ss, MS, 240 * MS); /* (a start rounded up past the look) */
+	cr_assert_eq(o.sleep_owed_ns, 0);
+}
+
+Test(offtime, a_reused_tid_is_a_new_thread_and_counts_are_bounded)
+{
+	struct prs_offtime o = { 0 };
+	struct prs_offtime_due d;
+
+	look(&o, 0, 500, 50, false);
+	d = look(&o, 10, 2, 1, true); /* CPU time went back: a new thread, based again */
+	cr_assert_eq(d.sleep, 0);
+	cr_assert_eq(d.wait, 1);
+	d = look(&o, 20000, 2, 1, true); /* 19.99 s asleep: 10000 periods now, 9990 owed after */
+	cr_assert_eq(d.sleep, 10000);
+	cr_assert_eq(o.sleep_owed_ns, (int64_t)(9990 * MS));
+	d = look(&o, 60000, 2, 1, true); /* more than 10000 periods owed beyond: forgotten */
+	cr_assert_eq(d.sleep, 10000);
+	cr_assert_eq(o.sleep_owed_ns, 0);
 }

@@ -101,6 +101,19 @@ Test(sample_health, late_ticks_from_a_busy_machine)
 	cr_assert(strstr(buf, "-r 50"), "%s", buf);
 }
 
+Test(sample_health, late_looks_of_preload_lose_nothing)
+{
+	struct prs_sampler_stats st = healthy();
+	char buf[1024];
+
+	st.missed_ticks = 30;
+	st.late_ticks = 200;
+	st.tick_delay.p99 = 7500000;
+	cr_assert_eq(prs_sampler_health(&st, 1000, PRS_SOURCE_PRELOAD, buf, sizeof(buf)), 0);
+	cr_assert_str_empty(buf);
+	cr_assert_eq(prs_sampler_health(&st, 1000, PRS_SOURCE_VM, buf, sizeof(buf)), 1);
+}
+
 Test(sample_health, late_ticks_from_long_stop_windows)
 {
 	struct prs_sampler_stats st = healthy();
