@@ -109,6 +109,12 @@ int prs_proc_ids(pid_t tid, struct prs_proc_ids *out);
  * cstime), in nanoseconds, from /proc/PID/stat (a zombie's too). Returns 0 or -errno. */
 int prs_proc_cpu(pid_t pid, uint64_t *self_ns, uint64_t *children_ns);
 
+/* The CPU time of process pid in nanoseconds, every thread's, the exited ones included (the
+ * scheduler's sum_exec_runtime of the thread group: what an inherited task-clock counter counts),
+ * through its CPU clock (clock_getcpuclockid; readable for any process). Returns 0 or -errno
+ * (-ESRCH: gone or reaped). */
+int prs_proc_cpu_clock_ns(pid_t pid, uint64_t *ns);
+
 /* Lists the child processes of pid into out: from /proc/PID/task/TID/children of each thread,
  * or, where the kernel has no such file, by scanning /proc for processes whose parent is pid.
  * Returns the count (it may be more than max: only max are written) or -errno (-ESRCH). */

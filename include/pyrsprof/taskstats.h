@@ -8,6 +8,7 @@
 #ifndef PYRSPROF_TASKSTATS_H
 #define PYRSPROF_TASKSTATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -28,8 +29,16 @@ void prs_taskstats_target(struct prs_taskstats *ts, pid_t tgid);
 /* Reads every queued message without blocking; keeps the target's. Returns the messages read.
  * NULL is fine. */
 int prs_taskstats_drain(struct prs_taskstats *ts);
-/* The exit snapshots kept, in the order of the exits. Borrowed until close. */
-const struct prs_acct *prs_taskstats_records(const struct prs_taskstats *ts, size_t *n);
+/* Drops the kept thread exits for which keep_thread(ctx, tid) is false (the thread group's are
+ * kept). Returns how many exits are kept. NULL is fine. */
+size_t prs_taskstats_prune(struct prs_taskstats *ts, bool (*keep_thread)(void *ctx, uint32_t tid),
+			   void *ctx);
+/* The exit snapshots kept (NULL: 0), in the order of the exits; record i < count is written
+ * into *out. */
+size_t prs_taskstats_count(const struct prs_taskstats *ts);
+void prs_taskstats_record(const struct prs_taskstats *ts, size_t i, struct prs_acct *out);
+/* The target's thread exits drained so far (kept or not). NULL is fine (0). */
+uint64_t prs_taskstats_exits(const struct prs_taskstats *ts);
 /* Times the kernel dropped messages (the socket buffer was full), or a record could not be kept. */
 uint64_t prs_taskstats_lost(const struct prs_taskstats *ts);
 /* Deregisters and frees. NULL is fine. */

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "pyrsprof/util.h"
@@ -34,13 +35,25 @@
 #define RCVBUF_BYTES (8 << 20)
 #define MAX_KEPT 100000 /* exit records kept per recording */
 
+/*
+ * One exit as kept: the fields read from its message (a struct prs_acct is ~1.4 KB, most of it
+ * strings no exit has; a thread-per-request server ends thousands of threads a second).
+ */
+struct exit_rec {
+	uint32_t id;
+	bool group; /* the thread group's sum (PROCESS), else a thread's */
+	uint64_t mono_ns, cpu_ns, runq_ns, slices, utime_us, stime_us, nvcsw, nivcsw, minflt, majflt;
+	uint64_t read_bytes, write_bytes, rss_peak_kb, blkio_delay_ns;
+};
+
 struct prs_taskstats {
 	int fd;
 	uint16_t family;
 	pid_t tgid;
-	struct prs_acct *kept;
+	struct exit_rec *kept;
 	size_t nkept, cap;
 	uint64_t lost;
+	uint64_t exits; /* the target's thread exits seen */
 	bool delayacct;
 };
 
@@ -205,43 +218,46 @@ static void keep(struct msg *m)
 {
 	const struct taskstats *st = &m->st;
 	struct prs_taskstats *ts = m->ts;
-	struct prs_acct *a;
+	struct exit_rec *e;
 	bool group = m->kind == TASKSTATS_TYPE_AGGR_TGID;
 
 	if (m->stlen < NEED_LEN)
 		return;
 	if (group ? m->id != (uint32_t)ts->tgid : st->ac_tgid != (uint32_t)ts->tgid)
 		return;
+	ts->exits += !group;
 	if (ts->nkept >= MAX_KEPT ||
 	    prs_array_grow((void **)&ts->kept, &ts->cap, ts->nkept + 1, sizeof(*ts->kept))) {
 		ts->lost++;
 		return;
 	}
-	a = &ts->kept[ts->nkept++];
-	prs_acct_init(a, group ? PRS_ACCT_PROCESS : PRS_ACCT_THREAD, PRS_PHASE_EXIT, m->id);
-	prs_acct_set(a, PRS_TASK_MONO_NS, prs_now_ns());
-	prs_acct_set(a, PRS_TASK_SOURCE, PRS_SRC_TASKSTATS);
-	/* cpu_run_virtual_total is the scheduler's sum_exec_runtime (ns, schedstat's first field);
-	 * cpu_run_real_total is utime + stime, tick-sampled: measured on `bounds exits`, threads of
-	 * 0.2/0.4/0.6 s of CPU read 0.168/0.280/0.556 s by it, 0 for a thread of 9.6 ms */
-	prs_acct_set(a, PRS_TASK_CPU_NS, st->cpu_run_virtual_total);
-	prs_acct_set(a, PRS_TASK_RUNQ_NS, st->cpu_delay_total);
-	prs_acct_set(a, PRS_TASK_SLICES, st->cpu_count);
-	prs_acct_set(a, PRS_TASK_UTIME_NS, st->ac_utime * 1000);
-	prs_acct_set(a, PRS_TASK_STIME_NS, st->ac_stime * 1000);
-	prs_acct_set(a, PRS_TASK_NVCSW, st->nvcsw);
-	prs_acct_set(a, PRS_TASK_NIVCSW, st->nivcsw);
-	prs_acct_set(a, PRS_TASK_MINFLT, st->ac_minflt);
-	prs_acct_set(a, PRS_TASK_MAJFLT, st->ac_majflt);
-	/* read_char, write_char, read_syscalls and write_syscalls are not kept: the kernel rounds
-	 * them down to a multiple of 1024 (kernel/tsacct.c, KB_MASK), so a thread's 203 reads arrive
-	 * as 0; those facts come from /proc or stay unmeasured. The storage bytes lose under 1 KiB. */
-	prs_acct_set(a, PRS_TASK_READ_BYTES, st->read_bytes);
-	prs_acct_set(a, PRS_TASK_WRITE_BYTES, st->write_bytes);
-	if (group)
-		prs_acct_set(a, PRS_TASK_RSS_PEAK_KB, st->hiwater_rss);
-	if (ts->delayacct)
-		prs_acct_set(a, PRS_TASK_BLKIO_DELAY_NS, st->blkio_delay_total);
+	e = &ts->kept[ts->nkept++];
+	*e = (struct exit_rec){
+		.id = m->id,
+		.group = group,
+		.mono_ns = prs_now_ns(),
+		/* cpu_run_virtual_total is the scheduler's sum_exec_runtime (ns, schedstat's first
+		 * field); cpu_run_real_total is utime + stime, tick-sampled: measured on `bounds
+		 * exits`, threads of 0.2/0.4/0.6 s of CPU read 0.168/0.280/0.556 s by it, 0 for a
+		 * thread of 9.6 ms */
+		.cpu_ns = st->cpu_run_virtual_total,
+		.runq_ns = st->cpu_delay_total,
+		.slices = st->cpu_count,
+		.utime_us = st->ac_utime,
+		.stime_us = st->ac_stime,
+		.nvcsw = st->nvcsw,
+		.nivcsw = st->nivcsw,
+		.minflt = st->ac_minflt,
+		.majflt = st->ac_majflt,
+		/* read_char, write_char, read_syscalls and write_syscalls are not kept: the kernel
+		 * rounds them down to a multiple of 1024 (kernel/tsacct.c, KB_MASK), so a thread's
+		 * 203 reads arrive as 0; those facts come from /proc or stay unmeasured. The storage
+		 * bytes lose under 1 KiB. */
+		.read_bytes = st->read_bytes,
+		.write_bytes = st->write_bytes,
+		.rss_peak_kb = st->hiwater_rss,
+		.blkio_delay_ns = st->blkio_delay_total,
+	};
 }
 
 static void inner_attr(void *ctx, uint16_t type, const void *data, size_t len)
@@ -271,18 +287,50 @@ static void outer_attr(void *ctx, uint16_t type, const void *data, size_t len)
 	keep(&m);
 }
 
+/* Reads the messages of one datagram of n bytes. Returns how many were taskstats'. */
+static int parse(struct prs_taskstats *ts, char *buf, size_t n)
+{
+	int n_msgs = 0;
+
+	for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
+		if (h->nlmsg_type != ts->family || h->nlmsg_len < NLMSG_LENGTH(GENL_HDRLEN))
+			continue;
+		each_attr((char *)NLMSG_DATA(h) + GENL_HDRLEN, h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN),
+			  outer_attr, ts);
+		n_msgs++;
+	}
+	return n_msgs;
+}
+
+/*
+ * Each exit is a datagram of its own (~450 bytes; ~900 with the thread group's sum), so they are
+ * received DRAIN_BATCH to a system call (recvmmsg), not one each: a thread-per-request server
+ * ends thousands of threads a second, and every exit on the machine arrives.
+ */
+#define DRAIN_BATCH 32
+#define DATAGRAM_BYTES 2048
+
 int prs_taskstats_drain(struct prs_taskstats *ts)
 {
 	/* aligned for struct taskstats (u64 fields) inside the message */
-	static __attribute__((aligned(8))) char buf[64 * 1024];
+	static __attribute__((aligned(8))) char buf[DRAIN_BATCH][DATAGRAM_BYTES];
+	struct mmsghdr mm[DRAIN_BATCH];
+	struct iovec iov[DRAIN_BATCH];
 	int n_msgs = 0;
 
 	if (!ts)
 		return 0;
 	for (;;) {
-		ssize_t n = recv(ts->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		int got;
 
-		if (n < 0) {
+		memset(mm, 0, sizeof(mm));
+		for (int i = 0; i < DRAIN_BATCH; i++) {
+			iov[i] = (struct iovec){ buf[i], DATAGRAM_BYTES };
+			mm[i].msg_hdr.msg_iov = &iov[i];
+			mm[i].msg_hdr.msg_iovlen = 1;
+		}
+		got = recvmmsg(ts->fd, mm, DRAIN_BATCH, MSG_DONTWAIT, NULL);
+		if (got < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == ENOBUFS) {
@@ -291,24 +339,63 @@ int prs_taskstats_drain(struct prs_taskstats *ts)
 			}
 			break;
 		}
-		if (n == 0)
-			break;
-		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
-		     h = NLMSG_NEXT(h, n)) {
-			if (h->nlmsg_type != ts->family || h->nlmsg_len < NLMSG_LENGTH(GENL_HDRLEN))
-				continue;
-			each_attr((char *)NLMSG_DATA(h) + GENL_HDRLEN, h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN),
-				  outer_attr, ts);
-			n_msgs++;
+		for (int i = 0; i < got; i++) {
+			if (mm[i].msg_hdr.msg_flags & MSG_TRUNC)
+				ts->lost++; /* (no exit message is that long) */
+			else
+				n_msgs += parse(ts, buf[i], mm[i].msg_len);
 		}
+		if (got < DRAIN_BATCH)
+			break;
 	}
 	return n_msgs;
 }
 
-const struct prs_acct *prs_taskstats_records(const struct prs_taskstats *ts, size_t *n)
+size_t prs_taskstats_prune(struct prs_taskstats *ts, bool (*keep_thread)(void *ctx, uint32_t tid),
+			   void *ctx)
 {
-	*n = ts ? ts->nkept : 0;
-	return ts ? ts->kept : NULL;
+	size_t k = 0;
+
+	for (size_t i = 0; ts && i < ts->nkept; i++)
+		if (ts->kept[i].group || keep_thread(ctx, ts->kept[i].id))
+			ts->kept[k++] = ts->kept[i];
+	if (ts)
+		ts->nkept = k;
+	return k;
+}
+
+size_t prs_taskstats_count(const struct prs_taskstats *ts)
+{
+	return ts ? ts->nkept : 0;
+}
+
+void prs_taskstats_record(const struct prs_taskstats *ts, size_t i, struct prs_acct *a)
+{
+	const struct exit_rec *e = &ts->kept[i];
+
+	prs_acct_init(a, e->group ? PRS_ACCT_PROCESS : PRS_ACCT_THREAD, PRS_PHASE_EXIT, e->id);
+	prs_acct_set(a, PRS_TASK_MONO_NS, e->mono_ns);
+	prs_acct_set(a, PRS_TASK_SOURCE, PRS_SRC_TASKSTATS);
+	prs_acct_set(a, PRS_TASK_CPU_NS, e->cpu_ns);
+	prs_acct_set(a, PRS_TASK_RUNQ_NS, e->runq_ns);
+	prs_acct_set(a, PRS_TASK_SLICES, e->slices);
+	prs_acct_set(a, PRS_TASK_UTIME_NS, e->utime_us * 1000);
+	prs_acct_set(a, PRS_TASK_STIME_NS, e->stime_us * 1000);
+	prs_acct_set(a, PRS_TASK_NVCSW, e->nvcsw);
+	prs_acct_set(a, PRS_TASK_NIVCSW, e->nivcsw);
+	prs_acct_set(a, PRS_TASK_MINFLT, e->minflt);
+	prs_acct_set(a, PRS_TASK_MAJFLT, e->majflt);
+	prs_acct_set(a, PRS_TASK_READ_BYTES, e->read_bytes);
+	prs_acct_set(a, PRS_TASK_WRITE_BYTES, e->write_bytes);
+	if (e->group)
+		prs_acct_set(a, PRS_TASK_RSS_PEAK_KB, e->rss_peak_kb);
+	if (ts->delayacct)
+		prs_acct_set(a, PRS_TASK_BLKIO_DELAY_NS, e->blkio_delay_ns);
+}
+
+uint64_t prs_taskstats_exits(const struct prs_taskstats *ts)
+{
+	return ts ? ts->exits : 0;
 }
 
 uint64_t prs_taskstats_lost(const struct prs_taskstats *ts)

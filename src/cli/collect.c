@@ -8,6 +8,7 @@
 #include "cli/collect.h"
 
 #include <errno.h>
+#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,20 +21,37 @@
 #include "pyrsprof/machine.h"
 #include "pyrsprof/task.h"
 #include "pyrsprof/taskstats.h"
+#include "pyrsprof/util.h"
 #include "pyrsprof/wss.h"
 
 #include "util/banned.h"
 
 #define MAX_TIDS 4096
 
+/* Thread ids, sorted, each once. */
+struct tidset {
+	int32_t *v;
+	size_t n, cap;
+	size_t scanned; /* p->samples read into it (appended to only, in a recording: aggregate.c) */
+};
+
 struct cli_collect {
 	pid_t pid;
+	struct prs_profile *p;   /* the recording's (cli_collect_start) */
 	struct prs_taskstats *ts;
+	size_t prune_at;         /* exits kept when they are pruned next (prune_exits) */
+	struct tidset sampled;   /* the tids of the samples so far */
 	struct prs_err ts_err;
 	struct prs_counter_backend *ctr;
 	struct prs_counter_set set;
 	struct prs_err ctr_err;
 	bool ctr_open;
+	/* the software counters handed over to the process's CPU clock (counters_handoff) */
+	bool handed;
+	uint64_t handed_cpu_ns;  /* the process's CPU clock then */
+	double handed_s, churn_per_s;
+	uint64_t churn_exits;    /* the target's thread exits at the last check */
+	double churn_s;          /* ... and when */
 	struct prs_acct last_cg; /* the target's cgroup as last seen (it may move into one) */
 	bool have_cg;
 	bool want_wss;
@@ -115,12 +133,114 @@ void cli_collect_wss(struct cli_collect *c, bool on)
 		c->want_wss = on;
 }
 
+/*
+ * A counter that inherits costs the program at every thread it starts: the kernel copies it at
+ * the clone, switches it with the thread and sums it into its parent at the exit (measured, load
+ * 7: a C program starting and joining threads took 30 us of CPU a thread alone, 36 with an
+ * inherited task-clock; a thread-per-request server pays it per request), and it misses the end
+ * of each thread's exit (11 % of spawnthreads.py's CPU).
+ * So once the program starts threads at CHURN_HANDOFF_PER_S or more (its exits, told by
+ * taskstats), counters that are all software (task-clock: no PMU) are read and closed, and
+ * counted on by the kernel's CPU clock of the process, which is what task-clock counts: the
+ * scheduler's run time of every thread, the exited ones included. Hardware counters stay: their
+ * ratios (IPC, top-down) are what the verdict reads, and nothing else counts them.
+ */
+#define CHURN_HANDOFF_PER_S 200.0
+
+static bool software_only(const struct cli_collect *c)
+{
+	if (strcmp(c->ctr->name, "perf") != 0)
+		return false; /* (replayed counts stand for the machine's: kept as they are) */
+	for (size_t i = 0; i < c->set.n; i++)
+		if (c->set.c[i].hardware)
+			return false;
+	return true;
+}
+
+static void counters_handoff(struct cli_collect *c, double elapsed_s)
+{
+	uint64_t exits = prs_taskstats_exits(c->ts), cpu;
+	double rate = elapsed_s > c->churn_s ? (double)(exits - c->churn_exits) / (elapsed_s - c->churn_s) : 0;
+
+	c->churn_exits = exits;
+	c->churn_s = elapsed_s;
+	if (!c->ctr_open || c->handed || rate < CHURN_HANDOFF_PER_S || !software_only(c))
+		return;
+	if (prs_proc_cpu_clock_ns(c->pid, &cpu) != 0 || c->ctr->read(c->ctr, &c->set) != 0)
+		return;
+	prs_counter_backend_free(c->ctr);
+	c->ctr = NULL;
+	c->handed = true;
+	c->handed_cpu_ns = cpu;
+	c->handed_s = elapsed_s;
+	c->churn_per_s = rate;
+}
+
+/*
+ * The exits of threads no sample shows are of no use: the classifier's thread facts are of the
+ * threads sampled (facts_samples.c), the process's totals come from its own records. A
+ * thread-per-request server ends thousands of threads a second, most of them between two ticks:
+ * each was kept until the end and stored into the profile. So the exits kept are pruned to the
+ * sampled threads' once they pass prune_at (twice what survived, PRUNE_MIN at least), and at the
+ * end. A thread's samples are in the profile before its exit is drained: the tick that sampled
+ * it recorded them before the sampler's once-a-second step, which drains.
+ */
+#define PRUNE_MIN 4096
+
+static int by_tid(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static bool tid_sampled(void *ctx, uint32_t tid)
+{
+	const struct tidset *set = ctx;
+	int32_t key = (int32_t)tid;
+
+	return bsearch(&key, set->v, set->n, sizeof(*set->v), by_tid) != NULL;
+}
+
+/* Adds the tids of the samples added since the last call to set (sorted, each once). Returns 0
+ * or -ENOMEM. */
+static int add_sampled(struct tidset *set, const struct prs_profile *p)
+{
+	size_t k = 0;
+
+	if (p->nsamples < set->scanned)
+		set->scanned = 0; /* (not a recording's profile: read it all again) */
+	if (prs_array_grow((void **)&set->v, &set->cap, set->n + (p->nsamples - set->scanned),
+			   sizeof(*set->v)))
+		return -ENOMEM;
+	for (; set->scanned < p->nsamples; set->scanned++)
+		set->v[set->n++] = p->samples[set->scanned].tid;
+	qsort(set->v, set->n, sizeof(*set->v), by_tid);
+	for (size_t i = 0; i < set->n; i++)
+		if (!k || set->v[k - 1] != set->v[i])
+			set->v[k++] = set->v[i];
+	set->n = k;
+	return 0;
+}
+
+static void prune_exits(struct cli_collect *c, bool now)
+{
+	size_t n = prs_taskstats_count(c->ts);
+
+	if (!c->p || !n || (!now && n < c->prune_at) || add_sampled(&c->sampled, c->p) != 0)
+		return; /* (out of memory: all kept) */
+	n = prs_taskstats_prune(c->ts, tid_sampled, &c->sampled);
+	c->prune_at = 2 * n > PRUNE_MIN ? 2 * n : PRUNE_MIN;
+}
+
 static void tick(void *arg, double elapsed_s, uint64_t samples, size_t threads)
 {
 	struct cli_collect *c = arg;
 	struct prs_acct a;
 
 	prs_taskstats_drain(c->ts);
+	prune_exits(c, false);
+	counters_handoff(c, elapsed_s);
 	if (c->pid && prs_acct_read_cgroup(c->pid, PRS_PHASE_END, &a) == 0) {
 		c->last_cg = a;
 		c->have_cg = true;
@@ -311,6 +431,8 @@ void cli_collect_start(struct cli_collect *c, pid_t pid, struct prs_profile *p)
 	if (!c)
 		return;
 	c->pid = pid;
+	c->p = p;
+	c->prune_at = PRUNE_MIN;
 	prs_taskstats_target(c->ts, pid);
 	snapshot(c, p, PRS_PHASE_START, tids, &n);
 	if (!n) {
@@ -322,17 +444,52 @@ void cli_collect_start(struct cli_collect *c, pid_t pid, struct prs_profile *p)
 	wss_start(c, p);
 }
 
+/* The handed-over counters at the end: their readings plus the CPU the process used since (its
+ * clock, or the rusage of a reaped process: the same run time, utime + stime adjusted to it). A
+ * note says so, and when neither could be read, that the readings cover the first part only. */
+static void counters_handed_end(struct cli_collect *c, struct prs_profile *p, const struct rusage *ru)
+{
+	uint64_t cpu = 0, more;
+	char why[PRS_ACCT_MAX_STR];
+	bool ok = prs_proc_cpu_clock_ns(c->pid, &cpu) == 0;
+
+	if (!ok && ru) {
+		cpu = ((uint64_t)ru->ru_utime.tv_sec + (uint64_t)ru->ru_stime.tv_sec) * 1000000000ull +
+		      ((uint64_t)ru->ru_utime.tv_usec + (uint64_t)ru->ru_stime.tv_usec) * 1000ull;
+		ok = true;
+	}
+	more = ok && cpu > c->handed_cpu_ns ? cpu - c->handed_cpu_ns : 0;
+	for (size_t i = 0; i < c->set.n; i++) {
+		struct prs_counter *k = &c->set.c[i];
+
+		if (k->ok && k->config == PERF_COUNT_SW_TASK_CLOCK && k->type == PERF_TYPE_SOFTWARE) {
+			k->value += more;
+			k->enabled_ns += more;
+			k->running_ns += more;
+		}
+	}
+	snprintf(why, sizeof(why), "task-clock counted by perf_event_open for the first %.1f s, then by "
+		 "the kernel's CPU clock of the process%s: it started %.0f threads a second, and an "
+		 "inherited counter costs each new thread its copy, switches and sum (~6 us of CPU)",
+		 c->handed_s, ok ? "" : " (unreadable at the end: the count stops there)", c->churn_per_s);
+	note(p, "counters", 0, why);
+}
+
 void cli_collect_end(struct cli_collect *c, struct prs_profile *p, bool reaped)
 {
-	const struct prs_acct *ex;
 	struct prs_acct a;
 	struct rusage ru;
+	bool have_ru;
 	size_t n;
 
 	if (!c || !c->pid)
 		return;
 	wss_stop(c, p);
-	if (c->ctr_open && c->ctr->read(c->ctr, &c->set) == 0)
+	/* the target was our only child: its rusage is the whole process's, dead threads too */
+	have_ru = reaped && getrusage(RUSAGE_CHILDREN, &ru) == 0;
+	if (c->handed)
+		counters_handed_end(c, p, have_ru ? &ru : NULL);
+	if (c->ctr_open && (c->handed || c->ctr->read(c->ctr, &c->set) == 0))
 		for (size_t i = 0; i < c->set.n; i++) {
 			prs_counter_to_acct(&c->set.c[i], &a);
 			store(p, &a);
@@ -340,8 +497,7 @@ void cli_collect_end(struct cli_collect *c, struct prs_profile *p, bool reaped)
 	else if (c->ctr_err.msg[0])
 		note(p, "counters", c->ctr_err.code, c->ctr_err.msg);
 	if (reaped) {
-		/* the target was our only child: its rusage is the whole process's, dead threads too */
-		if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+		if (have_ru) {
 			prs_acct_from_rusage(c->pid, &ru, &a);
 			wss_fields(c, &a);
 			store(p, &a);
@@ -356,9 +512,12 @@ void cli_collect_end(struct cli_collect *c, struct prs_profile *p, bool reaped)
 		store(p, &a);
 	if (c->ts) {
 		prs_taskstats_drain(c->ts);
-		ex = prs_taskstats_records(c->ts, &n);
-		for (size_t i = 0; i < n; i++)
-			store(p, &ex[i]);
+		prune_exits(c, true);
+		n = prs_taskstats_count(c->ts);
+		for (size_t i = 0; i < n; i++) {
+			prs_taskstats_record(c->ts, i, &a);
+			store(p, &a);
+		}
 		if (prs_taskstats_lost(c->ts))
 			note(p, "taskstats", -ENOBUFS, "some thread exits were lost (the netlink buffer "
 			     "overflowed): their kernel accounting is missing");
@@ -374,5 +533,6 @@ void cli_collect_free(struct cli_collect *c)
 	prs_wss_stop(c->wss, &c->wss_r); /* (stopped at the end already, unless it failed) */
 	prs_taskstats_close(c->ts);
 	prs_counter_backend_free(c->ctr);
+	free(c->sampled.v);
 	free(c);
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/banned.h"
@@ -392,6 +393,20 @@ int prs_proc_cpu(pid_t pid, uint64_t *self_ns, uint64_t *children_ns)
 		return -EINVAL;
 	*self_ns = (st.utime + st.stime) * (1000000000ull / (uint64_t)hz);
 	*children_ns = (st.cutime + st.cstime) * (1000000000ull / (uint64_t)hz);
+	return 0;
+}
+
+int prs_proc_cpu_clock_ns(pid_t pid, uint64_t *ns)
+{
+	clockid_t clk;
+	struct timespec ts;
+	int rc = clock_getcpuclockid(pid, &clk);
+
+	if (rc)
+		return -rc;
+	if (clock_gettime(clk, &ts) != 0)
+		return errno == EINVAL ? -ESRCH : -errno;
+	*ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	return 0;
 }
 
