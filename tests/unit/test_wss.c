@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the working-set reads of --wss (src/classify/wss.c) on this process: after a
- * clear, the pages touched are counted as referenced, and pages not touched are not.
+ * clear, the pages first touched are counted as referenced, pages touched again no more than
+ * were touched (as far as the platform sets their accessed bits again), and pages not touched
+ * are not.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -21,24 +23,33 @@ Test(wss, touched_pages_are_referenced_after_a_clear)
 {
 	size_t len = 64 * MIB;
 	volatile uint8_t *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uint64_t quiet, touched;
+	volatile uint8_t *fresh = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t quiet, retouched, touched;
 
-	cr_assert(buf != MAP_FAILED);
+	cr_assert(buf != MAP_FAILED && fresh != MAP_FAILED);
 	memset((void *)buf, 1, len); /* resident, referenced */
 	cr_assert_eq(prs_wss_clear(getpid()), 0);
 	cr_assert_eq(prs_wss_referenced(getpid(), &quiet), 0);
 	/* the buffer is resident but untouched since the clear: not in the working set */
 	cr_assert_lt(quiet, 32 * MIB, "%llu", (unsigned long long)quiet);
+	/* Pages touched again after the clear are counted as far as the platform sets their
+	 * accessed bits again, which not every one does: the clear leaves the TLB's entries (kernel
+	 * 6.18 here: 16 MiB read as 10-11.6, 64 MiB as 58-63.3), and this VM's hypervisor (a PVM
+	 * guest, its page tables shadowed) at times set none (0 of 64 MiB in 10 of 10 runs, Dec 8).
+	 * Never more than what was touched. */
 	for (size_t i = 0; i < len; i += 4096)
 		buf[i]++;
+	cr_assert_eq(prs_wss_referenced(getpid(), &retouched), 0);
+	cr_assert_leq(retouched, quiet + len + 4 * MIB, "%llu after, %llu before",
+		      (unsigned long long)retouched, (unsigned long long)quiet);
+	/* pages first touched after the clear always are: their entries are made with the bit set */
+	for (size_t i = 0; i < len; i += 4096)
+		fresh[i] = 1;
 	cr_assert_eq(prs_wss_referenced(getpid(), &touched), 0);
-	/* all but what the TLB still maps: the clear leaves the TLB's entries (kernel 6.18 here), and
-	 * an access through an entry the CPU still holds does not set the page's accessed bit again.
-	 * Measured here: 16 MiB touched after the clear read as 10-11.6 (the last 5-6 MiB the memset
-	 * touched, the STLB's reach), 64 MiB as 58-63.3, 256 MiB and 1 GiB as all of it. */
-	cr_assert_geq(touched, quiet + len - 8 * MIB, "%llu after, %llu before",
-		      (unsigned long long)touched, (unsigned long long)quiet);
+	cr_assert_geq(touched, retouched + len - MIB, "%llu after, %llu before",
+		      (unsigned long long)touched, (unsigned long long)retouched);
 	munmap((void *)buf, len);
+	munmap((void *)fresh, len);
 }
 
 Test(wss, a_gone_process_is_an_error)
@@ -62,11 +73,13 @@ Test(wss, windows_of_a_thread)
 	cr_assert_eq(prs_wss_start(getpid(), 20000000, 30000000, &w), 0);
 	/* 150 ms of touching 64 MiB, far past the TLB's reach, so that every window sees pages
 	 * touched (a process that only sleeps may touch nothing the TLB does not already map, and
-	 * read as 0 bytes: see touched_pages_are_referenced_after_a_clear) */
+	 * read as 0 bytes: see touched_pages_are_referenced_after_a_clear); a fresh page each pass
+	 * too, for a platform that sets no accessed bit again after a clear */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		for (size_t i = 0; i < len; i += 4096)
 			buf[i]++;
+		madvise((void *)buf, 4096, MADV_DONTNEED); /* its first page faults again */
 		clock_gettime(CLOCK_MONOTONIC, &now);
 	} while ((now.tv_sec - t0.tv_sec) * 1000000000ll + (now.tv_nsec - t0.tv_nsec) < 150000000ll);
 	prs_wss_stop(w, &r);
