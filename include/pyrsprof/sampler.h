@@ -109,6 +109,11 @@ struct prs_sampler_stats {
 	 * other_trap_stops: interrupts answered by another stop (a clone event, a signal), sampled
 	 * there. */
 	uint64_t late_sampled, skipped_late, skipped_new, other_trap_stops;
+	/* ptrace: on-CPU samples taken from a thread's stop (cpu_stopped), and those of them taken
+	 * after the thread had to be given a CPU to stop (cpu_preempted: paid out as on-CPU by the
+	 * CPU balance, src/sample/balance-internal.h): their stack is where it was preempted, often
+	 * a syscall return, not where its CPU time went */
+	uint64_t cpu_stopped, cpu_preempted;
 	/* ptrace: threads found at a tick (started since the last one) and seized then; threads not
 	 * followed (the table was full); processes found at a tick (forked by a thread before it was
 	 * seized) and seized then (src/sample/newthreads.c) */
@@ -257,6 +262,7 @@ double prs_sampler_stopped_share(const struct prs_sampler_stats *st, double rate
 #define PRS_HEALTH_TICKS_SHARE 0.01   /* missed + late ticks, of the ticks due */
 #define PRS_HEALTH_SKIPPED_SHARE 0.05 /* late-skipped thread-samples, of all */
 #define PRS_HEALTH_STOPPED_SHARE 0.03 /* the threads' time spent stopped */
+#define PRS_HEALTH_PREEMPTED_SHARE 0.25 /* ptrace's on-CPU samples taken where it was preempted */
 /* and at least this many ticks missed or late, or thread-samples skipped: one late tick among a
  * short run's three is not thin sampling */
 #define PRS_HEALTH_MIN_COUNT 3
@@ -266,8 +272,10 @@ double prs_sampler_stopped_share(const struct prs_sampler_stats *st, double rate
  * NUL-terminated) one line per problem found, each saying what went wrong with its numbers, the
  * likely cause and the remedy: ticks missed or late beyond PRS_HEALTH_TICKS_SHARE, threads that
  * did not stop in time beyond PRS_HEALTH_SKIPPED_SHARE, a target stopped more than
- * PRS_HEALTH_STOPPED_SHARE of its time (ptrace). Returns how many problems were found (buf is
- * "" for 0). Pure: reads nothing but its arguments.
+ * PRS_HEALTH_STOPPED_SHARE of its time (ptrace), on-CPU samples taken where a thread was
+ * preempted beyond PRS_HEALTH_PREEMPTED_SHARE of them (ptrace: the CPU view's split is then of
+ * preemption points). Returns how many problems were found (buf is "" for 0). Pure: reads nothing
+ * but its arguments.
  */
 int prs_sampler_health(const struct prs_sampler_stats *st, double rate_hz, enum prs_source source,
 		       char *buf, size_t size);

@@ -88,6 +88,9 @@ int cli_write_stats(const char *dir, const struct prs_sampler_stats *st, double 
 						   "native", (json_int_t)st->reused_native, "lost",
 						   (json_int_t)st->reuse_lost));
 	json_object_set_new(j, "read_asleep", json_integer((json_int_t)st->read_asleep));
+	json_object_set_new(j, "cpu_samples_from_stops",
+			    json_pack("{s:I, s:I}", "all", (json_int_t)st->cpu_stopped, "preempted",
+				      (json_int_t)st->cpu_preempted));
 	if (sym)
 		json_object_set_new(j, "symbols",
 				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",

@@ -16,6 +16,16 @@
  *   task the INTERRUPT's reschedule IPI picked. Those ambiguous samples count as on-CPU only while
  *   the CPU time the thread used (exact once it is stopped) is more than its on-CPU samples have
  *   paid for, one period each: so the CPU view adds up to the CPU time used.
+ * An ambiguous sample paid out as on-CPU keeps the stack it stopped at, which is where it was
+ * preempted: mostly a syscall return (likely: a running thread gives up its CPU at its next
+ * return to user mode, the next syscall's unless a timer interrupt comes first). Under heavy
+ * contention nearly every on-CPU sample is such (a thread pinned beside two spinners, 10-15 % of
+ * a CPU: 78-100 % of them; 0-32 of ~600 stops found it running, where ticks at random in its runs
+ * would give 60-90: its runs follow the ticks' stops and resumes), and no stop shows where its
+ * CPU time went: the CPU view's split is of preemption points (README, On-CPU vs waiting;
+ * tests/bench/bench_contention_split.py). Taking the stack of the thread's last unambiguous
+ * sample instead was tried: there is rarely a recent one to take. Such samples are counted
+ * (stats cpu_preempted) and said (prs_sampler_health).
  * The balance is exact: a debt is never forgiven (clamping it, as an earlier version did at one
  * period, made the CPU view count 17-30 % too many samples of a thread sharing its CPU with a
  * spinner); only a surplus is capped (missed ticks must not bank a burst). The run-queue wait
@@ -25,6 +35,7 @@
 #ifndef PYRSPROF_SAMPLE_BALANCE_INTERNAL_H
 #define PYRSPROF_SAMPLE_BALANCE_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "pyrsprof/task.h"
@@ -34,6 +45,7 @@
 struct prs_cpu_balance {
 	uint64_t cpu_ns;       /* CPU time at the last sample (0 = none yet) */
 	int64_t credit_ns;     /* CPU time not yet paid out as on-CPU samples (< 0: overpaid) */
+	bool ambiguous;        /* the last judgement was of a stop it had to be given a CPU for */
 };
 
 /*

@@ -13,6 +13,7 @@ enum prs_state prs_cpu_balance_judge(struct prs_cpu_balance *b, int64_t period_n
 {
 	bool first = b->cpu_ns == 0;
 
+	b->ambiguous = after->slices != before->slices;
 	/* Never given a CPU before the INTERRUPT (a thread just born, found at this tick): it was
 	 * waiting for its first one, and stops at its first instruction. */
 	if (before->slices == 0) {
@@ -37,4 +38,5 @@ void prs_cpu_balance_blocked(struct prs_cpu_balance *b, const struct prs_schedst
 	if (ss)
 		b->cpu_ns = ss->cpu_ns ? ss->cpu_ns : 1;
 	b->credit_ns = 0;
+	b->ambiguous = false;
 }

@@ -113,6 +113,25 @@ static void check_stopped(const struct prs_sampler_stats *st, double rate_hz,
 		 remedy(source, rate_hz));
 }
 
+/* ptrace under CPU contention: the on-CPU samples of threads that waited for a CPU are where they
+ * were preempted (sample/balance-internal.h), so the CPU view's split is not where the CPU time
+ * went; preload samples on each thread's CPU clock. */
+static void check_preempted(const struct prs_sampler_stats *st, enum prs_source source,
+			    struct lines *l)
+{
+	if (source != PRS_SOURCE_PTRACE || st->cpu_preempted < PRS_HEALTH_MIN_COUNT ||
+	    (double)st->cpu_preempted <= PRS_HEALTH_PREEMPTED_SHARE * (double)st->cpu_stopped)
+		return;
+	add_line(l,
+		 "%llu of %llu on-CPU samples were taken where a thread stopped after waiting for a "
+		 "CPU (the machine is busy): where it was preempted, often a syscall return, not where "
+		 "its CPU time went; the CPU view's total follows its CPU time, but its split between "
+		 "functions can be off by up to %.0f %%: for the split use --mode preload, or leave a "
+		 "core free",
+		 (unsigned long long)st->cpu_preempted, (unsigned long long)st->cpu_stopped,
+		 100.0 * (double)st->cpu_preempted / (double)st->cpu_stopped);
+}
+
 int prs_sampler_health(const struct prs_sampler_stats *st, double rate_hz, enum prs_source source,
 		       char *buf, size_t size)
 {
@@ -125,5 +144,6 @@ int prs_sampler_health(const struct prs_sampler_stats *st, double rate_hz, enum 
 	check_ticks(st, rate_hz, source, &l);
 	check_skipped(st, &l);
 	check_stopped(st, rate_hz, source, &l);
+	check_preempted(st, source, &l);
 	return l.n;
 }

@@ -155,6 +155,11 @@ void prs_record_thread(struct prs_sampler *s, struct prs_target *tg, struct prs_
 		record_deferred(s, tg, t, n, tick_ns);
 	smp.state = (uint8_t)t->state;
 	smp.syscall = (int16_t)t->syscall;
+	/* on-CPU from its stop: where it ran, or where it was preempted (balance-internal.h) */
+	if (t->sampled && t->state == PRS_STATE_RUNNING) {
+		s->st.cpu_stopped++;
+		s->st.cpu_preempted += t->bal.ambiguous;
+	}
 	prs_record_stack(s, tg, t, tick_ns, s->pcs, s->frame_ids, n, prs_target_py_thread(tg, t->tid),
 			 &smp);
 	if (t->sampled)

@@ -66,8 +66,10 @@ static enum prs_state cpu_or_runqueue(struct prs_sampler *s, struct prs_target *
 {
 	struct prs_schedstat ss;
 
-	if (!t->tick_ss_ok || prs_thr_schedstat(&tg->thr, t, &ss) != 0)
+	if (!t->tick_ss_ok || prs_thr_schedstat(&tg->thr, t, &ss) != 0) {
+		t->bal.ambiguous = false; /* (not judged) */
 		return PRS_STATE_RUNNING;
+	}
 	return prs_cpu_balance_judge(&t->bal, s->period_ns, &t->tick_ss, &ss);
 }
 

@@ -201,3 +201,24 @@ Test(cpu_balance, blocked_without_a_reading_drops_only_the_credit)
 	prs_cpu_balance_blocked(&b, &zero);
 	cr_assert_eq(b.cpu_ns, 1, "0 CPU time is kept as 1: the balance has started");
 }
+
+Test(cpu_balance, each_judgement_says_if_the_stop_was_ambiguous)
+{
+	struct prs_cpu_balance b = { 0 };
+	struct thread_clock c = start_clock();
+
+	tick(&b, &c, 0, 0);
+	cr_assert_not(b.ambiguous, "slices unchanged: it stopped where it ran");
+	cr_assert_eq(tick(&b, &c, P, 1), PRS_STATE_RUNQUEUE);
+	cr_assert(b.ambiguous, "slices grown, judged waiting");
+	cr_assert_eq(tick(&b, &c, P, 1), PRS_STATE_RUNNING);
+	cr_assert(b.ambiguous, "slices grown, paid out as on-CPU: where it was preempted");
+	cr_assert_eq(tick(&b, &c, P, 0), PRS_STATE_RUNNING);
+	cr_assert_not(b.ambiguous);
+	tick(&b, &c, P, 2);
+	prs_cpu_balance_blocked(&b, &c.ss);
+	cr_assert_not(b.ambiguous, "blocked: no stop to judge");
+	tick(&b, &c, P, 2);
+	prs_cpu_balance_blocked(&b, NULL);
+	cr_assert_not(b.ambiguous);
+}
