@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -81,6 +82,34 @@ int prs_wss_referenced(pid_t pid, uint64_t *bytes)
 		return -ENODATA;
 	*bytes = (uint64_t)kb * 1024;
 	return 0;
+}
+
+#define PROBE_BYTES (64u << 20) /* past any TLB's reach */
+
+int prs_wss_probe(uint64_t *again, uint64_t *of)
+{
+	volatile uint8_t *buf = mmap(NULL, PROBE_BYTES, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t before = 0, after = 0;
+	pid_t self = getpid();
+	int rc;
+
+	if (buf == MAP_FAILED)
+		return -errno;
+	memset((void *)buf, 1, PROBE_BYTES);
+	rc = prs_wss_clear(self);
+	if (rc == 0)
+		rc = prs_wss_referenced(self, &before);
+	for (size_t i = 0; rc == 0 && i < PROBE_BYTES; i += 4096)
+		buf[i]++;
+	if (rc == 0)
+		rc = prs_wss_referenced(self, &after);
+	munmap((void *)buf, PROBE_BYTES);
+	if (rc)
+		return rc;
+	*of = PROBE_BYTES;
+	*again = after > before ? after - before : 0;
+	return *again >= PROBE_BYTES / 2;
 }
 
 /* Waits until deadline (CLOCK_MONOTONIC ns) or a stop; true when stopped. Called with mu held. */

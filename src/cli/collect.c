@@ -281,10 +281,21 @@ static void note(struct prs_profile *p, const char *what, int e, const char *why
 
 static void wss_start(struct cli_collect *c, struct prs_profile *p)
 {
+	uint64_t again = 0, of = 0;
+	char why[300];
 	int rc;
 
 	if (!c->want_wss)
 		return;
+	if (prs_wss_probe(&again, &of) == 0) {
+		snprintf(why, sizeof(why), "no working set measured: this machine does not set a page's "
+			 "accessed bit again after /proc/PID/clear_refs (a hypervisor that shadows the "
+			 "page tables?): %llu of %llu MiB touched again were seen at the start",
+			 (unsigned long long)(again >> 20), (unsigned long long)(of >> 20));
+		note(p, "wss", 0, why);
+		c->want_wss = false;
+		return;
+	}
 	rc = prs_wss_start(c->pid, WSS_WINDOW_NS, WSS_EVERY_NS, &c->wss);
 	if (rc)
 		note(p, "wss", -rc, "the working-set thread could not start");

@@ -11,6 +11,7 @@ processes)", and that rule comes first in the order: `cpu_bound` accepts it as t
 CPU-bound fires as "also". Every other assertion is as strict."""
 
 import json
+import mmap
 import os
 import re
 import shutil
@@ -196,6 +197,30 @@ def test_idle_pool_is_left_out(rec):
     assert len(idle) == 8 and all(t["shares"]["lock"] > 0.9 for t in idle)
 
 
+def accessed_bits_set_again():
+    """Whether this machine sets a page's accessed bit again when a page is touched after
+    /proc/self/clear_refs (bare metal and EPT guests do, up to the TLB's reach; a hypervisor
+    that shadows the page tables may not: the dev VM, a PVM guest, on Dec 8). The truth --wss
+    rests on, measured here on this process: 64 MiB faulted in, cleared, touched again."""
+    def referenced():
+        for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+            if line.startswith("Referenced:"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError("no Referenced in smaps_rollup")
+    size = 64 << 20
+    buf = mmap.mmap(-1, size)
+    try:
+        for i in range(0, size, 4096):
+            buf[i] = 1
+        Path("/proc/self/clear_refs").write_text("1")
+        before = referenced()
+        for i in range(0, size, 4096):
+            buf[i] = 2
+        return referenced() - before >= size // 2
+    finally:
+        buf.close()
+
+
 @pytest.mark.parametrize("mode,mib", [("stream", 3 * 64), ("chase", 128)])
 def test_memory_kernels_are_cpu_bound_memory_not_measured(rec, mode, mib):
     r = rec(*bounds(mode, 3, mib // 3 if mode == "stream" else mib), extra=["--wss"])
@@ -207,9 +232,18 @@ def test_memory_kernels_are_cpu_bound_memory_not_measured(rec, mode, mib):
     # 3 x 64 MiB, ~2M random loads over 128 MiB); the program's code, stack and libc add a few MiB.
     # The median window is measured: chase's set-up shuffles a second array (freed after)
     ws = r.p1["facts"]["working_set"]
-    assert ws is not None and ws["windows"] >= 2, (ws, r.p1["notes"])
     truth_bytes = mib << 20
-    assert 0.95 * truth_bytes <= ws["bytes"] <= truth_bytes + (8 << 20), (ws, truth_bytes)
+    if ws is None:
+        # pyrsprof's own try found no accessed bit set again: said so, nothing measured
+        assert any("does not set a page's accessed bit again" in n for n in r.p1["notes"]), r.p1["notes"]
+        return
+    assert ws["windows"] >= 2, (ws, r.p1["notes"])
+    assert ws["bytes"] <= truth_bytes + (8 << 20), (ws, truth_bytes)  # a floor, on any platform
+    if not accessed_bits_set_again():
+        # this VM answers either way from one try to the next: the floor's lower bound is only
+        # judged where the platform sets the bits again now
+        return
+    assert 0.95 * truth_bytes <= ws["bytes"], (ws, truth_bytes)
     assert ws["max_bytes"] >= ws["bytes"]
     llc = r.p1["machine"]["llc_bytes"]
     if llc:  # beyond the LLC: a DRAM floor in the evidence, still no memory verdict
