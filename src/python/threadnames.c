@@ -38,6 +38,10 @@
 #define MAX_ENTRIES 65536u   /* entries of one dict read (a big sys.modules has a few thousand) */
 #define MAX_NAMED 1024u      /* threads named in the cache */
 #define MAX_ASKED 64u       /* idents missed that a refresh is asked for, or did not find */
+/* A new thread's state exists before threading registers it in _active (the thread must get the
+ * GIL to run its bootstrap: 5 ms or more a contender): it is given up for (unknown) only when the
+ * refreshes of this long after it was asked did not find it */
+#define UNKNOWN_AFTER_NS 250000000ull
 #define MAX_KEY 16u          /* the keys looked for ("threading", "_active", "_name") are shorter */
 #define MAX_LONG_DIGITS 3    /* a 64-bit ident in 30-bit digits */
 /*
@@ -83,6 +87,7 @@ struct prs_py_names {
 	 * find although they were asked before it (a raw _thread thread): a miss of one of these does
 	 * not ask again, until the next periodic refresh clears them */
 	uint64_t asked[MAX_ASKED], unknown[MAX_ASKED];
+	uint64_t asked_at[MAX_ASKED]; /* the refresh before the first miss (last_ns then) */
 	unsigned nasked, nunknown;
 	struct chain chain[MAX_INTERPS];
 	struct pending *pend;            /* MAX_NAMED of them */
@@ -744,7 +749,7 @@ int prs_py_read_thread_names(struct prs_py *py, struct prs_profile *p, uint64_t 
 	const struct prs_py_layout *L = &py->L;
 	struct prs_py_names *nm = py->names;
 	uint64_t interp = 0, seen[MAX_INTERPS];
-	unsigned n = 0, ninterp = 0;
+	unsigned n = 0, ninterp = 0, kept;
 	int rc = 0, found = -ENOENT;
 
 	if (L->interp_modules < 0 || L->dk_nentries < 0 || L->dict_entry_size <= 0)
@@ -789,10 +794,18 @@ int prs_py_read_thread_names(struct prs_py *py, struct prs_profile *p, uint64_t 
 	memcpy(nm->e, nm->next, n * sizeof(nm->next[0]));
 	nm->n = n;
 	nm->owner = p;
-	for (unsigned i = 0; i < nm->nasked; i++)
-		if (!find_named(nm, nm->asked[i]) && nm->nunknown < MAX_ASKED)
+	kept = 0;
+	for (unsigned i = 0; i < nm->nasked; i++) {
+		if (find_named(nm, nm->asked[i]))
+			continue;
+		if (nm->last_ns - nm->asked_at[i] < UNKNOWN_AFTER_NS) {
+			nm->asked_at[kept] = nm->asked_at[i]; /* asked again at its next miss */
+			nm->asked[kept++] = nm->asked[i];
+		} else if (nm->nunknown < MAX_ASKED) {
 			nm->unknown[nm->nunknown++] = nm->asked[i];
-	nm->nasked = 0;
+		}
+	}
+	nm->nasked = kept;
 	return (int)n;
 }
 
@@ -810,8 +823,10 @@ uint32_t prs_py_thread_name(struct prs_py *py, const struct prs_profile *p, uint
 		return e->name;
 	if (listed(nm->unknown, nm->nunknown, thread_id))
 		return 0;
-	if (!listed(nm->asked, nm->nasked, thread_id) && nm->nasked < MAX_ASKED)
+	if (!listed(nm->asked, nm->nasked, thread_id) && nm->nasked < MAX_ASKED) {
+		nm->asked_at[nm->nasked] = nm->last_ns;
 		nm->asked[nm->nasked++] = thread_id;
+	}
 	nm->wanted = true;
 	return 0;
 }
