@@ -239,16 +239,21 @@ def test_on_cpu_samples_taken_where_it_was_preempted_are_said(run_prs, targets, 
     waiting, i.e. where it was preempted (mostly at its clock_gettime calls, under 1 % of its CPU
     time: tests/bench/bench_contention_split.py measures the CPU view's split 50-66 points off),
     not where its CPU time went. stats.json counts them among the on-CPU samples from stops
-    (cpu_samples_from_stops), and the run says so, naming --mode preload for the split."""
+    (cpu_samples_from_stops), and the run says so when they are over a quarter, naming --mode
+    preload for the split. How many there are depends on pyrsprof's own CPU too: with the other
+    CPU free for pyrsprof, its stops find the target running (1 of 239 in a fresh-clone CI run);
+    with other work on the machine (load 8) 78-100 % are such samples."""
     res, d = run_beside_spinner(run_prs, tmp_path, f"'{targets / 'busy'}' threads 2 3.5",
                                 targets / "cpu_split_rs", ["--mode", "ptrace"])
     cpu_s = read_truth_cpu_s(res.out)
     assert cpu_s < 1.5, f"no contention happened (target got {cpu_s:.2f} CPU s of 3 s)"
     st = json.loads((d / "stats.json").read_text())["cpu_samples_from_stops"]
     assert st["all"] >= 10, f"too few on-CPU samples to judge: {st}\n{res.describe()}"
-    # (78-100 % in bench runs; the health line's threshold is a quarter)
-    assert st["preempted"] > 0.25 * st["all"], f"{st}\n{res.describe()}"
+    assert 0 <= st["preempted"] <= st["all"], st
     said = [l for l in res.own_lines()
-            if f"{st['preempted']} of {st['all']} on-CPU samples were taken where a thread "
-               "stopped after waiting for a CPU" in l]
-    assert said and "use --mode preload" in said[0], res.describe()
+            if "on-CPU samples were taken where a thread stopped after waiting for a CPU" in l]
+    if st["preempted"] > 0.25 * st["all"]:  # the health line's threshold
+        want = f"{st['preempted']} of {st['all']} on-CPU samples were taken where a thread"
+        assert said and want in said[0] and "use --mode preload" in said[0], res.describe()
+    else:
+        assert not said, res.describe()
