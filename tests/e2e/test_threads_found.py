@@ -119,14 +119,22 @@ def test_child_forked_by_a_thread_not_seized_yet(run_prs, export_folded, tmp_pat
 def test_exec_by_a_thread_not_seized_yet(run_prs, export_folded, targets, tmp_path):
     """A thread execs build/targets/busy as soon as it starts (no exec event: the thread was not
     seized); the tick that cannot interrupt the leader finds it in its new image and seizes it
-    again: busy's spin is in the profile, with ~1 s of CPU, and the recording ends with it."""
-    d = tmp_path / "prof"
-    res = run_prs(["run", "-r", 100, "-o", d, "--", "/usr/bin/python3",
-                   TARGET_SRC / "py" / "threadexec.py", targets / "busy", "threads", "1", "1"],
-                  timeout=60)
-    assert res.rc == 0, res.describe()
-    spin = count_where(export_folded(d / "profile.pyrs", view="cpu"), has_frame("spin"))
-    # 1 s of one spinning thread at 100 Hz: ~100 CPU samples; half is a loose floor
-    assert spin >= 50, f"only {spin} CPU samples in busy's spin\n{res.describe()}"
-    st = json.loads((d / "stats.json").read_text())
-    assert st["found_at_ticks"]["execs"] == 1, st["found_at_ticks"]
+    again: busy's spin is in the profile, with ~1 s of CPU, and the recording ends with it.
+    Whether a tick comes between the thread's start and its exec is a race (on a loaded machine
+    1 run in 4 seizes the thread first, and the exec then comes as an event: the common path,
+    not this test's): every run must have the spin, and one of three must take the path tested."""
+    paths = []
+    for attempt in range(3):
+        d = tmp_path / f"prof{attempt}"
+        res = run_prs(["run", "-r", 100, "-o", d, "--", "/usr/bin/python3",
+                       TARGET_SRC / "py" / "threadexec.py", targets / "busy", "threads", "1", "1"],
+                      timeout=60)
+        assert res.rc == 0, res.describe()
+        spin = count_where(export_folded(d / "profile.pyrs", view="cpu"), has_frame("spin"))
+        # 1 s of one spinning thread at 100 Hz: ~100 CPU samples; half is a loose floor
+        assert spin >= 50, f"only {spin} CPU samples in busy's spin\n{res.describe()}"
+        st = json.loads((d / "stats.json").read_text())
+        paths.append(st["found_at_ticks"])
+        if st["found_at_ticks"]["execs"] == 1:
+            return
+    pytest.fail(f"the exec was never found at a tick (seized first each time?): {paths}")
