@@ -91,6 +91,43 @@ Test(kallsyms, malformed_and_overlong_lines_are_skipped)
 	free(text);
 }
 
+Test(kallsyms, a_line_longer_than_the_read_buffer_is_skipped)
+{
+	size_t big = 600 * 1024, n = 0;
+	char *text = malloc(big + 256);
+	struct prs_kallsyms *k;
+
+	n += (size_t)snprintf(text + n, 64, "ffffffff81000200 T ok_one\nffffffff81000300 T ");
+	memset(text + n, 'y', big); /* longer than the reader's 256 KiB buffer, twice over */
+	n += big;
+	n += (size_t)snprintf(text + n, 64, "\nffffffff81000400 t ok_two"); /* no final newline */
+	k = load(text, 0);
+	cr_assert_eq(prs_kallsyms_count(k), 2);
+	cr_assert_str_eq(prs_kallsyms_lookup(k, 0xffffffff81000350), "ok_one");
+	cr_assert_str_eq(prs_kallsyms_lookup(k, 0xffffffff81000401), "ok_two");
+	prs_kallsyms_free(k);
+	free(text);
+}
+
+/* The live table is read once while the modules stay the same: the second load shares the
+ * first's, which outlives its first holder. */
+Test(kallsyms, the_live_table_is_read_once)
+{
+	struct prs_kallsyms *a = NULL, *b = NULL;
+	struct prs_err err = { 0 };
+	struct prs_krange r[1];
+
+	if (prs_kallsyms_load(NULL, &a, &err) != 0)
+		cr_skip_test("/proc/kallsyms not readable with addresses here: %s", err.msg);
+	cr_assert_gt(prs_kallsyms_count(a), 1000);
+	cr_assert_eq(prs_kallsyms_load(NULL, &b, &err), 0, "%s", err.msg);
+	cr_assert_eq(a, b, "read again though /proc/modules did not change");
+	prs_kallsyms_free(a);
+	cr_assert_eq(prs_kallsyms_ranges(b, "asm_exc_page_fault", r, 1), 1);
+	cr_assert_not_null(prs_kallsyms_lookup(b, r[0].start), "a holder's free left the table to the other");
+	prs_kallsyms_free(b);
+}
+
 Test(kallsyms, ranges_of_a_prefix)
 {
 	struct prs_kallsyms *k = load("ffffffff82000100 T asm_sysvec_apic_timer_interrupt\n"
