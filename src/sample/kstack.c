@@ -122,8 +122,9 @@ struct prs_kstack *prs_kstack_new(uint64_t period_ns, struct prs_profile *prof)
 		return ks;
 	}
 	close(fd);
-	/* the frames are named at the end of the recording; whether they can be is known now */
-	if (prs_kallsyms_load(NULL, &syms, &err) != 0) {
+	/* the frames are named at the end of the recording; whether they can be is known now, from
+	 * the first lines: the interrupt entries are in the entry text, first in the kernel's text */
+	if (prs_kallsyms_load_until(NULL, "__entry_text_end", &syms, &err) != 0) {
 		snprintf(ks->why, sizeof(ks->why), "kernel stacks off: %s", err.msg);
 		return ks;
 	}

@@ -102,12 +102,26 @@ static int by_addr(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/* Parses the lines of buf[0, len) (the last one complete: ends with '\n'). */
-static int parse_lines(struct prs_kallsyms *k, char *buf, size_t len, size_t *hidden)
+/* What a read keeps: the symbols, the count of hidden ones, and the name that ends it (NULL: none;
+ * set to NULL once seen). */
+struct reading {
+	struct prs_kallsyms *k;
+	size_t hidden;
+	const char *last;
+};
+
+static bool is_name(const char *name, size_t n, const char *want)
+{
+	return strlen(want) == n && memcmp(name, want, n) == 0;
+}
+
+/* Parses the lines of buf[0, len) (the last one complete: ends with '\n'), up to the one that
+ * names r->last. */
+static int parse_lines(struct reading *r, char *buf, size_t len)
 {
 	char *line = buf, *end = buf + len;
 
-	while (line < end) {
+	while (line < end && !(r->last && r->last[0] == '\0')) {
 		char *nl = memchr(line, '\n', (size_t)(end - line));
 		const char *name;
 		uint64_t addr;
@@ -116,9 +130,11 @@ static int parse_lines(struct prs_kallsyms *k, char *buf, size_t len, size_t *hi
 		*nl = '\0'; /* (parse stops at it: strtoull and strcspn) */
 		if (parse(line, &addr, &name, &n)) {
 			if (!addr)
-				(*hidden)++;
-			else if (add(k, addr, name, n))
+				r->hidden++;
+			else if (add(r->k, addr, name, n))
 				return -ENOMEM;
+			if (r->last && is_name(name, n, r->last))
+				r->last = ""; /* seen: the read ends */
 		}
 		line = nl + 1;
 	}
@@ -128,7 +144,7 @@ static int parse_lines(struct prs_kallsyms *k, char *buf, size_t len, size_t *hi
 /* Reads fd in large chunks (the kernel formats kallsyms per read call: one 4 KiB stdio buffer per
  * call cost 40 % more) and parses each chunk's complete lines; a line longer than the buffer's
  * room is skipped to its end. */
-static int read_all(int fd, struct prs_kallsyms *k, size_t *hidden)
+static int read_all(int fd, struct reading *r)
 {
 	enum { CHUNK = 256 * 1024 };
 	char *buf = malloc(CHUNK + 1);
@@ -138,7 +154,7 @@ static int read_all(int fd, struct prs_kallsyms *k, size_t *hidden)
 
 	if (!buf)
 		return -ENOMEM;
-	for (;;) {
+	while (!(r->last && r->last[0] == '\0')) {
 		ssize_t got = read(fd, buf + have, CHUNK - have);
 		char *last;
 
@@ -163,14 +179,14 @@ static int read_all(int fd, struct prs_kallsyms *k, size_t *hidden)
 			skipping = false;
 			continue;
 		}
-		if ((rc = parse_lines(k, buf, (size_t)(last + 1 - buf), hidden)))
+		if ((rc = parse_lines(r, buf, (size_t)(last + 1 - buf))))
 			break;
 		have -= (size_t)(last + 1 - buf);
 		memmove(buf, last + 1, have);
 	}
-	if (!rc && have && !skipping) { /* a last line without its newline */
-		buf[have] = '\n';
-		rc = parse_lines(k, buf, have + 1, hidden);
+	if (!rc && have && !skipping && !(r->last && r->last[0] == '\0')) {
+		buf[have] = '\n'; /* a last line without its newline */
+		rc = parse_lines(r, buf, have + 1);
 	}
 	free(buf);
 	return rc;
@@ -201,18 +217,19 @@ static uint64_t modules_fingerprint(void)
 	return h;
 }
 
-static int load_file(const char *path, struct prs_kallsyms **out, struct prs_err *err)
+static int load_file(const char *path, const char *last, struct prs_kallsyms **out,
+		     struct prs_err *err)
 {
 	struct prs_kallsyms *k;
-	size_t hidden = 0;
+	struct reading r = { .last = last };
 	int fd, rc;
 
 	*out = NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return prs_err_set(err, -errno, "cannot read %s: %s", path, strerror(errno));
-	k = calloc(1, sizeof(*k));
-	rc = k ? read_all(fd, k, &hidden) : -ENOMEM;
+	r.k = k = calloc(1, sizeof(*k));
+	rc = k ? read_all(fd, &r) : -ENOMEM;
 	close(fd);
 	if (rc) {
 		prs_kallsyms_free(k);
@@ -220,7 +237,7 @@ static int load_file(const char *path, struct prs_kallsyms **out, struct prs_err
 	}
 	if (!k->n) {
 		prs_kallsyms_free(k);
-		if (hidden)
+		if (r.hidden)
 			return prs_err_set(err, -EPERM, "%s hides the kernel's addresses (kernel."
 					   "kptr_restrict; root or CAP_SYSLOG sees them)", path);
 		return prs_err_set(err, -ENOENT, "no kernel text symbol in %s", path);
@@ -240,20 +257,26 @@ int prs_kallsyms_load(const char *path, struct prs_kallsyms **out, struct prs_er
 	int rc;
 
 	if (path)
-		return load_file(path, out, err);
+		return load_file(path, NULL, out, err);
 	modules = modules_fingerprint();
 	if (live && modules == live_modules) {
 		live->refs++;
 		*out = live;
 		return 0;
 	}
-	if ((rc = load_file("/proc/kallsyms", out, err)))
+	if ((rc = load_file("/proc/kallsyms", NULL, out, err)))
 		return rc;
 	prs_kallsyms_free(live); /* the cache's reference to the old table */
 	live = *out;
 	live_modules = modules;
 	live->refs++;
 	return 0;
+}
+
+int prs_kallsyms_load_until(const char *path, const char *last, struct prs_kallsyms **out,
+			    struct prs_err *err)
+{
+	return load_file(path ? path : "/proc/kallsyms", last, out, err);
 }
 
 const char *prs_kallsyms_lookup(const struct prs_kallsyms *k, uint64_t addr)

@@ -109,6 +109,34 @@ Test(kallsyms, a_line_longer_than_the_read_buffer_is_skipped)
 	free(text);
 }
 
+Test(kallsyms, a_read_until_a_symbol_ends_there)
+{
+	static const char text[] = "ffffffff81000000 T _stext\n"
+				   "ffffffff81000d40 T asm_common_interrupt\n"
+				   "ffffffff81001a87 T __entry_text_end\n"
+				   "ffffffff82248ae0 T clear_page_erms\n";
+	char *path = write_tmp(text);
+	struct prs_kallsyms *k = NULL;
+	struct prs_err err = { 0 };
+	struct prs_krange r[1];
+
+	cr_assert_eq(prs_kallsyms_load_until(path, "__entry_text_end", &k, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_kallsyms_count(k), 3, "the read ends at the symbol named");
+	cr_assert_eq(prs_kallsyms_ranges(k, "asm_common_interrupt", r, 1), 1);
+	cr_assert_eq(r[0].end, 0xffffffff81001a87);
+	prs_kallsyms_free(k);
+	cr_assert_eq(prs_kallsyms_load_until(path, "not_there", &k, &err), 0, "%s", err.msg);
+	cr_assert_eq(prs_kallsyms_count(k), 4, "no such symbol: the whole file");
+	prs_kallsyms_free(k);
+	unlink(path);
+	free(path);
+	path = write_tmp("0000000000000000 T _stext\n0000000000000000 T __entry_text_end\n"
+			 "ffffffff82248ae0 T not_read\n");
+	cr_assert_eq(prs_kallsyms_load_until(path, "__entry_text_end", &k, &err), -EPERM);
+	unlink(path);
+	free(path);
+}
+
 /* The live table is read once while the modules stay the same: the second load shares the
  * first's, which outlives its first holder. */
 Test(kallsyms, the_live_table_is_read_once)
