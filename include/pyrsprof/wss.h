@@ -37,7 +37,8 @@ int prs_wss_referenced(pid_t pid, uint64_t *bytes);
  * which the measure rests on: a hypervisor that shadows the guest's page tables may leave a
  * cleared page's shadow entry in place, and the bit clear (the dev VM, a PVM guest, on Dec 8: 0
  * of 64 MiB touched again). Tried on pyrsprof's own process: 64 MiB faulted in, cleared, touched
- * again (*again of *of bytes were seen). 1 (it does: half of them or more), 0 (it does not), or
+ * again (*again of *of bytes were seen, in its own mapping: /proc/self/smaps). 1 (it does: half
+ * of them or more), 0 (it does not), or
  * -errno. Takes some 20-50 ms, and 64 MiB for that time.
  */
 int prs_wss_probe(uint64_t *again, uint64_t *of);

@@ -37,11 +37,13 @@ Test(wss, touched_pages_are_referenced_after_a_clear)
 	 * 6.18 here: 16 MiB read as 10-11.6, 64 MiB as 58-63.3), and this VM's hypervisor (a PVM
 	 * guest, its page tables shadowed) at times set none (0 of 64 MiB in 10 of 10 runs at one
 	 * time on Dec 8, all of them in most runs an hour later).
-	 * Never more than what was touched. */
+	 * Never much more than what was touched: the whole process is read, and at load 15 on
+	 * Dec 8 it read 71.2 MiB for these 64 (2 of 6 runs; 68.4 was allowed: the process's own
+	 * pages around the touches, as the probe's reading of its own mapping shows). */
 	for (size_t i = 0; i < len; i += 4096)
 		buf[i]++;
 	cr_assert_eq(prs_wss_referenced(getpid(), &retouched), 0);
-	cr_assert_leq(retouched, quiet + len + 4 * MIB, "%llu after, %llu before",
+	cr_assert_leq(retouched, quiet + len + 12 * MIB, "%llu after, %llu before",
 		      (unsigned long long)retouched, (unsigned long long)quiet);
 	/* pages first touched after the clear always are: their entries are made with the bit set */
 	for (size_t i = 0; i < len; i += 4096)
