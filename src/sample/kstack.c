@@ -112,7 +112,7 @@ struct prs_kstack *prs_kstack_new(uint64_t period_ns, struct prs_profile *prof)
 	 * time, and at exactly period/2 the lag from the last perf sample to the agent's would be
 	 * the same all run long (matching well or badly for the whole run, by the luck of the start);
 	 * 1/64 longer, it sweeps through every lag every ~32 samples, as ptrace's wall-clock ticks do.
-	 * Capped at 1000 per CPU second (at 1000 Hz: 1 per tick). */
+	 * Capped at 400 per CPU second, the 200 Hz rate (at 1000 Hz: 1 per 2.5 ticks). */
 	ks->sample_ns = prs_krate_full_ns(period_ns);
 	/* the same event on ourselves: refused when it would be on the target's threads (traced, they
 	 * give ptrace access; in preload mode the first refusal there is said: kthr_new) */

@@ -10,7 +10,13 @@
  * ticks at 100 Hz), and the full rate back at its
  * first perf sample taken in the kernel. The period is changed by PERF_EVENT_IOC_PERIOD (13 us, an
  * IPI to the thread's CPU), only at a change. The full rate is capped at PRS_KRATE_MIN_NS of CPU
- * time per perf sample: at 1000 Hz, 1 per tick instead of 2.
+ * time per perf sample, the full period at 200 Hz (2 per tick there): above 200 Hz the events
+ * take no more samples (at 1000 Hz, 1 per 2.5 ticks). A tick's kernel frames are those of the
+ * thread's last perf sample before it, up to 2.5 ms of its CPU time old, as at 200 Hz (5 ms at
+ * 100 Hz); at 1000 Hz the cap at 1 ms took 2.5 times the samples, 2.7 % of a thread's time while
+ * the kernel works for it (27 us a sample at load 13: tests/bench/kcost.c kstack-fast), where
+ * kwork's matched kernel share read the same with a 1, 2 or 4 ms cap (0.41-0.52 each, perf's own
+ * 0.40-0.55 in the same runs, load 13-15).
  *
  * A thread's event starts at half the full rate (PRS_KRATE_PROBE: 1 per tick at 100 Hz), the
  * probe: its first perf sample taken in the kernel sets the full rate, and PRS_KRATE_PROBE_RUN
@@ -44,7 +50,7 @@
 #define PRS_KRATE_PROBE_RUN 16    /* the same, for the probe (its samples stand for 2 each) */
 #define PRS_KRATE_LOWER 16        /* the lowered period: this many full ones */
 #define PRS_KRATE_PROBE 2         /* the probe's period: this many full ones */
-#define PRS_KRATE_MIN_NS 1000000u /* the full rate's shortest period (CPU time per perf sample) */
+#define PRS_KRATE_MIN_NS 2500000u /* the full rate's shortest period (CPU time per perf sample) */
 
 /* One thread's rate (prs_krate_init): the probe, no sample yet. */
 struct prs_krate {

@@ -24,6 +24,7 @@
  *   kstack       the kernel-stack event at its full rate for 100 Hz (prs_kstack_attr, kstack.c)
  *   kstack-idle  the same with a 10 s period: the event's switches, no sample in a phase
  *   kstack-fast  the same at 4 kHz: 20 times the samples, to resolve the cost of one
+ *   kstack-1000  the same at its full rate for 1000 Hz (capped: kstack_rate-internal.h)
  *   kstack-bare  a cpu-clock event at 4 kHz recording the IP alone: the timer interrupt's
  *                part of a sample's cost (the rest is the callchain and the user registers)
  *   switch       the switch records' event (prs_switches_attr, a 16 KiB ring: switches.c)
@@ -202,6 +203,8 @@ static int open_part(const char *part, struct ev *e)
 		rc = open_kstack(10000000000ull, &e[n++]);
 	else if (!strcmp(part, "kstack-fast"))
 		rc = open_kstack(FAST_NS, &e[n++]);
+	else if (!strcmp(part, "kstack-1000"))
+		rc = open_kstack(prs_krate_full_ns(1000000), &e[n++]);
 	else if (!strcmp(part, "kstack-bare"))
 		rc = open_bare(FAST_NS, &e[n++]);
 	else if (!strcmp(part, "switch"))
@@ -294,8 +297,8 @@ static int measure(const char *part, double secs, double *cost, int *m, double *
 
 int main(int argc, char **argv)
 {
-	static const char *all[] = { "kstack", "kstack-fast", "kstack-bare", "kstack-idle", "switch",
-				     "counter", "all" };
+	static const char *all[] = { "kstack", "kstack-fast", "kstack-1000", "kstack-bare",
+				     "kstack-idle", "switch", "counter", "all" };
 	double secs, *cost;
 	const char **parts;
 	int nparts, rc;

@@ -6,7 +6,7 @@
  * its first kernel-mode sample, lowered after 16 user-mode ones in a row (or 160 ms of CPU time);
  * at the full rate lowered after `need` user-mode samples in a row (32, or 160 ms of CPU time when
  * that is more), back to full at the first kernel-mode sample, each change said once; the full
- * period a little over half the tick, never under 1 ms.
+ * period a little over half the tick, never under 2.5 ms (its 200 Hz value).
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -56,13 +56,14 @@ static void cycle(char *buf, const char *pat, int times)
 	buf[(size_t)times * len] = '\0';
 }
 
-Test(kstack_rate, full_period_is_half_a_tick_and_a_little_capped_at_1ms)
+Test(kstack_rate, full_period_is_half_a_tick_and_a_little_capped_at_its_200hz_value)
 {
 	cr_assert_eq(prs_krate_full_ns(P100), P100 / 2 + P100 / 128);  /* 2 per tick at 100 Hz */
 	cr_assert_eq(prs_krate_full_ns(P100 / 2), P100 / 4 + P100 / 256); /* and at 200 Hz */
-	/* 1000 Hz: 1 per tick, a little over, so that the lag to preload's ticks still sweeps */
-	cr_assert_eq(prs_krate_full_ns(P1000), 1000000 + 1000000 / 128);
-	cr_assert_eq(prs_krate_full_ns(P1000 / 4), 1000000 + 1000000 / 128);
+	/* above 200 Hz no faster: 2.5 ms, a little over, so that the lag to preload's ticks sweeps */
+	cr_assert_eq(prs_krate_full_ns(P1000 * 4), 2500000 + 2500000 / 128); /* 250 Hz */
+	cr_assert_eq(prs_krate_full_ns(P1000), 2500000 + 2500000 / 128);
+	cr_assert_eq(prs_krate_full_ns(P1000 / 4), 2500000 + 2500000 / 128);
 }
 
 Test(kstack_rate, need_is_32_samples_or_160ms_of_cpu_and_the_probes_16)
@@ -72,9 +73,9 @@ Test(kstack_rate, need_is_32_samples_or_160ms_of_cpu_and_the_probes_16)
 	prs_krate_init(&r, prs_krate_full_ns(P100)); /* 5.08 ms: 160 ms is 31.5 samples */
 	cr_assert_eq(r.need, 32);
 	cr_assert_eq(r.probe_need, 16);
-	prs_krate_init(&r, prs_krate_full_ns(P1000)); /* 1.008 ms: 158 samples, 79 probes */
-	cr_assert_eq(r.need, 158);
-	cr_assert_eq(r.probe_need, 79);
+	prs_krate_init(&r, prs_krate_full_ns(P1000)); /* 2.52 ms: 63 samples, 31 probes */
+	cr_assert_eq(r.need, 63);
+	cr_assert_eq(r.probe_need, 31);
 	cr_assert(r.probing && !r.lowered && r.user_run == 0);
 	cr_assert_eq(prs_krate_mult(&r), PRS_KRATE_PROBE);
 }
@@ -147,13 +148,13 @@ Test(kstack_rate, at_1000hz_the_run_is_160ms_of_cpu)
 	struct prs_krate r;
 	char seq[200], out[200];
 
-	rep(seq, 'u', 79, "");
+	rep(seq, 'u', 31, "");
 	fresh(&r, P1000, seq, out);
-	cr_assert_eq(strchr(out, 'L'), out + 78, "probe lowered at the 79th user sample: %s", out);
-	rep(seq, 'u', 158, "");
+	cr_assert_eq(strchr(out, 'L'), out + 30, "probe lowered at the 31st user sample: %s", out);
+	rep(seq, 'u', 63, "");
 	fresh(&r, P1000, "k", out);
 	feed(&r, seq, out);
-	cr_assert_eq(strchr(out, 'L'), out + 157, "full lowered at the 158th user sample: %s", out);
+	cr_assert_eq(strchr(out, 'L'), out + 62, "full lowered at the 63rd user sample: %s", out);
 }
 
 Test(kstack_rate, a_failed_change_starts_a_new_run)

@@ -38,42 +38,67 @@ static struct prs_ring_hdr *ring_make(uint32_t nslots, uint32_t cap)
 	return h;
 }
 
+/* Claims a slot for a thread whose last slot is *home (0: none) and publishes it: its index. */
+static uint32_t claim_index(struct prs_ring_hdr *h, uint32_t *home)
+{
+	struct prs_ring_slot *sl = prs_ring_claim_home(h, home);
+
+	cr_assert(sl);
+	prs_ring_publish(h, sl);
+	return (uint32_t)(((uint8_t *)sl - ((uint8_t *)h + h->slots_off)) / h->slot_size);
+}
+
 Test(preload_ring, a_thread_writes_its_last_slot_again_when_free)
 {
 	struct prs_ring_hdr *h = ring_make(8, 64);
-	struct prs_ring_slot *a, *b, *c;
+	uint32_t home = 0;
+
+	cr_assert_eq(claim_index(h, &home), 0);
+	cr_assert_eq(home, 1);
+	prs_ring_release(prs_ring_slot(h, 0));
+	/* read and freed: the same slot again, stamped with the next ticket */
+	cr_assert_eq(claim_index(h, &home), 0);
+	cr_assert_eq(prs_ring_slot(h, 0)->seq, 1);
+	cr_assert_eq(home, 1);
+	cr_assert_eq(h->dropped, 0);
+	free(h);
+}
+
+Test(preload_ring, a_thread_keeps_to_its_run_of_slots)
+{
+	/* runs of PRS_RING_HOME_RUN (16): [0, 16), [16, 32) and a short one, [32, 40) */
+	struct prs_ring_hdr *h = ring_make(40, 64);
 	uint32_t home = 0, other = 0;
 
-	a = prs_ring_claim_home(h, &home);
-	cr_assert_eq(a, prs_ring_slot(h, 0));
-	cr_assert_eq(home, 1);
-	prs_ring_publish(h, a);
-	/* another thread's samples move the ticket on (each in its own slot, 1, read at once) */
-	for (int i = 0; i < 3; i++) {
-		b = prs_ring_claim_home(h, &other);
-		cr_assert(b);
-		prs_ring_publish(h, b);
-		prs_ring_release(b);
+	cr_assert_eq(PRS_RING_HOME_RUN, 16);
+	/* its first sample takes the ticket's slot, 0; then the next slots of its run while pyrsprof
+	 * has not read them, in order */
+	for (uint32_t i = 0; i < 16; i++) {
+		cr_assert_eq(claim_index(h, &home), i);
+		cr_assert_eq(prs_ring_slot(h, i)->seq, i);
+		cr_assert_eq(home, i + 1);
 	}
-	cr_assert_eq(other, 2);
-	/* its slot not read yet: the ticket's (tickets 0-3 taken, this one is 4) */
-	c = prs_ring_claim_home(h, &home);
-	cr_assert_eq(c, prs_ring_slot(h, 4));
-	cr_assert_eq(c->seq, 4);
-	cr_assert_eq(home, 5);
-	prs_ring_publish(h, c);
-	/* read and freed: the same slot again, whatever the ticket, stamped with the ticket */
-	prs_ring_release(c);
-	c = prs_ring_claim_home(h, &home);
-	cr_assert_eq(c, prs_ring_slot(h, 4));
-	cr_assert_eq(c->seq, 5);
-	cr_assert_eq(home, 5);
-	prs_ring_publish(h, c);
-	/* a home past the ring (the program scribbled on the agent's memory) is not used */
-	home = 9;
-	c = prs_ring_claim_home(h, &home);
-	cr_assert_eq(c, prs_ring_slot(h, 6));
-	cr_assert_eq(home, 7);
+	/* its run full (a late look): the ticket's slot (16), and its run is kept */
+	cr_assert_eq(claim_index(h, &home), 16);
+	cr_assert_eq(home, 16);
+	/* pyrsprof read slot 3: found from its last slot (15) on, wrapping within its run */
+	prs_ring_release(prs_ring_slot(h, 3));
+	cr_assert_eq(claim_index(h, &home), 3);
+	cr_assert_eq(home, 4);
+	/* another thread whose first slot is in the short last run wraps within it: 34 .. 39, 32 */
+	h->ticket = 34;
+	for (uint32_t i = 34; i < 40; i++)
+		cr_assert_eq(claim_index(h, &other), i);
+	cr_assert_eq(claim_index(h, &other), 32);
+	cr_assert_eq(claim_index(h, &other), 33);
+	cr_assert_eq(other, 34);
+	/* a home past the ring (the program scribbled on the agent's memory) is not used: the first
+	 * free slot from the ticket's (3 and 4 taken, 5 read), which becomes its home */
+	home = 41;
+	prs_ring_release(prs_ring_slot(h, 5));
+	h->ticket = 3;
+	cr_assert_eq(claim_index(h, &home), 5);
+	cr_assert_eq(home, 6);
 	cr_assert_eq(h->dropped, 0);
 	free(h);
 }
