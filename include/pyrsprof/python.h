@@ -151,7 +151,9 @@ int prs_py_name(struct prs_py *py, struct prs_profile *p, const struct prs_py_st
  * target stopped only for the walk (ptrace): the walk and this read are done while it is stopped,
  * the naming after it runs again (a code object freed meanwhile, its address reused, is still
  * named by what it was at the walk). What a head points to (strings, line table: immutable while
- * the object lives) is read by the naming. No allocation.
+ * the object lives) is read by the naming. It ends the first part of the sample's reads: the next
+ * sample's first readv (in prs_py_walk) loads only what the walk and this read, the naming's
+ * reads are loaded in a readv of their own when it starts (prs_pagecache_split). No allocation.
  */
 void prs_py_load_heads(struct prs_py *py, const struct prs_py_stack *stacks, int n);
 /* Ends the sample prs_py_walk began: later reads are fresh. */

@@ -505,15 +505,23 @@ static int name_frames(struct prs_py *py, struct prs_profile *p, const struct pr
 void prs_py_load_heads(struct prs_py *py, const struct prs_py_stack *raw, int n)
 {
 	const struct prs_py_layout *L = &py->L;
+	size_t len = (size_t)(L->code_size < PRS_PY_CODE_HDR ? L->code_size : PRS_PY_CODE_HDR);
 	uint64_t addrs[LOAD_HEADS_MAX];
+	uint8_t hdr[PRS_PY_CODE_HDR];
 	size_t na = 0;
 
 	for (int t = 0; t < n; t++)
 		for (unsigned i = 0; !raw[t].kept && i < raw[t].nframes && na < LOAD_HEADS_MAX; i++)
 			if (!na || raw[t].code[i] != addrs[na - 1])
 				addrs[na++] = raw[t].code[i];
-	prs_pagecache_prefetch(&py->pc, addrs, na,
-			       (size_t)(L->code_size < PRS_PY_CODE_HDR ? L->code_size : PRS_PY_CODE_HDR));
+	if (na)
+		prs_pagecache_prefetch(&py->pc, addrs, na, len);
+	/* read through the cache: the heads' lines are then of the first part of the working set,
+	 * which the next sample loads while the target is stopped; what the naming reads after the
+	 * split is loaded after it (prs_pagecache_split) */
+	for (size_t i = 0; i < na; i++)
+		(void)prs_pagecache_read(&py->pc, addrs[i], hdr, len);
+	prs_pagecache_split(&py->pc);
 }
 
 int prs_py_name(struct prs_py *py, struct prs_profile *p, const struct prs_py_stack *raw,
