@@ -584,6 +584,14 @@ static void ptrace_tick_begin(struct prs_sampler *s, struct prs_target *tg, uint
 	plan(s, tg, k);
 	warm(s, tg, k);
 	tg->last_tick_ns = k->tick_ns;
+	/* The exits since the session's last look (the tick's own reads above take 100 us and more:
+	 * a thread-per-request server ends a thread every ms), reaped before the stop window opens:
+	 * else a thread that ended is interrupted for nothing, and its exit (a waitid, a wait4,
+	 * three closes) is handled in the window, while the threads that stopped wait (2.7 exits
+	 * per window, strace of that server). Only before the session tick's first interrupt: a
+	 * drain after it would resume a stop of this tick unsampled. */
+	if (!s->window_start)
+		prs_events_drain(s, false);
 	w0 = prs_now_ns();
 	k->ninterrupted = interrupt_all(tg);
 	if (k->ninterrupted == 0)
