@@ -4,9 +4,10 @@
  * those asleep since their last sample, see reuse-internal.h, and those asleep in the kernel,
  * read from /proc and their memory without a stop, asleep.c), and as each one stops read its
  * registers and one stack snapshot and resume it at once (the stop window is only that); when the
- * target is Python, the stopped threads are held until its frames are read, so that the Python
- * frames and the native stacks are of one consistent moment. Then, with every thread running
- * again, unwind the snapshots and record the samples.
+ * target is Python, the stopped threads are held until its frames are walked (raw: code objects
+ * and offsets, with the code objects' heads), so that the Python frames and the native stacks are
+ * of one consistent moment. Then, with every thread running again, name the Python frames,
+ * unwind the snapshots and record the samples.
  *
  * Nothing on the per-tick path allocates once every thread has its snapshot buffer and the
  * profile's interning tables are warm.
