@@ -44,6 +44,14 @@ struct prs_pagecache {
 	struct prs_pagecache_ws ws[PRS_PAGECACHE_SLOTS]; /* what this sample read so far (may hold duplicates) */
 	unsigned nws;
 	bool noting;                         /* between begin and end: reads are added to ws */
+	/* A sample in two parts (prs_pagecache_split): ws[0..split) is its first part, which the next
+	 * begin loads; the rest of the working set, saved by that begin in rest[0..nrest), is loaded
+	 * at the first read after the next split (rest_due). */
+	unsigned split;
+	bool split_on;
+	struct prs_pagecache_ws rest[PRS_PAGECACHE_SLOTS];
+	unsigned nrest;
+	bool rest_due;
 	/* the guards of the next begin (words, or a range), and what the last begin read of them */
 	uint64_t guard_addr[PRS_PAGECACHE_GUARDS];
 	uint32_t guard_len[PRS_PAGECACHE_GUARDS];
@@ -82,6 +90,16 @@ int prs_pagecache_guard_range(struct prs_pagecache *pc, uint64_t addr, unsigned 
 bool prs_pagecache_guard_steady(const struct prs_pagecache *pc, uint64_t *vals, unsigned n);
 /* After a begin that had guards: whether guard k was read both times and changed between. */
 bool prs_pagecache_guard_moved(const struct prs_pagecache *pc, unsigned k);
+/*
+ * Splits the sample begun: what it reads from now on is its second part. The next begin loads
+ * only the first part's lines (read before the split, and the lines of pages both parts read);
+ * the second part's are loaded in one readv of their own at the first read after the next
+ * sample's split. For a sampler that stops the target only for the first part: the target waits
+ * for the first part's readv alone. A sample not split loads all of what the last one read at
+ * its begin, as before; the second part of one split sample not followed by a split is dropped
+ * (read again as it comes).
+ */
+void prs_pagecache_split(struct prs_pagecache *pc);
 /* Ends it: later reads (outside samples) are not part of the next sample's working set. */
 void prs_pagecache_end(struct prs_pagecache *pc);
 /* Reads the working set in one readv into the slots' buffers and keeps nothing: pays for the

@@ -145,6 +145,17 @@ int prs_py_walk(struct prs_py *py, struct prs_py_stack *stacks, int max, int *n,
  */
 int prs_py_name(struct prs_py *py, struct prs_profile *p, const struct prs_py_stack *raw,
 		struct prs_py_thread *out);
+/*
+ * Between prs_py_walk and the naming: reads the heads of the code objects of stacks[0..n) in one
+ * readv into the sample's cache, so that prs_py_name sees each object as it was now. For a
+ * target stopped only for the walk (ptrace): the walk and this read are done while it is stopped,
+ * the naming after it runs again (a code object freed meanwhile, its address reused, is still
+ * named by what it was at the walk). What a head points to (strings, line table: immutable while
+ * the object lives) is read by the naming. It ends the first part of the sample's reads: the next
+ * sample's first readv (in prs_py_walk) loads only what the walk and this read, the naming's
+ * reads are loaded in a readv of their own when it starts (prs_pagecache_split). No allocation.
+ */
+void prs_py_load_heads(struct prs_py *py, const struct prs_py_stack *stacks, int n);
 /* Ends the sample prs_py_walk began: later reads are fresh. */
 void prs_py_end(struct prs_py *py);
 /*

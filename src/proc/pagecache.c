@@ -249,40 +249,45 @@ static unsigned guards_read(struct prs_pagecache *pc, unsigned g, const struct w
  * slots claimed for the pages (claim), or into their home slots' bytes (a read that keeps
  * nothing).
  */
-static void working_set(struct prs_pagecache *pc, struct ws_vecs *w, bool claim)
+/*
+ * The vecs that load the lines of ws[0..n) (sorted here by page), into claimed slots (claim: none
+ * of these pages is cached; with skip_cached, a page that is is left out) or the pages' home
+ * slots (a warm-up, whose bytes are not kept).
+ */
+static void ws_vecs_of(struct prs_pagecache *pc, struct prs_pagecache_ws *ws, unsigned n,
+		       struct ws_vecs *w, bool claim, bool skip_cached)
 {
-	unsigned n = pc->nws;
 	size_t i, j;
 
 	w->nv = 0;
 	for (i = 1; i < n; i++) {
-		struct prs_pagecache_ws e = pc->ws[i];
+		struct prs_pagecache_ws e = ws[i];
 
-		for (j = i; j > 0 && pc->ws[j - 1].page > e.page; j--)
-			pc->ws[j] = pc->ws[j - 1];
-		pc->ws[j] = e;
+		for (j = i; j > 0 && ws[j - 1].page > e.page; j--)
+			ws[j] = ws[j - 1];
+		ws[j] = e;
 	}
 	for (i = 0; i < n; i = j) {
-		unsigned a = pc->ws[i].lo, b = pc->ws[i].hi;
+		unsigned a = ws[i].lo, b = ws[i].hi;
 		int s;
 
-		for (j = i + 1; j < n && pc->ws[j].page == pc->ws[i].page; j++) {
-			if (pc->ws[j].lo < a)
-				a = pc->ws[j].lo;
-			if (pc->ws[j].hi > b)
-				b = pc->ws[j].hi;
+		for (j = i + 1; j < n && ws[j].page == ws[i].page; j++) {
+			if (ws[j].lo < a)
+				a = ws[j].lo;
+			if (ws[j].hi > b)
+				b = ws[j].hi;
 		}
 		/* whole 64-byte lines, no more: cold, every byte costs (measured at 100 Hz: 24-28 us
 		 * per 50-frame sample with exact lines, 30-45 with 256 bytes of slack each side,
 		 * 35-49 with whole pages) */
 		a &= ~63u;
 		b = (b + 63) & ~63u;
-		if (a >= b)
+		if (a >= b || (skip_cached && find_slot(pc, ws[i].page) >= 0))
 			continue;
-		s = claim ? claim_free(pc, pc->ws[i].page) : (int)slot_of(pc->ws[i].page);
+		s = claim ? claim_free(pc, ws[i].page) : (int)slot_of(ws[i].page);
 		if (s < 0)
 			continue;
-		w->v[w->nv] = (struct prs_memvec){ pc->ws[i].page + a, pc->data[s] + a, b - a, 0 };
+		w->v[w->nv] = (struct prs_memvec){ ws[i].page + a, pc->data[s] + a, b - a, 0 };
 		w->slot[w->nv] = (unsigned)s;
 		w->lo[w->nv] = a;
 		w->hi[w->nv] = b;
@@ -290,14 +295,68 @@ static void working_set(struct prs_pagecache *pc, struct ws_vecs *w, bool claim)
 	}
 }
 
+/* The lines of the first part of the working set (all of it when the sample was not split). */
+static void working_set(struct prs_pagecache *pc, struct ws_vecs *w, bool claim)
+{
+	ws_vecs_of(pc, pc->ws, pc->split_on ? pc->split : pc->nws, w, claim, false);
+}
+
+/* Marks loaded the slots of the vecs of w that were read. */
+static void loaded(struct prs_pagecache *pc, const struct ws_vecs *w)
+{
+	for (size_t i = 0; i < w->nv; i++)
+		if (w->slot[i] != -1u && w->v[i].res == 0) {
+			pc->lo[w->slot[i]] = (uint16_t)w->lo[i];
+			pc->hi[w->slot[i]] = (uint16_t)w->hi[i];
+		}
+}
+
+/* At a begin: keeps the last sample's second part for the next split, and leaves its first
+ * part in ws. */
+static void save_rest(struct prs_pagecache *pc)
+{
+	unsigned n = pc->split_on && pc->split < pc->nws ? pc->split : pc->nws;
+
+	pc->nrest = pc->nws - n;
+	memcpy(pc->rest, pc->ws + n, pc->nrest * sizeof(pc->rest[0]));
+	pc->nws = n;
+	pc->split_on = pc->rest_due = false;
+}
+
+void prs_pagecache_split(struct prs_pagecache *pc)
+{
+	if (!pc->noting)
+		return;
+	pc->split = pc->nws;
+	pc->split_on = true;
+	pc->rest_due = pc->nrest > 0;
+}
+
+/* The first read after a split: the second part's lines in one readv (pages the first part
+ * loaded already are left to it). */
+static void load_rest(struct prs_pagecache *pc)
+{
+	struct ws_vecs w;
+
+	pc->rest_due = false;
+	ws_vecs_of(pc, pc->rest, pc->nrest, &w, true, true);
+	pc->nrest = 0;
+	if (!w.nv)
+		return;
+	if (pc->syscalls)
+		(*pc->syscalls)++;
+	if (pc->mr.readv(pc->mr.ctx, w.v, w.nv) >= 0)
+		loaded(pc, &w);
+}
+
 void prs_pagecache_begin(struct prs_pagecache *pc)
 {
 	struct ws_vecs w, o, *rv = &w;
 	int first[PRS_PAGECACHE_GUARDS];
-	size_t i;
 	unsigned g = pc->nguard;
 
 	prs_pagecache_reset(pc);
+	save_rest(pc);
 	pc->noting = true;
 	pc->nguard = pc->nguard_read = 0;
 	if (!pc->data || !pc->mr.readv || !pc->nws) {
@@ -317,11 +376,7 @@ void prs_pagecache_begin(struct prs_pagecache *pc)
 	if (pc->mr.readv(pc->mr.ctx, rv->v, rv->nv) < 0)
 		return; /* the slots hold no bytes: reads load their pages again (and see -ESRCH) */
 	pc->nguard_read = g ? guards_read(pc, g, rv, first) : 0;
-	for (i = 0; i < rv->nv; i++)
-		if (rv->slot[i] != -1u && rv->v[i].res == 0) {
-			pc->lo[rv->slot[i]] = (uint16_t)rv->lo[i];
-			pc->hi[rv->slot[i]] = (uint16_t)rv->hi[i];
-		}
+	loaded(pc, rv);
 	/* a failed vec leaves its slot empty of bytes: a read loads the page again, and only that
 	 * read marks it bad (a guess from the last sample must not hide a page) */
 }
@@ -353,6 +408,8 @@ int prs_pagecache_read(struct prs_pagecache *pc, uint64_t addr, void *buf, size_
 
 	if (addr == 0 || addr + len < addr)
 		return -EFAULT;
+	if (pc->rest_due)
+		load_rest(pc);
 	if (!pc->data) { /* no cache: read directly */
 		if (pc->syscalls)
 			(*pc->syscalls)++;
@@ -404,6 +461,8 @@ void prs_pagecache_prefetch(struct prs_pagecache *pc, const uint64_t *addrs, siz
 
 	if (!pc->data || !pc->mr.readv)
 		return;
+	if (pc->rest_due)
+		load_rest(pc);
 	for (i = 0; i < n && nv < 64; i++) {
 		uint64_t page, first, last, np;
 

@@ -288,6 +288,10 @@ static int code_line(const struct prs_py *py, const struct prs_py_code *c, int32
 
 /* ---- naming a stack ---- */
 
+/* Code objects whose heads prs_py_load_heads asks for at most (its readv has at most 64 pages
+ * anyway, prs_pagecache_prefetch). */
+#define LOAD_HEADS_MAX 256
+
 /*
  * Loads the heads of raw's code objects in one readv, then the pages of the name, qualname and
  * file strings and line tables of those whose head alone does not prove their cache entry, in a
@@ -498,6 +502,28 @@ static int name_frames(struct prs_py *py, struct prs_profile *p, const struct pr
 	return 0;
 }
 
+void prs_py_load_heads(struct prs_py *py, const struct prs_py_stack *raw, int n)
+{
+	const struct prs_py_layout *L = &py->L;
+	size_t len = (size_t)(L->code_size < PRS_PY_CODE_HDR ? L->code_size : PRS_PY_CODE_HDR);
+	uint64_t addrs[LOAD_HEADS_MAX];
+	uint8_t hdr[PRS_PY_CODE_HDR];
+	size_t na = 0;
+
+	for (int t = 0; t < n; t++)
+		for (unsigned i = 0; !raw[t].kept && i < raw[t].nframes && na < LOAD_HEADS_MAX; i++)
+			if (!na || raw[t].code[i] != addrs[na - 1])
+				addrs[na++] = raw[t].code[i];
+	if (na)
+		prs_pagecache_prefetch(&py->pc, addrs, na, len);
+	/* read through the cache: the heads' lines are then of the first part of the working set,
+	 * which the next sample loads while the target is stopped; what the naming reads after the
+	 * split is loaded after it (prs_pagecache_split) */
+	for (size_t i = 0; i < na; i++)
+		(void)prs_pagecache_read(&py->pc, addrs[i], hdr, len);
+	prs_pagecache_split(&py->pc);
+}
+
 int prs_py_name(struct prs_py *py, struct prs_profile *p, const struct prs_py_stack *raw,
 		struct prs_py_thread *out)
 {
@@ -513,7 +539,8 @@ int prs_py_name(struct prs_py *py, struct prs_profile *p, const struct prs_py_st
 	out->holds_gil = raw->holds_gil;
 	out->truncated = raw->truncated;
 	out->kept = raw->kept;
-	out->ran = false;
+	/* (the GIL holder seen running during the walk of this sample: walk_thread) */
+	out->ran = py->ran_tstate && raw->tstate == py->ran_tstate;
 	out->name = 0;
 	out->nframes = 0;
 	if (raw->kept)

@@ -362,8 +362,6 @@ static int walk_all(struct prs_py *py, struct prs_py_stack *stacks, struct prs_p
 		py->st.threads++;
 		if (p && (rc = prs_py_name(py, p, st, &threads[nt])))
 			return prs_err_set(err, rc, "pid %d: out of memory", py->pid);
-		if (p)
-			threads[nt].ran = py->ran_tstate && st->tstate == py->ran_tstate;
 		nt++;
 	}
 	py->st.read_errors += it.read_errors;

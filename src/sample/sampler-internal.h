@@ -126,6 +126,11 @@ struct prs_target {
 	struct prs_py *py;
 	struct prs_py_thread *pyt; /* this tick's Python threads, PRS_MAX_PY_THREADS slots */
 	int npyt;
+	/* ptrace: the raw stacks walked while the threads were stopped, named once they run again
+	 * (prs_target_py_walk; PRS_MAX_PY_THREADS slots, allocated at the first walk) */
+	struct prs_py_stack *pyraw;
+	int nraw;
+	bool py_walked;         /* pyraw holds a walk not named yet */
 	bool py_given_up;
 	uint64_t py_next_try;
 	/* no CPython found in the unwinder's maps of generation py_absent_gen: the next look waits
@@ -261,6 +266,15 @@ void prs_target_py_inherit(struct prs_sampler *s, struct prs_target *tg,
 			   const struct prs_target *parent);
 /* Reads the Python frames of every thread into tg->pyt. Returns 0, or -errno (npyt is then 0). */
 int prs_target_py_sample(struct prs_sampler *s, struct prs_target *tg);
+/*
+ * The same read in two steps, for a target whose threads are stopped for it (ptrace): the walk
+ * (raw frames and the code objects' heads, into tg->pyraw) while they are stopped, then, once
+ * they run again, the naming into tg->pyt (code objects decoded, interned: half of the read's
+ * time, which the stopped threads no longer wait for). prs_target_py_walk returns 0 or -errno
+ * (npyt is then 0); prs_target_py_name_walked does nothing when no walk is waiting.
+ */
+int prs_target_py_walk(struct prs_sampler *s, struct prs_target *tg);
+void prs_target_py_name_walked(struct prs_sampler *s, struct prs_target *tg);
 /* Gives this tick's Python threads their threading names, re-read when due (between ticks, the
  * target running). A thread's name in the profile follows. */
 void prs_target_py_names(struct prs_sampler *s, struct prs_target *tg);

@@ -4,9 +4,10 @@
  * those asleep since their last sample, see reuse-internal.h, and those asleep in the kernel,
  * read from /proc and their memory without a stop, asleep.c), and as each one stops read its
  * registers and one stack snapshot and resume it at once (the stop window is only that); when the
- * target is Python, the stopped threads are held until its frames are read, so that the Python
- * frames and the native stacks are of one consistent moment. Then, with every thread running
- * again, unwind the snapshots and record the samples.
+ * target is Python, the stopped threads are held until its frames are walked (raw: code objects
+ * and offsets, with the code objects' heads), so that the Python frames and the native stacks are
+ * of one consistent moment. Then, with every thread running again, name the Python frames,
+ * unwind the snapshots and record the samples.
  *
  * Nothing on the per-tick path allocates once every thread has its snapshot buffer and the
  * profile's interning tables are warm.
@@ -412,13 +413,31 @@ static void read_python(struct prs_sampler *s, struct prs_target *tg, struct prs
 		tg->npyt = 0; /* every thread sleeps where its kept sample shows it */
 		return;
 	}
-	/* Every thread that could be stopped is stopped, and the others sleep: read the Python
-	 * frames, then let go. */
+	/* Every thread that could be stopped is stopped, and the others sleep: walk the Python
+	 * frames, then let go; they are named after (name_walked). */
 	p0 = prs_now_ns();
 	prs_py_set_stopped(tg->py, all_stopped(tg));
-	prs_target_py_sample(s, tg);
+	prs_target_py_walk(s, tg);
 	k->py_ns = prs_now_ns() - p0;
-	prs_durations_add(&s->d_python, k->py_ns);
+}
+
+/*
+ * The naming of tg's Python frames walked while its threads were held (read_python), with every
+ * thread running again: decoding a code object, its strings and line table, and interning the
+ * frames took half of the Python read (thread-per-request server, 3.11, load 10: 35 of 75 us per
+ * tick), which the held threads (the GIL holder among them: the whole program) waited for. The
+ * code objects' heads were read in the hold, so a frame is named by the object it ran.
+ */
+static void name_walked(struct prs_sampler *s, struct prs_target *tg)
+{
+	uint64_t n0;
+
+	if (!tg->py_walked)
+		return;
+	n0 = prs_now_ns();
+	prs_target_py_name_walked(s, tg);
+	tg->tick.py_ns += prs_now_ns() - n0;
+	prs_durations_add(&s->d_python, tg->tick.py_ns);
 }
 
 /* Lets go of the threads held for the Python read (also if an exec event dropped the
@@ -566,6 +585,14 @@ static void ptrace_tick_begin(struct prs_sampler *s, struct prs_target *tg, uint
 	plan(s, tg, k);
 	warm(s, tg, k);
 	tg->last_tick_ns = k->tick_ns;
+	/* The exits since the session's last look (the tick's own reads above take 100 us and more:
+	 * a thread-per-request server ends a thread every ms), reaped before the stop window opens:
+	 * else a thread that ended is interrupted for nothing, and its exit (a waitid, a wait4,
+	 * three closes) is handled in the window, while the threads that stopped wait (2.7 exits
+	 * per window, strace of that server). Only before the session tick's first interrupt: a
+	 * drain after it would resume a stop of this tick unsampled. */
+	if (!s->window_start)
+		prs_events_drain(s, false);
 	w0 = prs_now_ns();
 	k->ninterrupted = interrupt_all(tg);
 	if (k->ninterrupted == 0)
@@ -613,9 +640,14 @@ static void ptrace_tick_record(struct prs_sampler *s, struct prs_target *tg)
 		s->window_start = 0;
 	}
 	if (s->record_by) {
-		collect_late(s); /* (once per session tick: for every target) */
+		/* (once per session tick: for every target, the naming before the late stops, which
+		 * may record a deferred sample with the Python frames) */
+		for (size_t i = 0; i < s->ntargets; i++)
+			name_walked(s, s->targets[i]);
+		collect_late(s);
 		s->record_by = 0;
 	}
+	name_walked(s, tg);
 	if (tg->py && tg->npyt)
 		prs_target_py_names(s, tg);
 	record_all(s, tg, &tg->tick);

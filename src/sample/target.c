@@ -46,6 +46,7 @@ void prs_target_free(struct prs_target *tg)
 	prs_unwinder_free(tg->uw);
 	prs_py_free(tg->py);
 	free(tg->pyt);
+	free(tg->pyraw);
 	free(tg->map_ids);
 	prs_preload_free(tg->preload);
 	free(tg);

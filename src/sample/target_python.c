@@ -155,6 +155,44 @@ int prs_target_py_sample(struct prs_sampler *s, struct prs_target *tg)
 	return rc;
 }
 
+int prs_target_py_walk(struct prs_sampler *s, struct prs_target *tg)
+{
+	struct prs_err err = { 0 };
+	int rc;
+
+	tg->npyt = tg->nraw = 0;
+	tg->py_walked = false;
+	if (!tg->pyraw)
+		tg->pyraw = malloc(PRS_MAX_PY_THREADS * sizeof(*tg->pyraw));
+	if (!tg->pyraw)
+		return -ENOMEM;
+	rc = prs_py_walk(tg->py, tg->pyraw, PRS_MAX_PY_THREADS, &tg->nraw, &err);
+	if (rc != 0) {
+		prs_py_end(tg->py);
+		tg->nraw = 0;
+		return rc;
+	}
+	/* (the heads as they are now: the naming after must not see an object freed meanwhile) */
+	prs_py_load_heads(tg->py, tg->pyraw, tg->nraw);
+	tg->py_walked = true;
+	note_gil_known(s, tg);
+	return 0;
+}
+
+void prs_target_py_name_walked(struct prs_sampler *s, struct prs_target *tg)
+{
+	if (!tg->py_walked || !tg->py)
+		return;
+	tg->py_walked = false;
+	for (tg->npyt = 0; tg->npyt < tg->nraw; tg->npyt++) {
+		if (prs_py_name(tg->py, s->prof, &tg->pyraw[tg->npyt], &tg->pyt[tg->npyt]) != 0) {
+			tg->npyt = 0; /* (out of memory: as prs_py_sample) */
+			break;
+		}
+	}
+	prs_py_end(tg->py);
+}
+
 void prs_target_py_names(struct prs_sampler *s, struct prs_target *tg)
 {
 	uint64_t now = prs_now_ns();
@@ -195,7 +233,8 @@ void prs_target_py_drop(struct prs_target *tg)
 {
 	prs_py_free(tg->py);
 	tg->py = NULL;
-	tg->npyt = 0;
+	tg->npyt = tg->nraw = 0;
+	tg->py_walked = false;
 	tg->py_next_try = 0;
 	tg->py_absent_until = 0;
 }

@@ -112,6 +112,61 @@ Test(pagecache, bytes_are_of_this_sample)
 	cr_assert_eq(img.reads, 0);
 }
 
+/*
+ * A split sample (prs_pagecache_split): the walk's reads (the_reads) before the split, the
+ * naming's after, on two pages of their own (0x9000, 0xa000) and on page 1, which the walk read
+ * too. The next begin loads the walk's lines only, page 1's with the naming's bytes there; the
+ * naming's own pages come in one readv at the first read after the next split, with the bytes
+ * of that moment.
+ */
+static void naming_reads(void)
+{
+	read_ok(BASE + 0x9100, 16);
+	read_ok(BASE + 0xa200, 16);
+	read_ok(BASE + 0x1800, 8); /* page 1: the walk read it too */
+}
+
+Test(pagecache, split_sample_loads_its_second_part_after_the_split)
+{
+	for (int k = 0; k < 3; k++) {
+		zero_counts();
+		prs_pagecache_begin(&pc);
+		if (k) {
+			/* page 1: 0x1000-0x1040, 0x1800-0x1840 and 0x1f00-0x1f40 as one range;
+			 * pages 3 and 4 */
+			cr_assert_eq(img.readvs, 1);
+			cr_assert_eq(img.vecs, 3, "the first part's pages only (%zu vecs)", img.vecs);
+			cr_assert_eq(img.bytes, 0xf40 + 64 + 64, "%zu bytes", img.bytes);
+		}
+		the_reads();
+		prs_pagecache_split(&pc);
+		cr_assert_eq(img.readvs, k ? 1 : 0, "the split reads nothing");
+		/* the target runs between the parts: the naming sees its bytes as they are then */
+		memset(img.mem + 0x9100, 0x10 + k, 16);
+		naming_reads();
+		prs_pagecache_end(&pc);
+		if (k) {
+			cr_assert_eq(img.readvs, 2, "one readv for the second part");
+			cr_assert_eq(img.reads, 0, "every read was served by the two readvs");
+		}
+	}
+	/* a sample not split loads both parts at its begin (as every sample before this one) */
+	zero_counts();
+	prs_pagecache_begin(&pc);
+	the_reads();
+	naming_reads();
+	prs_pagecache_end(&pc);
+	cr_assert_eq(img.readvs, 1);
+	cr_assert_eq(img.reads, 2, "the second part, dropped by a begin without a split, read again");
+	zero_counts();
+	prs_pagecache_begin(&pc);
+	cr_assert_eq(img.vecs, 5, "the next begin loads all of it");
+	the_reads();
+	naming_reads();
+	prs_pagecache_end(&pc);
+	cr_assert_eq(img.reads, 0);
+}
+
 Test(pagecache, outside_the_lines_reads_the_page)
 {
 	prs_pagecache_begin(&pc);

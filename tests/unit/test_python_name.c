@@ -159,6 +159,58 @@ Test(python_name, walk_then_name_is_the_sample)
 }
 
 /*
+ * raw[0] as a walk elsewhere would leave it: thread 7, n (1 or 2) frames of code object c, the
+ * innermost at unit `unit`, the outer one (n 2) at unit 2, one group.
+ */
+static void raw_stack(uint64_t c, uint32_t n, unsigned unit)
+{
+	memset(&raw[0], 0, sizeof(raw[0]));
+	raw[0].tid = 7;
+	raw[0].nframes = n;
+	for (uint32_t i = 0; i < n; i++) {
+		raw[0].code[i] = c;
+		raw[0].off[i] = world_off(&W, i ? 2 : unit);
+	}
+	raw[0].flags[n - 1] = PRS_PYF_GROUP_END;
+}
+
+/*
+ * The ptrace source's two steps: the walk and prs_py_load_heads while the target is stopped, the
+ * naming after it ran again. Between them the code object of a frame is freed and another one
+ * made at its address (its head now that of "other": its name, file, line table and 3.12+
+ * co_version): the frame is still named by the object it ran. (The raw stack is made here, as
+ * a walk leaves it: no read of the walk brings the head's page into the cache.) The next sample
+ * at that address sees the new object.
+ */
+Test(python_name, heads_loaded_at_the_walk_name_the_frames)
+{
+	for (unsigned minor = 6; minor <= 13; minor++) {
+		uint8_t was[1024];
+		uint64_t c, other;
+
+		fresh(minor);
+		c = world_code(&W, "f_000031", "f.py", 1);
+		other = world_code(&W, "other", "/app/z.py", 40);
+		cr_assert_leq((size_t)W.L->code_size, sizeof(was));
+		memcpy(was, img_at(c), (size_t)W.L->code_size);
+		raw_stack(c, 1, 2);
+		for (int k = 0; k < 2; k++) { /* the first sample from nothing, the second warm */
+			prs_py_begin(py);
+			prs_py_load_heads(py, raw, 1);
+			memcpy(img_at(c), img_at(other), (size_t)W.L->code_size);
+			cr_assert_eq(prs_py_name(py, prof, &raw[0], &th[0]), 0);
+			prs_py_end(py);
+			cr_assert_eq(th[0].nframes, 1, "3.%u", minor);
+			expect(0, "f_000031", "f.py", -1);
+			cr_assert_eq(prs_py_name(py, prof, &raw[0], &th[0]), 0);
+			prs_py_end(py);
+			expect(0, "other", "/app/z.py", -1);
+			memcpy(img_at(c), was, (size_t)W.L->code_size); /* back, for the next pass */
+		}
+	}
+}
+
+/*
  * A raw stack that no walk of this reader produced (as the agent's will be), named on its own:
  * each call reads the code objects afresh, so a name rebuilt at the same addresses is seen.
  * 3.12+: the changed co_version tells; before, the contents of the strings.
@@ -171,14 +223,7 @@ Test(python_name, raw_stack_from_elsewhere)
 		fresh(minor);
 		c = world_code(&W, "f_000028", "f.py", 1);
 		name = img_get64(c + W.L->code_name);
-		memset(&raw[0], 0, sizeof(raw[0]));
-		raw[0].tid = 7;
-		raw[0].nframes = 2;
-		raw[0].code[0] = c;
-		raw[0].off[0] = world_off(&W, 9);
-		raw[0].code[1] = c;
-		raw[0].off[1] = world_off(&W, 2);
-		raw[0].flags[1] = PRS_PYF_GROUP_END;
+		raw_stack(c, 2, 9);
 		if (W.L->code_version >= 0)
 			img_put32(c + W.L->code_version, 500);
 		cr_assert_eq(prs_py_name(py, prof, &raw[0], &th[0]), 0);
