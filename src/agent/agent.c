@@ -72,6 +72,7 @@ struct agent_thread {
 			   * was 0.3-0.7 us here, as much as the rest of the handler) */
 	uint64_t rng;     /* the state of its periods' random draws (draw) */
 	uint32_t drawn;   /* samples since its period was last drawn (jitter_clock) */
+	uint32_t periods; /* periods of its clock since its last sample kept */
 };
 
 static TLS struct agent_thread me;
@@ -93,6 +94,8 @@ static int (*real_execve)(const char *, char *const[], char *const[]);
 static int (*real_execv)(const char *, char *const[]);
 static int (*real_execvp)(const char *, char *const[]);
 static int (*real_execvpe)(const char *, char *const[], char *const[]);
+static void (*real__exit)(int);
+static void (*real__Exit)(int);
 
 /* ---- small async-signal-safe helpers ---- */
 
@@ -462,20 +465,40 @@ static void check_python(void)
 	__atomic_store_n(&py_ready, 1, __ATOMIC_RELEASE);
 }
 
+/*
+ * Whether to skip this period's sample: pyrsprof lags (more than half the ring unread), so the
+ * thread keeps one sample every few periods, weighted by the periods since its last, until it
+ * catches up (prs_ring_thin_skip). A full ring drops what comes after it: in a tree of ~27 busy
+ * processes on 2 CPUs, pyrsprof getting 1/N of them, its first look at a new process came
+ * seconds late, and a spawned worker's 128 slots held its start-up, its work dropped; thinned,
+ * its samples stay spread over its whole run. Two loads of the header, no syscall.
+ */
+static bool thin_out(int overrun)
+{
+	uint64_t w = __atomic_load_n(&ring->written, __ATOMIC_RELAXED);
+	uint64_t r = __atomic_load_n(&ring->read, __ATOMIC_RELAXED);
+	uint32_t add = 1 + (uint32_t)(overrun < 0 ? 0 : overrun > 10000 ? 10000 : overrun);
+
+	return prs_ring_thin_skip(w, r, ring->nslots, &me.periods, add);
+}
+
 static void take_sample(const ucontext_t *uc, int overrun)
 {
 	uint64_t t0 = now_ns();
 	struct prs_ring_slot *sl;
 
 	jitter_clock(); /* first, whatever follows: a period is never left undrawn */
-	if (__atomic_load_n(&ring->stop, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&ring->stop, __ATOMIC_RELAXED) || thin_out(overrun))
 		return;
 	sl = prs_ring_claim_home(ring, &me.slot);
-	if (!sl)
+	if (!sl) {
+		me.periods = 0; /* dropped, and counted as such */
 		return;
+	}
 	sl->flags = 0;
 	sl->gen = my_gen;
-	sl->weight = 1 + (uint32_t)(overrun < 0 ? 0 : overrun > 10000 ? 10000 : overrun);
+	sl->weight = me.periods < 10000 ? me.periods : 10000;
+	me.periods = 0;
 	sl->tid = me.tid ? me.tid : my_tid();
 	sl->time_ns = t0;
 	copy_regs(sl, uc);
@@ -671,6 +694,43 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 	return -1;
 }
 
+/* ---- exit ---- */
+
+/* A followed process's exit: its last samples read first (follow-agent.h). Not the launched
+ * process (pyrsprof's child, whose exit it waits for), nor a vfork child, which shares its
+ * parent's memory and ring (its pid is not the one the agent started in). */
+static void await_reader(void)
+{
+	if (ring && own_ring && (pid_t)syscall(SYS_getpid) == self_pid)
+		prs_follow_await_reader(ring, follow.nslots);
+}
+
+/* exit(): the destructors run after the program's atexit handlers (Python's finalization, a
+ * spawned multiprocessing worker's end). */
+__attribute__((destructor)) static void agent_exit(void)
+{
+	await_reader();
+}
+
+/* _exit and _Exit skip the destructors (os._exit: a forked multiprocessing worker's end). */
+EXPORT void _exit(int status)
+{
+	await_reader();
+	if (real__exit)
+		real__exit(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+EXPORT void _Exit(int status)
+{
+	await_reader();
+	if (real__Exit)
+		real__Exit(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
 /* Sends thread tid the agent's signal with value cookie: queued with a value of ours, told apart
  * from a tgkill of the program's own. Async-signal-safe. */
 static void tell(pid_t tid, int cookie)
@@ -732,6 +792,7 @@ static void in_child(void)
 	prs_chain_forget_ring();
 	me.armed = 0;
 	me.slot = 0;
+	me.periods = 0; /* the parent's */
 	prs_fdguard_forget_all(); /* the parent's threads' descriptors */
 	/* the copy of the forking thread's event descriptor: the event stays the parent's */
 	if (me.perf_fd >= 0 && ioctl(me.perf_fd, PERF_EVENT_IOC_ID, &id) == 0 && id == me.perf_id)
@@ -881,6 +942,8 @@ static bool resolve_real(void)
 	real_execv = dlsym(RTLD_NEXT, "execv");
 	real_execvp = dlsym(RTLD_NEXT, "execvp");
 	real_execvpe = dlsym(RTLD_NEXT, "execvpe");
+	real__exit = dlsym(RTLD_NEXT, "_exit");
+	real__Exit = dlsym(RTLD_NEXT, "_Exit");
 	return prs_chain_resolve() && prs_mask_resolve() && prs_fdguard_resolve() && real_pthread_create &&
 	       real_execve && real_execv &&
 	       real_execvp && real_execvpe;

@@ -137,6 +137,30 @@ def test_tree_without_the_flag_children_unprofiled(run_prs, outdir, export_folde
     assert not any(f.name in ("closed_spin", "exec_spin") for fr, _ in recs for f in fr), recs[:5]
 
 
+def test_child_exiting_while_pyrsprof_is_late(run_prs, outdir, export_folded):
+    """A forked child works 0.3 s of its CPU and exits (os._exit) while pyrsprof reads nothing
+    (late_reader.py stops it: what a pyrsprof starved of CPU is to the tree). Its samples are
+    named from its memory, so it waits at its exit until pyrsprof has read them (pyrsprof
+    resumed 0.5 s later); its ring, full after 128 samples, keeps one in several periods
+    instead of dropping the rest. Truth: the CPU time the child measured in `work`. Before, its
+    128 samples were read after its exit: no `work` frame, no command, 172 dropped."""
+    d = outdir / "late"
+    res = run_prs(["run", *PRELOAD, "-r", "1000", "-o", d, "--", PY, PYT / "late_reader.py",
+                   "0.3", "0.5"], timeout=60)
+    assert_clean(res)
+    assert res.rc == 0 and "done 0" in res.out, res.describe()
+    child, secs = re.search(r"^child (\d+) cpu=([0-9.]+)$", res.out, re.M).groups()
+    procs = by_process(export_folded(d / "profile.pyrs", view="cpu", lines=False))
+    assert int(child) in procs, sorted(procs)
+    cmd, recs = procs[int(child)]
+    assert "late_reader.py" in cmd, cmd
+    work = count(recs, "work")
+    # weights are periods of 1 ms of its CPU: the thinned samples weigh what they stand for
+    assert 0.85 * float(secs) * 1000 <= work <= 1.15 * float(secs) * 1000, (work, secs, recs[:3])
+    assert count(recs, "<code object freed before naming>") == 0, recs[:3]
+    assert not [l for l in res.own_lines() if "ring was full" in l], res.describe()
+
+
 def test_tree_kill9_of_pyrsprof(prs, outdir):
     """kill -9 of pyrsprof while it samples a fork pool from inside: every process of the tree
     runs on to completion (the rings fill and drop; a child forked later finds no one to announce
