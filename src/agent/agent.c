@@ -605,6 +605,13 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
  */
 static bool resolve_real(void);
 
+/* A vfork child shares the memory of the process the agent started in (self_pid), not its pid
+ * (no fork handler runs in it). */
+static bool in_vfork_child(void)
+{
+	return (pid_t)syscall(SYS_getpid) != self_pid;
+}
+
 static void exec_begin(struct sigaction *saved)
 {
 	struct sigaction ign;
@@ -621,9 +628,14 @@ static void exec_begin(struct sigaction *saved)
 	if (!ring)
 		return;
 	/* what the new image's agent is to take for the program's action (exec keeps SIG_IGN; a
-	 * handler becomes SIG_DFL) */
-	ring->exec_ignored = prs_chain_program_ignores();
-	__atomic_store_n(&ring->exec_pid, self_pid, __ATOMIC_RELEASE);
+	 * handler becomes SIG_DFL). Not from a vfork child (posix_spawn, CPython's subprocess and
+	 * multiprocessing's spawn): it shares its parent's memory and ring, and its exec is not the
+	 * parent's: the word stayed in the parent's ring, and pyrsprof said at the end that the
+	 * parent had exec'ed a program the agent did not start in. */
+	if (!in_vfork_child()) {
+		ring->exec_ignored = prs_chain_program_ignores();
+		__atomic_store_n(&ring->exec_pid, self_pid, __ATOMIC_RELEASE);
+	}
 	memset(&ign, 0, sizeof(ign));
 	ign.sa_handler = SIG_IGN;
 	prs_chain_real_sigaction(signo, &ign, saved);
@@ -640,7 +652,8 @@ static void exec_failed(const struct sigaction *saved)
 		prs_mask_real(SIG_UNBLOCK, &s, NULL);
 	}
 	if (ring) {
-		__atomic_store_n(&ring->exec_pid, 0, __ATOMIC_RELEASE);
+		if (!in_vfork_child())
+			__atomic_store_n(&ring->exec_pid, 0, __ATOMIC_RELEASE);
 		prs_chain_real_sigaction(signo, saved, NULL);
 	}
 	errno = e;
@@ -701,7 +714,7 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
  * parent's memory and ring (its pid is not the one the agent started in). */
 static void await_reader(void)
 {
-	if (ring && own_ring && (pid_t)syscall(SYS_getpid) == self_pid)
+	if (ring && own_ring && !in_vfork_child())
 		prs_follow_await_reader(ring, follow.nslots);
 }
 

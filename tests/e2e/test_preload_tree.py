@@ -41,11 +41,15 @@ def tree(shared, run_prs, outdir):
 def test_tree_runs_unharmed(tree):
     """The shell's exit code is pyrsprof's; every pool finished with all its results; the
     children that closed every descriptor exited as they should (checked by their parent); no
-    process was left unfollowed."""
+    process was left unfollowed. No process is said to have exec'ed a program without the agent:
+    the spawn and forkserver pools exec Python from vfork children (CPython's _posixsubprocess),
+    whose exec wrapper wrote its word in the parent's ring (their memory is the parent's), and
+    the note named the pool's parent."""
     assert tree.rc == 3, tree.describe()
     assert tree.out.count("done") == len(HOWS), tree.describe()
     assert re.search(r"^closefds ok \d+ \d+$", tree.out, re.M), tree.describe()
     assert not [l for l in tree.own_lines() if "unprofiled" in l], tree.describe()
+    assert not [l for l in tree.own_lines() if "did not start in" in l], tree.describe()
 
 
 def split_errors(rec, export_folded):
