@@ -714,8 +714,10 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
  * parent's memory and ring (its pid is not the one the agent started in). */
 static void await_reader(void)
 {
-	if (ring && own_ring && !in_vfork_child())
-		prs_follow_await_reader(ring, follow.nslots);
+	if (!ring || !own_ring || in_vfork_child())
+		return;
+	me.armed = 0; /* the wait's own CPU is the agent's: not sampled */
+	prs_follow_await_reader(ring, follow.nslots);
 }
 
 /* exit(): the destructors run after the program's atexit handlers (Python's finalization, a

@@ -474,29 +474,46 @@ static uint64_t backlog(const struct prs_preload *p)
 	return written > p->read ? written - p->read : 0;
 }
 
+/* Whether target tg's ring is to be read now, before the next target's look: its process waits
+ * at its exit (exiting), or more than half its slots are unread. */
+static bool urgent(const struct prs_target *tg, bool exiting_only)
+{
+	const struct prs_preload *p = tg->preload;
+	uint64_t b;
+
+	if (!p || tg->exited || !tg->own_image)
+		return false;
+	b = backlog(p);
+	return b > 0 && (exiting(p) || (!exiting_only && b >= p->nslots / 2));
+}
+
+static void serve(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
+{
+	check_agent(s, tg->preload);
+	read_ring(s, tg, tg->preload, now_ns);
+}
+
 /*
  * The rings that cannot wait for their turn are read before each target's look: a process
- * waiting at its exit for its samples to be read, and a ring half full. On a machine the tree
- * keeps busy, pyrsprof gets 1/N of it, and a round of looks over a tree of ~27 processes took
- * seconds (each new process's first look: its unwinder, its interpreter, cold unwinds): the
- * exit waits ran into their bound, their samples were read after the exit, unnamed, and the
- * rings of the others filled (a spawned worker's 128 slots held its start-up, its work was
- * dropped).
+ * waiting at its exit for its samples to be read first (again after each of the others), then a
+ * ring half full. On a machine the tree keeps busy, pyrsprof gets 1/N of it, and a round of looks
+ * over a tree of ~27 processes took seconds (each new process's first look: its unwinder, its
+ * interpreter, cold unwinds): the exit waits ran into their bound, their samples were read after
+ * the exit, unnamed, and the rings of the others filled (a spawned worker's 128 slots held its
+ * start-up, its work was dropped).
  */
 static void serve_urgent(struct prs_sampler *s, uint64_t now_ns)
 {
+	for (size_t i = 0; i < s->ntargets; i++)
+		if (urgent(s->targets[i], true))
+			serve(s, s->targets[i], now_ns);
 	for (size_t i = 0; i < s->ntargets; i++) {
-		struct prs_target *tg = s->targets[i];
-		struct prs_preload *p = tg->preload;
-		uint64_t b;
-
-		if (!p || tg->exited || !tg->own_image)
+		if (!urgent(s->targets[i], false))
 			continue;
-		b = backlog(p);
-		if (b == 0 || (b < p->nslots / 2 && !exiting(p)))
-			continue;
-		check_agent(s, p);
-		read_ring(s, tg, p, now_ns);
+		serve(s, s->targets[i], now_ns);
+		for (size_t j = 0; j < s->ntargets; j++)
+			if (urgent(s->targets[j], true))
+				serve(s, s->targets[j], now_ns);
 	}
 }
 
