@@ -479,6 +479,12 @@ static bool thin_out(int overrun)
 	uint64_t r = __atomic_load_n(&ring->read, __ATOMIC_RELAXED);
 	uint32_t add = 1 + (uint32_t)(overrun < 0 ? 0 : overrun > 10000 ? 10000 : overrun);
 
+	/* only the rings of --subprocesses: the launched process's is read at every look, and
+	 * its weights stay those of its clock */
+	if (!own_ring) {
+		me.periods = add;
+		return false;
+	}
 	return prs_ring_thin_skip(w, r, ring->nslots, &me.periods, add);
 }
 
