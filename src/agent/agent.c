@@ -72,6 +72,7 @@ struct agent_thread {
 			   * was 0.3-0.7 us here, as much as the rest of the handler) */
 	uint64_t rng;     /* the state of its periods' random draws (draw) */
 	uint32_t drawn;   /* samples since its period was last drawn (jitter_clock) */
+	uint32_t periods; /* periods of its clock since its last sample kept */
 };
 
 static TLS struct agent_thread me;
@@ -93,6 +94,8 @@ static int (*real_execve)(const char *, char *const[], char *const[]);
 static int (*real_execv)(const char *, char *const[]);
 static int (*real_execvp)(const char *, char *const[]);
 static int (*real_execvpe)(const char *, char *const[], char *const[]);
+static void (*real__exit)(int);
+static void (*real__Exit)(int);
 
 /* ---- small async-signal-safe helpers ---- */
 
@@ -462,20 +465,46 @@ static void check_python(void)
 	__atomic_store_n(&py_ready, 1, __ATOMIC_RELEASE);
 }
 
+/*
+ * Whether to skip this period's sample: pyrsprof lags (more than half the ring unread), so the
+ * thread keeps one sample every few periods, weighted by the periods since its last, until it
+ * catches up (prs_ring_thin_skip). A full ring drops what comes after it: in a tree of ~27 busy
+ * processes on 2 CPUs, pyrsprof getting 1/N of them, its first look at a new process came
+ * seconds late, and a spawned worker's 128 slots held its start-up, its work dropped; thinned,
+ * its samples stay spread over its whole run. Two loads of the header, no syscall.
+ */
+static bool thin_out(int overrun)
+{
+	uint64_t w = __atomic_load_n(&ring->written, __ATOMIC_RELAXED);
+	uint64_t r = __atomic_load_n(&ring->read, __ATOMIC_RELAXED);
+	uint32_t add = 1 + (uint32_t)(overrun < 0 ? 0 : overrun > 10000 ? 10000 : overrun);
+
+	/* only the rings of --subprocesses: the launched process's is read at every look, and
+	 * its weights stay those of its clock */
+	if (!own_ring) {
+		me.periods = add;
+		return false;
+	}
+	return prs_ring_thin_skip(w, r, ring->nslots, &me.periods, add);
+}
+
 static void take_sample(const ucontext_t *uc, int overrun)
 {
 	uint64_t t0 = now_ns();
 	struct prs_ring_slot *sl;
 
 	jitter_clock(); /* first, whatever follows: a period is never left undrawn */
-	if (__atomic_load_n(&ring->stop, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&ring->stop, __ATOMIC_RELAXED) || thin_out(overrun))
 		return;
 	sl = prs_ring_claim_home(ring, &me.slot);
-	if (!sl)
+	if (!sl) {
+		me.periods = 0; /* dropped, and counted as such */
 		return;
+	}
 	sl->flags = 0;
 	sl->gen = my_gen;
-	sl->weight = 1 + (uint32_t)(overrun < 0 ? 0 : overrun > 10000 ? 10000 : overrun);
+	sl->weight = me.periods < 10000 ? me.periods : 10000;
+	me.periods = 0;
 	sl->tid = me.tid ? me.tid : my_tid();
 	sl->time_ns = t0;
 	copy_regs(sl, uc);
@@ -582,6 +611,13 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
  */
 static bool resolve_real(void);
 
+/* A vfork child shares the memory of the process the agent started in (self_pid), not its pid
+ * (no fork handler runs in it). */
+static bool in_vfork_child(void)
+{
+	return (pid_t)syscall(SYS_getpid) != self_pid;
+}
+
 static void exec_begin(struct sigaction *saved)
 {
 	struct sigaction ign;
@@ -598,9 +634,14 @@ static void exec_begin(struct sigaction *saved)
 	if (!ring)
 		return;
 	/* what the new image's agent is to take for the program's action (exec keeps SIG_IGN; a
-	 * handler becomes SIG_DFL) */
-	ring->exec_ignored = prs_chain_program_ignores();
-	__atomic_store_n(&ring->exec_pid, self_pid, __ATOMIC_RELEASE);
+	 * handler becomes SIG_DFL). Not from a vfork child (posix_spawn, CPython's subprocess and
+	 * multiprocessing's spawn): it shares its parent's memory and ring, and its exec is not the
+	 * parent's: the word stayed in the parent's ring, and pyrsprof said at the end that the
+	 * parent had exec'ed a program the agent did not start in. */
+	if (!in_vfork_child()) {
+		ring->exec_ignored = prs_chain_program_ignores();
+		__atomic_store_n(&ring->exec_pid, self_pid, __ATOMIC_RELEASE);
+	}
 	memset(&ign, 0, sizeof(ign));
 	ign.sa_handler = SIG_IGN;
 	prs_chain_real_sigaction(signo, &ign, saved);
@@ -617,7 +658,8 @@ static void exec_failed(const struct sigaction *saved)
 		prs_mask_real(SIG_UNBLOCK, &s, NULL);
 	}
 	if (ring) {
-		__atomic_store_n(&ring->exec_pid, 0, __ATOMIC_RELEASE);
+		if (!in_vfork_child())
+			__atomic_store_n(&ring->exec_pid, 0, __ATOMIC_RELEASE);
 		prs_chain_real_sigaction(signo, saved, NULL);
 	}
 	errno = e;
@@ -669,6 +711,45 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 	real_execvpe(file, argv, envp);
 	exec_failed(&saved);
 	return -1;
+}
+
+/* ---- exit ---- */
+
+/* A followed process's exit: its last samples read first (follow-agent.h). Not the launched
+ * process (pyrsprof's child, whose exit it waits for), nor a vfork child, which shares its
+ * parent's memory and ring (its pid is not the one the agent started in). */
+static void await_reader(void)
+{
+	if (!ring || !own_ring || in_vfork_child())
+		return;
+	me.armed = 0; /* the wait's own CPU is the agent's: not sampled */
+	prs_follow_await_reader(ring, follow.nslots);
+}
+
+/* exit(): the destructors run after the program's atexit handlers (Python's finalization, a
+ * spawned multiprocessing worker's end). */
+__attribute__((destructor)) static void agent_exit(void)
+{
+	await_reader();
+}
+
+/* _exit and _Exit skip the destructors (os._exit: a forked multiprocessing worker's end). */
+EXPORT void _exit(int status)
+{
+	await_reader();
+	if (real__exit)
+		real__exit(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+EXPORT void _Exit(int status)
+{
+	await_reader();
+	if (real__Exit)
+		real__Exit(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
 }
 
 /* Sends thread tid the agent's signal with value cookie: queued with a value of ours, told apart
@@ -732,6 +813,7 @@ static void in_child(void)
 	prs_chain_forget_ring();
 	me.armed = 0;
 	me.slot = 0;
+	me.periods = 0; /* the parent's */
 	prs_fdguard_forget_all(); /* the parent's threads' descriptors */
 	/* the copy of the forking thread's event descriptor: the event stays the parent's */
 	if (me.perf_fd >= 0 && ioctl(me.perf_fd, PERF_EVENT_IOC_ID, &id) == 0 && id == me.perf_id)
@@ -881,6 +963,8 @@ static bool resolve_real(void)
 	real_execv = dlsym(RTLD_NEXT, "execv");
 	real_execvp = dlsym(RTLD_NEXT, "execvp");
 	real_execvpe = dlsym(RTLD_NEXT, "execvpe");
+	real__exit = dlsym(RTLD_NEXT, "_exit");
+	real__Exit = dlsym(RTLD_NEXT, "_Exit");
 	return prs_chain_resolve() && prs_mask_resolve() && prs_fdguard_resolve() && real_pthread_create &&
 	       real_execve && real_execv &&
 	       real_execvp && real_execvpe;

@@ -19,4 +19,18 @@
 struct prs_ring_hdr *prs_follow_make_ring(const struct prs_follow_cfg *cfg, pid_t self, pid_t ppid,
 					  bool forked, size_t *size);
 
+/*
+ * At the exit of a process with a ring of its own (nslots slots): waits until pyrsprof has read
+ * every sample written before, so that their Python frames are named while the process still
+ * has its memory. pyrsprof reads each ring at its looks (every 10 ms at 1000 Hz), but on a
+ * machine it shares with a tree of busy processes it gets its fair share of the CPUs, 1/N, and
+ * its first look at a new process (its unwinder, its interpreter, the first unwinds: tens of ms
+ * of CPU) came seconds late: pool workers of 0.1 s of CPU had exited, and every sample of them
+ * read since was "<code object freed before naming>". The wait ends when those samples are
+ * read, when pyrsprof stops or is gone, or after PRS_FOLLOW_EXIT_WAIT_NS; it is written in the
+ * header (exit_ns, exit_wait_ns, exit_unread: pyrsprof leaves the exiting process's time out of
+ * its wall view). Not in a vfork child (the caller checks: it shares its parent's ring).
+ */
+void prs_follow_await_reader(struct prs_ring_hdr *h, uint32_t nslots);
+
 #endif

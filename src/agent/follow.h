@@ -26,6 +26,8 @@
 #define PRS_FOLLOW_MAGIC 0x70727366u /* the announcement's first word */
 #define PRS_FOLLOW_NSLOTS_MAX 4096
 #define PRS_FOLLOW_CAP_MAX (1u << 20)
+#define PRS_FOLLOW_EXIT_WAIT_NS 5000000000ull /* a process's wait at its exit, at most
+						* (follow-agent.h prs_follow_await_reader) */
 
 /* What a process needs to make and announce its own ring. */
 struct prs_follow_cfg {

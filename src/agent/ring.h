@@ -29,7 +29,7 @@
 
 #define PRS_AGENT_FD_ENV "PYRSPROF_AGENT_FD"
 #define PRS_RING_MAGIC 0x31676e6972737270ull /* "prsring1" */
-#define PRS_RING_VERSION 5
+#define PRS_RING_VERSION 6
 #define PRS_RING_SIGNAL_OFFSET 8  /* the agent's signal: SIGRTMIN + 8 */
 #define PRS_RING_COOKIE 0x70727331 /* sigev_value of the agent's timers */
 #define PRS_RING_ARM_COOKIE 0x70727332 /* sigqueue value: "arm yourself", to threads running at start */
@@ -73,7 +73,8 @@ struct prs_ring_hdr {
 	uint64_t slot_size;      /* bytes per slot, a multiple of 64 */
 	uint64_t slots_off;      /* offset of slot 0 from the header */
 	uint32_t stack_cap;      /* stack bytes a slot holds */
-	int32_t profiler_pid;    /* pyrsprof: the agent starts only in a child of it */
+	int32_t profiler_pid;    /* pyrsprof: the agent starts only in a child of it (a ring an
+				  * agent made: its announcement's peer, for the exit wait) */
 	uint64_t period_ns;      /* per-thread CPU time between samples */
 	/* agent -> pyrsprof */
 	int32_t target_pid;      /* the process the agent runs in (set once, by compare-and-swap) */
@@ -94,7 +95,15 @@ struct prs_ring_hdr {
 	/* --subprocesses (follow.h): forks of this process (counted before each), and its forked
 	 * children that could not make or announce a ring of their own (they run unprofiled) */
 	uint64_t forks, children_lost;
+	/* --subprocesses: a followed process waits at its exit, bounded, for pyrsprof to read the
+	 * samples it wrote before (their Python frames are named from its live memory: read after
+	 * its exit, they cannot be). exit_ns: CLOCK_MONOTONIC when the wait began (0: not exiting),
+	 * what follows is the agent's time, not the program's; exit_wait_ns: how long it waited;
+	 * exit_unread: its samples still unread when it gave up (follow-agent.h) */
+	uint64_t exit_ns, exit_wait_ns, exit_unread;
 	/* pyrsprof -> agent */
+	uint64_t read;           /* samples pyrsprof has read: written - read is the backlog that
+				  * thins the agent's samples (agent.c thin_out) */
 	uint32_t stop;           /* 1: sample no more */
 	uint32_t clock;          /* enum prs_agent_clock */
 	uint32_t py_gen;         /* py_walk and py_layout are for this generation (0: none; set
@@ -245,6 +254,28 @@ static inline void prs_ring_publish(struct prs_ring_hdr *h, struct prs_ring_slot
 {
 	__atomic_store_n(&sl->state, PRS_SLOT_READY, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&h->written, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Producer, before claiming a slot: whether this period's sample is skipped because the consumer
+ * lags (written - read samples unread of nslots). Up to half the ring, every period is sampled;
+ * then one period in 2, 4, ... 64 as the second half fills (about nslots / free slots): a ring
+ * pyrsprof does not read holds 4 * nslots periods (512 for 128 slots), not nslots, spread over
+ * them all instead of the first nslots. *periods counts the periods (add: 1 + a timer's overruns) since the last
+ * sample kept: the next sample kept weighs that much (the caller zeroes it then). Pure.
+ */
+#define PRS_RING_THIN_MAX 64
+static inline bool prs_ring_thin_skip(uint64_t written, uint64_t read, uint32_t nslots,
+				      uint32_t *periods, uint32_t add)
+{
+	uint64_t lag = written > read ? written - read : 0;
+	uint64_t left = nslots > lag ? nslots - lag : 1;
+	uint32_t thin = 1;
+
+	while (thin < PRS_RING_THIN_MAX && left * thin * 2 <= nslots)
+		thin *= 2;
+	*periods = *periods + add < 1000000 ? *periods + add : 1000000;
+	return *periods < thin;
 }
 
 /* Consumer: true when slot sl holds a sample to read (its contents are then visible). */

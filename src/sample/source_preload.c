@@ -43,6 +43,7 @@
 struct ring_counts {
 	uint64_t written, dropped, timers, perf_clocks, py_walks, foreign, offcpu, code_reused;
 	uint64_t children_lost;
+	uint64_t exit_unread, exit_wait_max_ns; /* the followed processes' waits at their exit */
 	bool handler, sigprof;
 };
 
@@ -66,6 +67,7 @@ struct prs_preload {
 	struct prs_preload_tree *tree;
 	struct ring_counts sum;
 	uint64_t children_seen;       /* forked children whose rings were announced */
+	uint64_t read;                /* samples read from the ring (backlog) */
 };
 
 void prs_preload_free(struct prs_preload *p)
@@ -364,7 +366,10 @@ static void drain(struct prs_sampler *s, struct prs_target *tg, struct prs_prelo
 		if (slot_current(s, tg, p, sl))
 			record_slot(s, tg, p, sl);
 		prs_ring_release(sl);
+		p->read++;
 	}
+	/* the agent thins its samples while this lags (agent.c thin_out) */
+	__atomic_store_n(&p->h->read, p->read, __ATOMIC_RELEASE);
 	if (tg->py) {
 		prs_py_end(tg->py);
 		prs_target_py_names(s, tg);
@@ -439,14 +444,11 @@ static void catch_up(struct prs_sampler *s, uint64_t now_ns)
 	}
 }
 
-static void preload_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
+/* Reads tg's ring: its unwinder made at the first look (once the agent runs: the loader has
+ * mapped every library by then; at the exec, only the program and the loader are there). */
+static void read_ring(struct prs_sampler *s, struct prs_target *tg, struct prs_preload *p,
+		      uint64_t now_ns)
 {
-	struct prs_preload *p = tg->preload;
-
-	if (!p)
-		return;
-	/* The maps are read once the agent runs: the loader has mapped every library by then (at
-	 * the exec, only the program and the loader are there). */
 	if (!tg->uw && p->agent_seen) {
 		catch_up(s, now_ns);
 		if (prs_unwinder_new(tg->pid, &tg->uw, NULL) == 0)
@@ -455,7 +457,77 @@ static void preload_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t 
 	prs_target_refresh_maps(tg, now_ns);
 	p->off.refreshed = false;
 	drain(s, tg, p);
-	prs_preload_offcpu(s, tg, now_ns, &p->off);
+}
+
+/* A followed process waits at its exit for its samples to be read (follow-agent.h). */
+static bool exiting(const struct prs_preload *p)
+{
+	return __atomic_load_n(&p->h->exit_ns, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* Samples written and not read yet (the agent's count, the program's to spoil: a guess for
+ * what to read first, nothing more). */
+static uint64_t backlog(const struct prs_preload *p)
+{
+	uint64_t written = __atomic_load_n(&p->h->written, __ATOMIC_RELAXED);
+
+	return written > p->read ? written - p->read : 0;
+}
+
+/* Whether target tg's ring is to be read now, before the next target's look: its process waits
+ * at its exit (exiting), or more than half its slots are unread. */
+static bool urgent(const struct prs_target *tg, bool exiting_only)
+{
+	const struct prs_preload *p = tg->preload;
+	uint64_t b;
+
+	if (!p || tg->exited || !tg->own_image)
+		return false;
+	b = backlog(p);
+	return b > 0 && (exiting(p) || (!exiting_only && b >= p->nslots / 2));
+}
+
+static void serve(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
+{
+	check_agent(s, tg->preload);
+	read_ring(s, tg, tg->preload, now_ns);
+}
+
+/*
+ * The rings that cannot wait for their turn are read before each target's look: a process
+ * waiting at its exit for its samples to be read first (again after each of the others), then a
+ * ring half full. On a machine the tree keeps busy, pyrsprof gets 1/N of it, and a round of looks
+ * over a tree of ~27 processes took seconds (each new process's first look: its unwinder, its
+ * interpreter, cold unwinds): the exit waits ran into their bound, their samples were read after
+ * the exit, unnamed, and the rings of the others filled (a spawned worker's 128 slots held its
+ * start-up, its work was dropped).
+ */
+static void serve_urgent(struct prs_sampler *s, uint64_t now_ns)
+{
+	for (size_t i = 0; i < s->ntargets; i++)
+		if (urgent(s->targets[i], true))
+			serve(s, s->targets[i], now_ns);
+	for (size_t i = 0; i < s->ntargets; i++) {
+		if (!urgent(s->targets[i], false))
+			continue;
+		serve(s, s->targets[i], now_ns);
+		for (size_t j = 0; j < s->ntargets; j++)
+			if (urgent(s->targets[j], true))
+				serve(s, s->targets[j], now_ns);
+	}
+}
+
+static void preload_tick(struct prs_sampler *s, struct prs_target *tg, uint64_t now_ns)
+{
+	struct prs_preload *p = tg->preload;
+
+	if (!p)
+		return;
+	serve_urgent(s, now_ns);
+	read_ring(s, tg, p, now_ns);
+	/* an exiting process's time since its exit began is the agent's wait, not the program's */
+	if (!exiting(p))
+		prs_preload_offcpu(s, tg, now_ns, &p->off);
 	prune_threads(tg, p, now_ns);
 }
 
@@ -471,6 +543,7 @@ static void add_meta_count(struct prs_sampler *s, const char *key, uint64_t v)
 static void count_ring(struct ring_counts *c, const struct prs_target *tg, const struct prs_preload *p)
 {
 	struct prs_ring_hdr *h = p->h;
+	uint64_t wait;
 
 	c->written += __atomic_load_n(&h->written, __ATOMIC_RELAXED);
 	c->dropped += __atomic_load_n(&h->dropped, __ATOMIC_RELAXED);
@@ -479,6 +552,10 @@ static void count_ring(struct ring_counts *c, const struct prs_target *tg, const
 	c->py_walks += __atomic_load_n(&h->py_walks, __ATOMIC_RELAXED);
 	c->foreign += __atomic_load_n(&h->foreign, __ATOMIC_RELAXED);
 	c->children_lost += __atomic_load_n(&h->children_lost, __ATOMIC_RELAXED);
+	c->exit_unread += __atomic_load_n(&h->exit_unread, __ATOMIC_RELAXED);
+	wait = __atomic_load_n(&h->exit_wait_ns, __ATOMIC_RELAXED);
+	if (wait > c->exit_wait_max_ns)
+		c->exit_wait_max_ns = wait;
 	c->handler |= __atomic_load_n(&h->program_handler, __ATOMIC_RELAXED) != 0;
 	c->sigprof |= __atomic_load_n(&h->program_sigprof, __ATOMIC_RELAXED) != 0;
 	c->offcpu += p->off.samples;
@@ -528,11 +605,19 @@ static void write_counts(struct prs_sampler *s, const struct ring_counts *c,
 	add_meta_count(s, "preload_py_walks", c->py_walks);
 	add_meta_count(s, "preload_offcpu_samples", c->offcpu);
 	add_meta_count(s, "preload_py_code_reused", c->code_reused);
-	if (root->tree)
+	if (root->tree) {
 		add_meta_count(s, "preload_processes_unfollowed", lost);
+		add_meta_count(s, "preload_exit_unread", c->exit_unread);
+		add_meta_count(s, "preload_exit_wait_max_ms", c->exit_wait_max_ns / 1000000);
+	}
 	if (c->dropped)
 		prs_session_note(s, "the preload ring was full %llu time%s: those samples were dropped",
 				 (unsigned long long)c->dropped, c->dropped == 1 ? "" : "s");
+	if (c->exit_unread)
+		prs_session_note(s, "%llu sample%s of processes of the tree were still unread when they "
+				 "exited (pyrsprof late by more than their %.0f s wait): their Python frames "
+				 "could not be named", (unsigned long long)c->exit_unread,
+				 c->exit_unread == 1 ? "" : "s", PRS_FOLLOW_EXIT_WAIT_NS / 1e9);
 	if (lost)
 		prs_session_note(s, "%llu child process%s ran unprofiled: %s ring could not be made, "
 				 "announced or mapped (a limit: descriptors, memory)",
@@ -599,6 +684,7 @@ int prs_preload_adopt(struct prs_sampler *s, struct prs_target *tg, struct prs_r
 		count_ring(&root->sum, tg, p);
 		munmap(p->h, p->size);
 		p->off.samples = 0;
+		p->read = 0;
 		p->py_published = false;
 		p->agent_seen = false;
 		prs_target_exec(tg, true);

@@ -26,7 +26,7 @@ import pyrs_testlib as T  # noqa: E402
 from pyrs_testlib import python_or_skip  # noqa: E402
 from conftest import (assert_bad_input, assert_clean, body_range, enough_cpu_samples,  # noqa: E402
                       read_truth_cpu_s, read_truth_split,
-                      steady_run, thread_root, thread_tids, total)
+                      steady_run, thread_root, thread_tids, total, TARGET_SRC)
 from test_python_cli import PARAMS, record_py  # noqa: E402
 
 PRELOAD = ["--mode", "preload"]
@@ -194,6 +194,18 @@ def test_exec_that_clears_ld_preload_is_said(run_prs, targets, outdir):
     res = run_prs(["run", *PRELOAD, "-o", outdir / "e", "--", "env", targets / "cpu_split", "0.3"],
                   timeout=30)
     assert res.rc == 0 and "did not start in" not in res.err, res.describe()
+
+
+def test_vfork_child_exec_is_not_the_process_exec(run_prs, outdir):
+    """A spawn pool execs its workers from vfork children (CPython's _posixsubprocess): a vfork
+    child shares its parent's memory, so its exec wrapper wrote the exec's word in the parent's
+    ring, and pyrsprof said at the end that the pool's parent had exec'ed a program the agent
+    did not start in. The parent never exec'ed: no such note, its samples to its end."""
+    res = run_prs(["run", *PRELOAD, "-r", "200", "-o", outdir / "v", "--", "/usr/bin/python3",
+                   TARGET_SRC / "py" / "pool.py", "spawn", "0.3"], timeout=60)
+    assert_clean(res)
+    assert res.rc == 0 and "done" in res.out, res.describe()
+    assert "did not start in" not in res.err, res.err
 
 
 def test_agent_path_from_the_environment(run_prs, targets, outdir):

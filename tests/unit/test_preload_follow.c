@@ -5,9 +5,12 @@
  * malformed refused), the check pyrsprof makes of a ring a process announces
  * (prs_ring_check: its size, shape and owner), and a ring made and announced by the agent's
  * code (src/agent/follow.c) received on a socket like pyrsprof's, with the sender's pid from the
- * kernel (SO_PEERCRED), after the sender has exited.
+ * kernel (SO_PEERCRED), after the sender has exited; the wait of a followed process at its exit
+ * for its samples to be read (prs_follow_await_reader), and the thinning of a ring pyrsprof
+ * reads late (prs_ring_thin_skip).
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/follow-agent.h"
@@ -155,6 +159,7 @@ Test(preload_follow, child_ring_announced_with_its_pid)
 	cr_assert_neq(h, MAP_FAILED);
 	cr_assert(prs_ring_check(h, prs_ring_size(8, 256), 8, 256, child));
 	cr_assert_eq(h->period_ns, 1000000u);
+	cr_assert_eq(h->profiler_pid, getpid(), "the listener, for the exit wait");
 	munmap(h, (size_t)prs_ring_size(8, 256));
 	close(fd);
 	/* nobody listening (pyrsprof gone): no ring, the process runs unprofiled */
@@ -164,4 +169,148 @@ Test(preload_follow, child_ring_announced_with_its_pid)
 
 		cr_assert_null(prs_follow_make_ring(&cfg, getpid(), getppid(), false, &size));
 	}
+}
+
+/* ---- the exit wait (prs_follow_await_reader) ---- */
+
+#define WAIT_SLOTS 8
+#define WAIT_CAP 64
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A ring of WAIT_SLOTS whose slots 0-2 hold samples of tickets 0-2, and slot 3 one of ticket 9
+ * (written by another thread after the exit began: not waited for); the ticket is at 5. */
+static struct prs_ring_hdr *ring_with_unread(pid_t reader)
+{
+	size_t size = (size_t)prs_ring_size(WAIT_SLOTS, WAIT_CAP);
+	struct prs_ring_hdr *h = mmap(NULL, size, PROT_READ | PROT_WRITE,
+				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	cr_assert_neq(h, MAP_FAILED);
+	h->nslots = WAIT_SLOTS;
+	h->stack_cap = WAIT_CAP;
+	h->slot_size = prs_ring_slot_size(WAIT_CAP);
+	h->slots_off = prs_ring_slots_off();
+	h->profiler_pid = reader;
+	h->ticket = 5;
+	for (uint32_t i = 0; i < 4; i++) {
+		prs_ring_slot(h, i)->seq = i < 3 ? i : 9;
+		prs_ring_publish(h, prs_ring_slot(h, i));
+	}
+	return h;
+}
+
+static void *read_late(void *arg)
+{
+	struct prs_ring_hdr *h = arg;
+	struct timespec nap = { 0, 150 * 1000000 };
+
+	nanosleep(&nap, NULL);
+	for (uint32_t i = 0; i < 3; i++)
+		prs_ring_release(prs_ring_slot(h, i));
+	return NULL;
+}
+
+Test(preload_follow, exit_waits_until_its_samples_are_read)
+{
+	struct prs_ring_hdr *h = ring_with_unread(getpid());
+	pthread_t reader;
+	uint64_t t0 = mono_ms(), took;
+
+	cr_assert_eq(pthread_create(&reader, NULL, read_late, h), 0);
+	prs_follow_await_reader(h, WAIT_SLOTS);
+	took = mono_ms() - t0;
+	pthread_join(reader, NULL);
+	cr_assert_geq(took, 150, "returned after %llu ms, before the reader", (unsigned long long)took);
+	cr_assert_lt(took, 1500, "waited %llu ms for a slot written after the exit began",
+		     (unsigned long long)took);
+	cr_assert_eq(h->exit_unread, 0u);
+	cr_assert_geq(h->exit_wait_ns, 150000000u);
+	cr_assert_neq(h->exit_ns, 0u, "pyrsprof leaves the time from here out of the wall view");
+	munmap(h, (size_t)prs_ring_size(WAIT_SLOTS, WAIT_CAP));
+}
+
+Test(preload_follow, exit_wait_ends_when_pyrsprof_is_gone_or_stopped)
+{
+	struct prs_ring_hdr *h;
+	pid_t gone = fork();
+	uint64_t t0;
+
+	if (gone == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(gone, NULL, 0), gone);
+	/* killed (kill -9 of pyrsprof): nobody reads the ring any more */
+	h = ring_with_unread(gone);
+	t0 = mono_ms();
+	prs_follow_await_reader(h, WAIT_SLOTS);
+	cr_assert_lt(mono_ms() - t0, 500);
+	cr_assert_eq(h->exit_unread, 3u, "the 3 samples of before the exit, said unread");
+	munmap(h, (size_t)prs_ring_size(WAIT_SLOTS, WAIT_CAP));
+	/* told to stop: its end drained every ring it will read */
+	h = ring_with_unread(getpid());
+	h->stop = 1;
+	t0 = mono_ms();
+	prs_follow_await_reader(h, WAIT_SLOTS);
+	cr_assert_lt(mono_ms() - t0, 500);
+	cr_assert_eq(h->exit_unread, 3u);
+	munmap(h, (size_t)prs_ring_size(WAIT_SLOTS, WAIT_CAP));
+}
+
+/* ---- thinning (prs_ring_thin_skip) ---- */
+
+/* A producer of one sample a period into a ring of n slots nobody reads: the periods until it
+ * is full, the weights of the samples kept in w (n of them). */
+static uint32_t fill_unread(uint32_t n, uint32_t *w)
+{
+	uint32_t periods = 0, since = 0, written = 0;
+
+	while (written < n) {
+		periods++;
+		if (prs_ring_thin_skip(written, 0, n, &since, 1))
+			continue;
+		w[written++] = since;
+		since = 0;
+	}
+	return periods;
+}
+
+Test(preload_follow, a_ring_read_late_is_thinned_not_cut)
+{
+	uint32_t w[128], periods = fill_unread(128, w), sum = 0;
+
+	for (uint32_t i = 0; i < 128; i++) {
+		sum += w[i];
+		if (i < 64)
+			cr_assert_eq(w[i], 1u, "sample %u: every period while half the ring is free", i);
+		else
+			cr_assert_geq(w[i], w[i - 1], "the weight grows as the ring fills");
+		cr_assert_leq(w[i], PRS_RING_THIN_MAX);
+	}
+	cr_assert_eq(sum, periods, "every period is in a sample's weight");
+	cr_assert_eq(periods, 512u, "4 periods a slot: the run of a process read late, not its start");
+}
+
+Test(preload_follow, a_ring_read_in_time_is_not_thinned)
+{
+	uint32_t since = 0;
+	uint64_t written = 0, read = 0;
+
+	for (int p = 0; p < 10000; p++) {
+		cr_assert_not(prs_ring_thin_skip(written, read, 128, &since, 1), "period %d", p);
+		cr_assert_eq(since, 1u);
+		since = 0;
+		written++;
+		if (written - read >= 63) /* pyrsprof reads before half the ring is used */
+			read = written;
+	}
+	/* a POSIX timer's overruns are periods too */
+	since = 0;
+	cr_assert_not(prs_ring_thin_skip(0, 0, 128, &since, 4));
+	cr_assert_eq(since, 4u);
 }
