@@ -52,16 +52,17 @@ struct prs_view_opts {
 	bool python_stacks;   /* the Python stack view (--stacks python): see prs_view_python_frames() */
 };
 
-/* One distinct stack of the view: the sum of the samples that share it. */
+/* One distinct stack of the view: the sum of the samples that share it. 28 bytes, 4-aligned (32
+ * unpacked: a view of a 1M-sample recording holds 100-500k of them, issue 13's memory goal). */
 struct prs_view_stack {
 	uint32_t stack;   /* the profile's stack */
 	uint32_t leaf;    /* the off-CPU leaf (a view frame id), or PRS_VIEW_NONE */
 	int32_t pid, tid; /* of its samples when the view keeps them apart, else 0 (tid without per_thread
 			   * or by_thread; pid with merge_processes, or one process without by_thread) */
-	uint32_t nroots;  /* how many root frames its frames start with (0..2) */
-	bool empty;       /* no frame of the profile and no leaf: its frames end with "[empty stack]" */
 	uint64_t weight;  /* the sum of its samples' weights (a sample of weight 0 counts, with 0) */
-};
+	uint8_t nroots;   /* how many root frames its frames start with (0..2) */
+	bool empty;       /* no frame of the profile and no leaf: its frames end with "[empty stack]" */
+} __attribute__((packed, aligned(4)));
 
 /* A frame of the view, as prs_view_frame() describes it. Strings are borrowed (see there). */
 struct prs_view_frame {

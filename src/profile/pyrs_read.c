@@ -308,9 +308,9 @@ static int block_samples(struct reader *rd, size_t n)
 			j++;
 		}
 		s->tid = tid;
-		if ((rc = sample_time(rd, t, b->dt[k], &s->time_ns)))
+		if ((rc = sample_time(rd, t, b->dt[k], &t)))
 			return rc;
-		t = s->time_ns;
+		s->time_ns = t;
 		l->in_block = seq;
 		l->at = (uint32_t)k;
 	}
@@ -439,13 +439,14 @@ static int parse_record(struct reader *rd, uint8_t type, const uint8_t *data, si
 	case PRS_REC_SAMPLE: {
 		struct prs_sample s;
 		int64_t tid = prs_zigzag_decode(get(&c)), dt = prs_zigzag_decode(get(&c));
-		uint64_t state = get(&c), sc = get(&c), stack = get(&c), weight = get(&c);
+		uint64_t state = get(&c), sc = get(&c), stack = get(&c), weight = get(&c), t = 0;
 
 		if (c.bad || tid < INT32_MIN || tid > INT32_MAX)
 			return corrupt(rd, "bad sample record");
 		if ((rc = sample_fields(rd, &s, state, sc, stack, weight)) ||
-		    (rc = sample_time(rd, rd->last_time_ns, dt, &s.time_ns)))
+		    (rc = sample_time(rd, rd->last_time_ns, dt, &t)))
 			return rc;
+		s.time_ns = t;
 		s.tid = (int32_t)tid;
 		s.flags = 0;
 		/* Appended fields (see docs/pyrs-format.md), absent in older files: flags, then the
