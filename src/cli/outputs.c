@@ -89,8 +89,12 @@ int cli_write_stats(const char *dir, const struct prs_sampler_stats *st, double 
 						   (json_int_t)st->reuse_lost));
 	json_object_set_new(j, "read_asleep", json_integer((json_int_t)st->read_asleep));
 	json_object_set_new(j, "cpu_samples_from_stops",
-			    json_pack("{s:I, s:I}", "all", (json_int_t)st->cpu_stopped, "preempted",
-				      (json_int_t)st->cpu_preempted));
+			    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "all", (json_int_t)st->cpu_stopped,
+				      "preempted", (json_int_t)st->cpu_preempted, "preempted_kept_stop",
+				      (json_int_t)st->cpu_preempted_stop, "from_perf",
+				      (json_int_t)st->cpu_from_perf, "from_perf_again",
+				      (json_int_t)st->cpu_perf_reused, "contended_without_perf",
+				      (json_int_t)st->cpu_without_perf));
 	if (sym)
 		json_object_set_new(j, "symbols",
 				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",

@@ -151,7 +151,7 @@ static int open_kstack(uint64_t period_ns, struct ev *e)
 {
 	struct perf_event_attr a;
 
-	prs_kstack_attr(&a, period_ns);
+	prs_kstack_attr(&a, period_ns, false);
 	return open_attr(&a, 8, e);
 }
 
