@@ -144,6 +144,9 @@ struct prs_sampler_stats {
 	uint64_t kstack_perf_samples, kstack_matched, kstack_lowered_samples, kstack_period_changes;
 	/* the kernel-mode share of those perf samples, each weighed by its rate's period */
 	double kstack_perf_kernel_share;
+	/* on-CPU thread-samples whose thread's event was held at the probe's rate, not lowered (its
+	 * recent stops found it preempted: src/sample/kstack_rate-internal.h) */
+	uint64_t kstack_held_samples;
 	/* Per-thread perf events wait until a thread has lived through a tick (a thread-per-request
 	 * server's threads mostly do not): kernel-stack events opened, running thread-samples of
 	 * threads at their first tick (no event yet: no kernel frames); switch-record events

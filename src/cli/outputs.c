@@ -70,14 +70,15 @@ int cli_write_stats(const char *dir, const struct prs_sampler_stats *st, double 
 				      "processes", (json_int_t)st->processes_adopted, "execs",
 				      (json_int_t)st->execs_found));
 	json_object_set_new(j, "kernel_stacks",
-			    json_pack("{s:I, s:I, s:I, s:I, s:f, s:I, s:I}", "perf_samples",
+			    json_pack("{s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I}", "perf_samples",
 				      (json_int_t)st->kstack_perf_samples, "matched",
 				      (json_int_t)st->kstack_matched, "lowered_samples",
 				      (json_int_t)st->kstack_lowered_samples, "period_changes",
 				      (json_int_t)st->kstack_period_changes, "perf_kernel_share",
 				      st->kstack_perf_kernel_share, "threads_opened",
 				      (json_int_t)st->kstack_opened, "young_samples",
-				      (json_int_t)st->kstack_young));
+				      (json_int_t)st->kstack_young, "held_samples",
+				      (json_int_t)st->kstack_held_samples));
 	json_object_set_new(j, "exit_accounting",
 			    json_pack("{s:I, s:I}", "read", (json_int_t)st->exit_acct_read,
 				      "left_to_taskstats", (json_int_t)st->exit_acct_taskstats));

@@ -126,6 +126,9 @@ struct prs_kstack_count {
 	/* with user stacks: on-CPU samples of contended threads given a perf sample's native stack
 	 * (prs_kstack_user): a new one, one given once already, or none (the stop's stack stays) */
 	uint64_t user_taken, user_reused, user_missed;
+	/* on-CPU thread-samples whose thread's rate was held at the probe's (prs_krate_preempted):
+	 * its recent stops found it preempted */
+	uint64_t held_samples;
 };
 /* Fills c (zeros for NULL). */
 void prs_kstack_counts(const struct prs_kstack *ks, struct prs_kstack_count *c);

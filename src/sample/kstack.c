@@ -50,7 +50,7 @@ struct prs_kstack {
 	bool on;
 	bool user_stacks;       /* the samples carry user registers and stack (prs_kstack_user) */
 	const struct prs_ksample_fmt *fmt; /* their layout */
-	uint64_t user_taken, user_reused, user_missed; /* (prs_kstack_counts) */
+	uint64_t user_taken, user_reused, user_missed, held_samples; /* (prs_kstack_counts) */
 	char why[320];
 };
 
@@ -187,6 +187,7 @@ void prs_kstack_counts(const struct prs_kstack *ks, struct prs_kstack_count *c)
 	c->user_taken = ks->user_taken;
 	c->user_missed = ks->user_missed;
 	c->user_reused = ks->user_reused;
+	c->held_samples = ks->held_samples;
 }
 
 void prs_kstack_free(struct prs_kstack *ks)
@@ -406,8 +407,10 @@ uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct
 		return stack;
 	/* a thread whose stops find it preempted keeps a perf sample per period of its CPU time:
 	 * its CPU view's native stacks (prs_kstack_user) */
-	if (on_cpu && k->ustack)
+	if (on_cpu && k->ustack) {
+		ks->held_samples += k->rate.held;
 		prs_krate_preempted(&k->rate, stop->preempted);
+	}
 	/* the rate the perf samples before this tick were taken at */
 	if (on_cpu && k->ev_mult == PRS_KRATE_LOWER)
 		ks->lowered_samples++;

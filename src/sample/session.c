@@ -638,6 +638,7 @@ void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats
 	stats->kstack_perf_kernel_share = kc.perf_kernel_share;
 	stats->kstack_opened = kc.opened;
 	stats->kstack_young = kc.young;
+	stats->kstack_held_samples = kc.held_samples;
 	stats->cpu_from_perf = kc.user_taken + kc.user_reused;
 	stats->cpu_perf_reused = kc.user_reused;
 	stats->cpu_without_perf = kc.user_missed;
