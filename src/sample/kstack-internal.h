@@ -52,6 +52,7 @@
 
 #include "pyrsprof/profile.h"
 #include "pyrsprof/types.h"
+#include "sample/ksample-internal.h"
 #include "sample/kstack_rate-internal.h"
 
 #define PRS_KSTACK_MAX 64       /* kernel frames kept per sample */
@@ -85,6 +86,7 @@ struct prs_kthr {
 	struct prs_krate rate;  /* the rate its perf samples ask for (kstack_rate.c) */
 	uint32_t ev_mult;       /* its event's period, in full ones (prs_krate_mult) */
 	/* with user stacks (ptrace mode): the last perf sample's user registers and stack */
+	const struct prs_ksample_fmt *fmt; /* its samples' layout */
 	uint8_t *ustack;        /* PRS_KSTACK_USTACK bytes (NULL: none kept) */
 	size_t ustack_len;
 	struct prs_regs uregs;
@@ -98,6 +100,7 @@ struct prs_kstop {
 	uint64_t cont_ns;       /* resumed: perf samples up to then are of this tick */
 	uint64_t user_pc;       /* the user PC in the stop */
 	bool preempted;         /* the stop found it preempted (balance-internal.h: ambiguous) */
+	bool native;            /* not a Python thread: its event may take user stacks */
 };
 
 /*

@@ -49,7 +49,6 @@ struct prs_kstack {
 	size_t nirq;
 	bool on;
 	bool user_stacks;       /* the samples carry user registers and stack (prs_kstack_user) */
-	const struct prs_ksample_fmt *fmt; /* their layout */
 	uint64_t user_taken, user_reused, user_missed, held_samples; /* (prs_kstack_counts) */
 	char why[320];
 };
@@ -78,11 +77,11 @@ void prs_kstack_attr(struct perf_event_attr *a, uint64_t sample_ns, bool user_st
 	}
 }
 
-static int open_event(const struct prs_kstack *ks, pid_t tid, uint64_t sample_ns)
+static int open_event(pid_t tid, uint64_t sample_ns, bool user_stacks)
 {
 	struct perf_event_attr a;
 
-	prs_kstack_attr(&a, sample_ns, ks->user_stacks);
+	prs_kstack_attr(&a, sample_ns, user_stacks);
 	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
@@ -128,15 +127,13 @@ struct prs_kstack *prs_kstack_new(uint64_t period_ns, struct prs_profile *prof, 
 	 * Capped at 400 per CPU second, the 200 Hz rate (at 1000 Hz: 1 per 2.5 ticks). */
 	ks->sample_ns = prs_krate_full_ns(period_ns);
 	ks->user_stacks = user_stacks;
-	ks->fmt = user_stacks ? &prs_ksample_unwind : &prs_ksample_ip_only;
 	/* the same event on ourselves: refused when it would be on the target's threads (traced, they
 	 * give ptrace access; in preload mode the first refusal there is said: kthr_new) */
-	fd = open_event(ks, 0, ks->sample_ns);
+	fd = open_event(0, ks->sample_ns, user_stacks);
 	if (fd < 0 && user_stacks) {
 		/* (a kernel that refuses user stacks: kernel frames only, as before) */
 		ks->user_stacks = false;
-		ks->fmt = &prs_ksample_ip_only;
-		fd = open_event(ks, 0, ks->sample_ns);
+		fd = open_event(0, ks->sample_ns, false);
 	}
 	if (fd < 0) {
 		explain(ks, errno);
@@ -209,12 +206,14 @@ void prs_kthr_free(struct prs_kthr *kt)
 	free(kt);
 }
 
-static unsigned ring_pages(const struct prs_kstack *ks)
+static unsigned ring_pages(const struct prs_kthr *kt)
 {
-	return ks->user_stacks ? RING_PAGES_USER : RING_PAGES;
+	return kt->fmt == &prs_ksample_unwind ? RING_PAGES_USER : RING_PAGES;
 }
 
-static struct prs_kthr *kthr_new(struct prs_kstack *ks, pid_t tid)
+/* Opens tid's event; with user stacks (and not Python's: its stacks would not be used,
+ * prs_kstack_user) when `native`. */
+static struct prs_kthr *kthr_new(struct prs_kstack *ks, pid_t tid, bool native)
 {
 	struct prs_kthr *kt = calloc(1, sizeof(*kt));
 	long page = sysconf(_SC_PAGESIZE);
@@ -224,7 +223,10 @@ static struct prs_kthr *kthr_new(struct prs_kstack *ks, pid_t tid)
 	kt->ks = ks;
 	kt->ring = MAP_FAILED;
 	/* at the probe's rate (kstack_rate-internal.h) */
-	kt->fd = ks->nevents < MAX_EVENTS ? open_event(ks, tid, ks->sample_ns * PRS_KRATE_PROBE) : -1;
+	kt->fmt = ks->user_stacks && native ? &prs_ksample_unwind : &prs_ksample_ip_only;
+	kt->fd = ks->nevents < MAX_EVENTS ?
+			 open_event(tid, ks->sample_ns * PRS_KRATE_PROBE, kt->fmt == &prs_ksample_unwind) :
+			 -1;
 	if (kt->fd < 0 && (errno == EACCES || errno == EPERM) && !ks->opened) {
 		/* untraced (preload mode): allowed on pyrsprof, refused on the program */
 		snprintf(ks->why, sizeof(ks->why), "kernel stacks unavailable: perf_event_open refused "
@@ -238,9 +240,9 @@ static struct prs_kthr *kthr_new(struct prs_kstack *ks, pid_t tid)
 	ks->opened++;
 	prs_krate_init(&kt->rate, ks->sample_ns);
 	kt->ev_mult = prs_krate_mult(&kt->rate);
-	kt->ring_len = (size_t)page * (1 + ring_pages(ks));
+	kt->ring_len = (size_t)page * (1 + ring_pages(kt));
 	kt->ring = mmap(NULL, kt->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, kt->fd, 0);
-	if (ks->user_stacks)
+	if (kt->fmt == &prs_ksample_unwind)
 		kt->ustack = malloc(PRS_KSTACK_USTACK); /* (NULL: no user stacks for it) */
 	return kt;
 }
@@ -321,7 +323,7 @@ static struct prs_kring ring_of(const struct prs_kthr *kt)
 
 	if (!mp->data_offset) { /* (kernels before 4.1) */
 		r.data = (const uint8_t *)kt->ring + sysconf(_SC_PAGESIZE);
-		r.size = (uint64_t)ring_pages(kt->ks) * (uint64_t)sysconf(_SC_PAGESIZE);
+		r.size = (uint64_t)ring_pages(kt) * (uint64_t)sysconf(_SC_PAGESIZE);
 	}
 	return r;
 }
@@ -348,7 +350,7 @@ static void drain(struct prs_kstack *ks, struct prs_kthr *kt, uint64_t until_ns)
 			tail = head; /* malformed: drop what is there */
 			break;
 		}
-		if (h.type == PERF_RECORD_SAMPLE && prs_ksample_read(&r, tail, h.size, ks->fmt, &k)) {
+		if (h.type == PERF_RECORD_SAMPLE && prs_ksample_read(&r, tail, h.size, kt->fmt, &k)) {
 			if (k.time > until_ns)
 				break; /* of the next tick: left in the ring */
 			ks->perf_samples++;
@@ -398,7 +400,7 @@ uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct
 			ks->young++; /* (no perf sample before this stop anyway) */
 			return stack;
 		}
-		*kt = kthr_new(ks, tid);
+		*kt = kthr_new(ks, tid, stop->native);
 		if (!*kt)
 			return stack;
 	}
