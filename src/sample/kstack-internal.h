@@ -37,6 +37,23 @@
  * those during its handler are not, and the user PC to match is the one the signal interrupted
  * (a fault's signal is delivered as it returns to the faulting instruction, a syscall's after it).
  *
+ * The CPU view of a contended thread (ptrace mode only: prs_kstack_new's user_stacks). A thread
+ * that waits for its CPU is almost never found running by a stop: its stop is where it was
+ * preempted, and the on-CPU samples the CPU-time balance pays out there put the CPU view's split
+ * 22-66 points off (balance-internal.h). A cpu-clock perf sample fires while the thread runs, at
+ * an interrupt of its CPU time, as perf record's: so a native thread's event also takes its user
+ * registers and the top PRS_KSTACK_USTACK bytes of its stack (PERF_SAMPLE_REGS_USER and
+ * STACK_USER, as perf record --call-graph dwarf; records decoded by ksample.c), and an on-CPU
+ * sample whose stop found it preempted, or of a thread whose recent stops did
+ * (prs_krate_preempted), takes the native stack of its last perf sample before the interrupt,
+ * unwound by the same unwinder as the stops (prs_kstack_user; the rate is held at a perf sample
+ * per ~period of CPU time, PRS_KSTACK_USER_USES on-CPU samples per perf sample at most). Python
+ * threads do not: their Python frames are read at the stop, and a native stack of another moment
+ * would be merged with them wrongly. bench_contention_split.py: 2.7-4.4 points off, from 22-58.
+ * The copy costs the thread 7-9 us more per perf sample (kcost kstack-user-fast against
+ * kstack-fast: 34-36 us against 25-29, load 11); a held thread's ~1 perf sample per tick of its
+ * CPU: ~0.35 % of its time at 100 Hz.
+ *
  * Per tick and thread: one ring read (no syscall) and, per kernel frame, the interning of a raw
  * frame (a hash probe) in the profile's kernel mapping (PRS_KERNEL_MAPPING_PATH): nothing is named
  * on the sampling path. The symbolizer names those frames after the recording (and in each
