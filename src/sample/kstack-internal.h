@@ -100,6 +100,7 @@ struct prs_kthr {
 	uint64_t pcs[PRS_KSTACK_MAX]; /* the kernel frames matched this tick, innermost first */
 	int n;
 	uint64_t user_ip;       /* the user PC of that perf sample */
+	bool irq;               /* it was taken in an interrupt of the user code (interrupt_entry) */
 	struct prs_krate rate;  /* the rate its perf samples ask for (kstack_rate.c) */
 	uint32_t ev_mult;       /* its event's period, in full ones (prs_krate_mult) */
 	/* with user stacks (ptrace mode): the last perf sample's user registers and stack */
@@ -118,6 +119,7 @@ struct prs_kstop {
 	uint64_t user_pc;       /* the user PC in the stop */
 	bool preempted;         /* the stop found it preempted (balance-internal.h: ambiguous) */
 	bool native;            /* not a Python thread: its event may take user stacks */
+	bool from_perf;         /* the user stack is that of the last perf sample (prs_kstack_user) */
 };
 
 /*

@@ -308,7 +308,8 @@ static void see_sample(struct prs_kstack *ks, struct prs_kthr *kt, const struct 
 	/* an interrupt of user code does not keep the full rate: under load a pure-user thread is
 	 * preempted often, and 1 kernel sample in 30 kept it there (cpu_split_rs at 1000 Hz,
 	 * load 9) */
-	prs_krate_see(&kt->rate, in_kernel && !interrupt_entry(ks, r, k));
+	kt->irq = in_kernel && interrupt_entry(ks, r, k);
+	prs_krate_see(&kt->rate, in_kernel && !kt->irq);
 	kt->n = 0;
 	kt->user_ip = k->user_ip;
 	if (in_kernel)
@@ -425,6 +426,11 @@ uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct
 	/* the kernel was working for the user code that trapped there: the tick's own user PC (a
 	 * fault returns to the faulting instruction, a syscall to the one after it) */
 	if (k->user_ip != stop->user_pc || !k->n)
+		return stack;
+	/* a perf sample standing for a contended thread's on-CPU sample (prs_kstack_user) taken in
+	 * an interrupt of its user code: mostly the return from a preemption (the switch back in),
+	 * which the stops' own samples show only by chance; its user frame keeps the time */
+	if (stop->from_perf && k->irq)
 		return stack;
 	ks->matched++;
 	/* outermost (the kernel entry) first */

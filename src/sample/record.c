@@ -32,7 +32,7 @@ static uint32_t kernel_frames(struct prs_sampler *s, struct prs_thr *t, const st
 	/* (preempted: a native thread's, whose CPU view's stacks its perf samples can give,
 	 * preempted_stack) */
 	struct prs_kstop ks = { on_cpu, t->t_interrupt, t->t_cont, t->regs.r[PRS_REG_RIP],
-				on_cpu && native && t->bal.ambiguous, native };
+				on_cpu && native && t->bal.ambiguous, native, false };
 
 	if (!s->kstack || (!kstop && !s->src->traces))
 		return stack;
@@ -161,7 +161,7 @@ static int preempted_stack(struct prs_sampler *s, struct prs_target *tg, struct 
 	if (!s->kstack || !s->src->traces || !tg->uw || pt || !t->sampled ||
 	    t->state != PRS_STATE_RUNNING || !(t->bal.ambiguous || prs_kstack_contended(t->kthr)))
 		return -1;
-	*kstop = (struct prs_kstop){ true, t->t_interrupt, t->t_cont, 0, t->bal.ambiguous, true };
+	*kstop = (struct prs_kstop){ true, t->t_interrupt, t->t_cont, 0, t->bal.ambiguous, true, true };
 	if (!prs_kstack_user(s->kstack, t->kthr, kstop, &regs, &snap))
 		return -1;
 	kstop->user_pc = regs.r[PRS_REG_RIP];
