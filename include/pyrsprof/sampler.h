@@ -112,8 +112,14 @@ struct prs_sampler_stats {
 	/* ptrace: on-CPU samples taken from a thread's stop (cpu_stopped), and those of them taken
 	 * after the thread had to be given a CPU to stop (cpu_preempted: paid out as on-CPU by the
 	 * CPU balance, src/sample/balance-internal.h): their stack is where it was preempted, often
-	 * a syscall return, not where its CPU time went */
-	uint64_t cpu_stopped, cpu_preempted;
+	 * a syscall return, not where its CPU time went; cpu_preempted_stop: those of them that kept
+	 * that stack. The others, and all on-CPU samples of a thread its recent stops found
+	 * preempted (cpu_from_perf), were given the native stack of a perf sample taken while the
+	 * thread ran (a native thread with kernel-stack events: src/sample/kstack-internal.h,
+	 * prs_kstack_user); cpu_perf_reused of them a perf sample given once already, and
+	 * cpu_without_perf such samples that found none (the stop's stack stayed) */
+	uint64_t cpu_stopped, cpu_preempted, cpu_preempted_stop;
+	uint64_t cpu_from_perf, cpu_perf_reused, cpu_without_perf;
 	/* ptrace: threads found at a tick (started since the last one) and seized then; threads not
 	 * followed (the table was full); processes found at a tick (forked by a thread before it was
 	 * seized) and seized then (src/sample/newthreads.c) */
@@ -138,6 +144,9 @@ struct prs_sampler_stats {
 	uint64_t kstack_perf_samples, kstack_matched, kstack_lowered_samples, kstack_period_changes;
 	/* the kernel-mode share of those perf samples, each weighed by its rate's period */
 	double kstack_perf_kernel_share;
+	/* on-CPU thread-samples whose thread's event was held at the probe's rate, not lowered (its
+	 * recent stops found it preempted: src/sample/kstack_rate-internal.h) */
+	uint64_t kstack_held_samples;
 	/* Per-thread perf events wait until a thread has lived through a tick (a thread-per-request
 	 * server's threads mostly do not): kernel-stack events opened, running thread-samples of
 	 * threads at their first tick (no event yet: no kernel frames); switch-record events

@@ -70,14 +70,15 @@ int cli_write_stats(const char *dir, const struct prs_sampler_stats *st, double 
 				      "processes", (json_int_t)st->processes_adopted, "execs",
 				      (json_int_t)st->execs_found));
 	json_object_set_new(j, "kernel_stacks",
-			    json_pack("{s:I, s:I, s:I, s:I, s:f, s:I, s:I}", "perf_samples",
+			    json_pack("{s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I}", "perf_samples",
 				      (json_int_t)st->kstack_perf_samples, "matched",
 				      (json_int_t)st->kstack_matched, "lowered_samples",
 				      (json_int_t)st->kstack_lowered_samples, "period_changes",
 				      (json_int_t)st->kstack_period_changes, "perf_kernel_share",
 				      st->kstack_perf_kernel_share, "threads_opened",
 				      (json_int_t)st->kstack_opened, "young_samples",
-				      (json_int_t)st->kstack_young));
+				      (json_int_t)st->kstack_young, "held_samples",
+				      (json_int_t)st->kstack_held_samples));
 	json_object_set_new(j, "exit_accounting",
 			    json_pack("{s:I, s:I}", "read", (json_int_t)st->exit_acct_read,
 				      "left_to_taskstats", (json_int_t)st->exit_acct_taskstats));
@@ -89,8 +90,12 @@ int cli_write_stats(const char *dir, const struct prs_sampler_stats *st, double 
 						   (json_int_t)st->reuse_lost));
 	json_object_set_new(j, "read_asleep", json_integer((json_int_t)st->read_asleep));
 	json_object_set_new(j, "cpu_samples_from_stops",
-			    json_pack("{s:I, s:I}", "all", (json_int_t)st->cpu_stopped, "preempted",
-				      (json_int_t)st->cpu_preempted));
+			    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "all", (json_int_t)st->cpu_stopped,
+				      "preempted", (json_int_t)st->cpu_preempted, "preempted_kept_stop",
+				      (json_int_t)st->cpu_preempted_stop, "from_perf",
+				      (json_int_t)st->cpu_from_perf, "from_perf_again",
+				      (json_int_t)st->cpu_perf_reused, "contended_without_perf",
+				      (json_int_t)st->cpu_without_perf));
 	if (sym)
 		json_object_set_new(j, "symbols",
 				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",

@@ -24,8 +24,12 @@
  * would give 60-90: its runs follow the ticks' stops and resumes), and no stop shows where its
  * CPU time went: the CPU view's split is of preemption points (README, On-CPU vs waiting;
  * tests/bench/bench_contention_split.py). Taking the stack of the thread's last unambiguous
- * sample instead was tried: there is rarely a recent one to take. Such samples are counted
- * (stats cpu_preempted) and said (prs_sampler_health).
+ * sample instead was tried: there is rarely a recent one to take, and the unambiguous ones are
+ * biased too (the ticks that find it running come at a time of its runs set by the stops). So
+ * where perf events are permitted, a native thread's on-CPU samples take their native stack from
+ * a perf sample taken while it ran, while its stops find it preempted (record.c preempted_stack,
+ * kstack-internal.h). Such samples are counted (stats cpu_preempted), and those left with the
+ * stop's stack (cpu_preempted_stop) said (prs_sampler_health).
  * The balance is exact: a debt is never forgiven (clamping it, as an earlier version did at one
  * period, made the CPU view count 17-30 % too many samples of a thread sharing its CPU with a
  * spinner); only a surplus is capped (missed ticks must not bank a burst). The run-queue wait

@@ -115,12 +115,15 @@ static void check_stopped(const struct prs_sampler_stats *st, double rate_hz,
 
 /* ptrace under CPU contention: the on-CPU samples of threads that waited for a CPU are where they
  * were preempted (sample/balance-internal.h), so the CPU view's split is not where the CPU time
- * went; preload samples on each thread's CPU clock. */
+ * went; preload samples on each thread's CPU clock. Those given a perf sample's native stack
+ * instead (taken while the thread ran: src/sample/kstack-internal.h) are not counted. */
 static void check_preempted(const struct prs_sampler_stats *st, enum prs_source source,
 			    struct lines *l)
 {
-	if (source != PRS_SOURCE_PTRACE || st->cpu_preempted < PRS_HEALTH_MIN_COUNT ||
-	    (double)st->cpu_preempted <= PRS_HEALTH_PREEMPTED_SHARE * (double)st->cpu_stopped)
+	uint64_t left = st->cpu_preempted_stop;
+
+	if (source != PRS_SOURCE_PTRACE || left < PRS_HEALTH_MIN_COUNT ||
+	    (double)left <= PRS_HEALTH_PREEMPTED_SHARE * (double)st->cpu_stopped)
 		return;
 	add_line(l,
 		 "%llu of %llu on-CPU samples were taken where a thread stopped after waiting for a "
@@ -128,8 +131,8 @@ static void check_preempted(const struct prs_sampler_stats *st, enum prs_source 
 		 "its CPU time went; the CPU view's total follows its CPU time, but its split between "
 		 "functions can be off by up to %.0f %%: for the split use --mode preload, or leave a "
 		 "core free",
-		 (unsigned long long)st->cpu_preempted, (unsigned long long)st->cpu_stopped,
-		 100.0 * (double)st->cpu_preempted / (double)st->cpu_stopped);
+		 (unsigned long long)left, (unsigned long long)st->cpu_stopped,
+		 100.0 * (double)left / (double)st->cpu_stopped);
 }
 
 int prs_sampler_health(const struct prs_sampler_stats *st, double rate_hz, enum prs_source source,

@@ -37,6 +37,23 @@
  * those during its handler are not, and the user PC to match is the one the signal interrupted
  * (a fault's signal is delivered as it returns to the faulting instruction, a syscall's after it).
  *
+ * The CPU view of a contended thread (ptrace mode only: prs_kstack_new's user_stacks). A thread
+ * that waits for its CPU is almost never found running by a stop: its stop is where it was
+ * preempted, and the on-CPU samples the CPU-time balance pays out there put the CPU view's split
+ * 22-66 points off (balance-internal.h). A cpu-clock perf sample fires while the thread runs, at
+ * an interrupt of its CPU time, as perf record's: so a native thread's event also takes its user
+ * registers and the top PRS_KSTACK_USTACK bytes of its stack (PERF_SAMPLE_REGS_USER and
+ * STACK_USER, as perf record --call-graph dwarf; records decoded by ksample.c), and an on-CPU
+ * sample whose stop found it preempted, or of a thread whose recent stops did
+ * (prs_krate_preempted), takes the native stack of its last perf sample before the interrupt,
+ * unwound by the same unwinder as the stops (prs_kstack_user; the rate is held at a perf sample
+ * per ~period of CPU time, PRS_KSTACK_USER_USES on-CPU samples per perf sample at most). Python
+ * threads do not: their Python frames are read at the stop, and a native stack of another moment
+ * would be merged with them wrongly. bench_contention_split.py: 2.7-4.4 points off, from 22-58.
+ * The copy costs the thread 7-9 us more per perf sample (kcost kstack-user-fast against
+ * kstack-fast: 34-36 us against 25-29, load 11); a held thread's ~1 perf sample per tick of its
+ * CPU: ~0.35 % of its time at 100 Hz.
+ *
  * Per tick and thread: one ring read (no syscall) and, per kernel frame, the interning of a raw
  * frame (a hash probe) in the profile's kernel mapping (PRS_KERNEL_MAPPING_PATH): nothing is named
  * on the sampling path. The symbolizer names those frames after the recording (and in each
@@ -51,9 +68,13 @@
 #include <sys/types.h>
 
 #include "pyrsprof/profile.h"
+#include "pyrsprof/types.h"
+#include "sample/ksample-internal.h"
 #include "sample/kstack_rate-internal.h"
 
 #define PRS_KSTACK_MAX 64       /* kernel frames kept per sample */
+#define PRS_KSTACK_USTACK 8192  /* user stack bytes per perf sample (perf record's default) */
+#define PRS_KSTACK_USER_USES 2  /* on-CPU samples one perf sample may stand for */
 /* In preload mode, the kernel's delivery of the agent's signal before its handler starts (the
  * timer interrupt's exit to user mode: signal frame set-up, and a reschedule): measured 7-40 us
  * before the handler's clock on a pure-user spinner at 1000 Hz (busy, load 2). Its perf samples
@@ -67,7 +88,7 @@ struct prs_sampler;
 
 /* The attributes of a thread's event sampling every sample_ns of its CPU time (what
  * tests/bench/kcost.c measures the cost of). */
-void prs_kstack_attr(struct perf_event_attr *a, uint64_t sample_ns);
+void prs_kstack_attr(struct perf_event_attr *a, uint64_t sample_ns, bool user_stacks);
 
 /* One thread's event (allocated when it is first recorded running). */
 struct prs_kthr {
@@ -79,8 +100,15 @@ struct prs_kthr {
 	uint64_t pcs[PRS_KSTACK_MAX]; /* the kernel frames matched this tick, innermost first */
 	int n;
 	uint64_t user_ip;       /* the user PC of that perf sample */
+	bool irq;               /* it was taken in an interrupt of the user code (interrupt_entry) */
 	struct prs_krate rate;  /* the rate its perf samples ask for (kstack_rate.c) */
 	uint32_t ev_mult;       /* its event's period, in full ones (prs_krate_mult) */
+	/* with user stacks (ptrace mode): the last perf sample's user registers and stack */
+	const struct prs_ksample_fmt *fmt; /* its samples' layout */
+	uint8_t *ustack;        /* PRS_KSTACK_USTACK bytes (NULL: none kept) */
+	size_t ustack_len;
+	struct prs_regs uregs;
+	unsigned user_uses;     /* on-CPU samples it was given to (prs_kstack_user) */
 };
 
 /* A tick's stop of a thread, as the kernel frames are matched with it. */
@@ -89,6 +117,9 @@ struct prs_kstop {
 	uint64_t interrupt_ns;  /* PTRACE_INTERRUPT sent: perf samples up to then are candidates */
 	uint64_t cont_ns;       /* resumed: perf samples up to then are of this tick */
 	uint64_t user_pc;       /* the user PC in the stop */
+	bool preempted;         /* the stop found it preempted (balance-internal.h: ambiguous) */
+	bool native;            /* not a Python thread: its event may take user stacks */
+	bool from_perf;         /* the user stack is that of the last perf sample (prs_kstack_user) */
 };
 
 /*
@@ -97,7 +128,7 @@ struct prs_kstop {
  * from it at the end), and adds the kernel mapping to prof. Returns the state, or NULL (out of memory). When not permitted,
  * prs_kstack_on() is false and prs_kstack_why() says why and what to do, in one line.
  */
-struct prs_kstack *prs_kstack_new(uint64_t period_ns, struct prs_profile *prof);
+struct prs_kstack *prs_kstack_new(uint64_t period_ns, struct prs_profile *prof, bool user_stacks);
 bool prs_kstack_on(const struct prs_kstack *ks);
 const char *prs_kstack_why(const struct prs_kstack *ks);
 /* What the kernel stacks did so far (stats.json kernel_stacks). */
@@ -114,6 +145,12 @@ struct prs_kstack_count {
 	 * made it stand for) taken in the kernel: perf's own estimate of the kernel share, beside
 	 * the matched samples' (which need the stop and the perf sample before it to agree) */
 	double perf_kernel_share;
+	/* with user stacks: on-CPU samples of contended threads given a perf sample's native stack
+	 * (prs_kstack_user): a new one, one given once already, or none (the stop's stack stays) */
+	uint64_t user_taken, user_reused, user_missed;
+	/* on-CPU thread-samples whose thread's rate was held at the probe's (prs_krate_preempted):
+	 * its recent stops found it preempted */
+	uint64_t held_samples;
 };
 /* Fills c (zeros for NULL). */
 void prs_kstack_counts(const struct prs_kstack *ks, struct prs_kstack_count *c);
@@ -131,6 +168,19 @@ bool prs_kstack_wanted(const struct prs_sampler *s);
  */
 uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct prs_kthr **kt,
 			 pid_t tid, bool old, const struct prs_kstop *stop, uint32_t stack);
+/*
+ * The native stack of an on-CPU sample whose stop found the thread preempted (stop->preempted):
+ * the stop shows where it lost its CPU, not where it spent it (balance-internal.h). With user
+ * stacks (prs_kstack_new's user_stacks: ptrace mode), each perf sample was taken while the thread
+ * ran, at a timer interrupt of its CPU time, as perf record's are: consumes kt's ring up to the
+ * interrupt and, when a perf sample came since the last one taken, fills regs and snap (borrowed
+ * from kt until its next drain) with its user registers and stack and returns true. Else false:
+ * the stop's own stack stays.
+ */
+bool prs_kstack_user(struct prs_kstack *ks, struct prs_kthr *kt, const struct prs_kstop *stop,
+		     struct prs_regs *regs, struct prs_snapshot *snap);
+/* Whether kt's recent stops found it preempted (prs_krate_preempted). NULL is fine. */
+bool prs_kstack_contended(const struct prs_kthr *kt);
 /* Closes and frees a thread's state. NULL is fine. */
 void prs_kthr_free(struct prs_kthr *kt);
 

@@ -19,11 +19,14 @@
 
 #include "pyrsprof/counters.h"
 #include "pyrsprof/kallsyms.h"
+#include "sample/ksample-internal.h"
 #include "sample/kstack_rate-internal.h"
 #include "sample/sampler-internal.h"
 #include "util/banned.h"
 
 #define RING_PAGES 8            /* data pages per thread (a power of 2): 32 KiB, ~50 ticks */
+/* with user stacks: a sample is 8.3 KiB, 2 per tick at the full rate: 64 KiB, ~4 ticks */
+#define RING_PAGES_USER 16
 #define KERNEL_HALF 0xffff800000000000ull /* x86-64: kernel addresses are above */
 /* Threads with an event at once: one descriptor and a 36 KiB mapping each, so a process with
  * thousands of threads cannot use up pyrsprof's descriptors (the symbolizer needs them at the
@@ -45,10 +48,12 @@ struct prs_kstack {
 	struct prs_krange irq[MAX_IRQ_ENTRIES];
 	size_t nirq;
 	bool on;
+	bool user_stacks;       /* the samples carry user registers and stack (prs_kstack_user) */
+	uint64_t user_taken, user_reused, user_missed, held_samples; /* (prs_kstack_counts) */
 	char why[320];
 };
 
-void prs_kstack_attr(struct perf_event_attr *a, uint64_t sample_ns)
+void prs_kstack_attr(struct perf_event_attr *a, uint64_t sample_ns, bool user_stacks)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
@@ -63,13 +68,20 @@ void prs_kstack_attr(struct perf_event_attr *a, uint64_t sample_ns)
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC; /* the sampler's clock (prs_now_ns) */
 	a->sample_max_stack = PRS_KSTACK_MAX;
+	if (user_stacks) {
+		/* the registers a CFI unwind starts from, and the top of the user stack, as perf
+		 * record --call-graph dwarf takes them (prs_kstack_user) */
+		a->sample_type |= PERF_SAMPLE_STACK_USER;
+		a->sample_regs_user = prs_ksample_unwind.regs_mask;
+		a->sample_stack_user = PRS_KSTACK_USTACK;
+	}
 }
 
-static int open_event(pid_t tid, uint64_t sample_ns)
+static int open_event(pid_t tid, uint64_t sample_ns, bool user_stacks)
 {
 	struct perf_event_attr a;
 
-	prs_kstack_attr(&a, sample_ns);
+	prs_kstack_attr(&a, sample_ns, user_stacks);
 	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
@@ -99,7 +111,7 @@ static uint32_t kernel_mapping(struct prs_profile *prof)
 	return m.path == UINT32_MAX ? UINT32_MAX : prs_profile_mapping(prof, &m);
 }
 
-struct prs_kstack *prs_kstack_new(uint64_t period_ns, struct prs_profile *prof)
+struct prs_kstack *prs_kstack_new(uint64_t period_ns, struct prs_profile *prof, bool user_stacks)
 {
 	struct prs_kstack *ks = calloc(1, sizeof(*ks));
 	struct prs_kallsyms *syms = NULL;
@@ -114,9 +126,15 @@ struct prs_kstack *prs_kstack_new(uint64_t period_ns, struct prs_profile *prof)
 	 * 1/64 longer, it sweeps through every lag every ~32 samples, as ptrace's wall-clock ticks do.
 	 * Capped at 400 per CPU second, the 200 Hz rate (at 1000 Hz: 1 per 2.5 ticks). */
 	ks->sample_ns = prs_krate_full_ns(period_ns);
+	ks->user_stacks = user_stacks;
 	/* the same event on ourselves: refused when it would be on the target's threads (traced, they
 	 * give ptrace access; in preload mode the first refusal there is said: kthr_new) */
-	fd = open_event(0, ks->sample_ns);
+	fd = open_event(0, ks->sample_ns, user_stacks);
+	if (fd < 0 && user_stacks) {
+		/* (a kernel that refuses user stacks: kernel frames only, as before) */
+		ks->user_stacks = false;
+		fd = open_event(0, ks->sample_ns, false);
+	}
 	if (fd < 0) {
 		explain(ks, errno);
 		return ks;
@@ -163,6 +181,10 @@ void prs_kstack_counts(const struct prs_kstack *ks, struct prs_kstack_count *c)
 	c->opened = ks->opened;
 	c->young = ks->young;
 	c->perf_kernel_share = ks->w_all ? (double)ks->w_kernel / (double)ks->w_all : 0;
+	c->user_taken = ks->user_taken;
+	c->user_missed = ks->user_missed;
+	c->user_reused = ks->user_reused;
+	c->held_samples = ks->held_samples;
 }
 
 void prs_kstack_free(struct prs_kstack *ks)
@@ -180,10 +202,18 @@ void prs_kthr_free(struct prs_kthr *kt)
 		close(kt->fd);
 		kt->ks->nevents--;
 	}
+	free(kt->ustack);
 	free(kt);
 }
 
-static struct prs_kthr *kthr_new(struct prs_kstack *ks, pid_t tid)
+static unsigned ring_pages(const struct prs_kthr *kt)
+{
+	return kt->fmt == &prs_ksample_unwind ? RING_PAGES_USER : RING_PAGES;
+}
+
+/* Opens tid's event; with user stacks (and not Python's: its stacks would not be used,
+ * prs_kstack_user) when `native`. */
+static struct prs_kthr *kthr_new(struct prs_kstack *ks, pid_t tid, bool native)
 {
 	struct prs_kthr *kt = calloc(1, sizeof(*kt));
 	long page = sysconf(_SC_PAGESIZE);
@@ -193,7 +223,10 @@ static struct prs_kthr *kthr_new(struct prs_kstack *ks, pid_t tid)
 	kt->ks = ks;
 	kt->ring = MAP_FAILED;
 	/* at the probe's rate (kstack_rate-internal.h) */
-	kt->fd = ks->nevents < MAX_EVENTS ? open_event(tid, ks->sample_ns * PRS_KRATE_PROBE) : -1;
+	kt->fmt = ks->user_stacks && native ? &prs_ksample_unwind : &prs_ksample_ip_only;
+	kt->fd = ks->nevents < MAX_EVENTS ?
+			 open_event(tid, ks->sample_ns * PRS_KRATE_PROBE, kt->fmt == &prs_ksample_unwind) :
+			 -1;
 	if (kt->fd < 0 && (errno == EACCES || errno == EPERM) && !ks->opened) {
 		/* untraced (preload mode): allowed on pyrsprof, refused on the program */
 		snprintf(ks->why, sizeof(ks->why), "kernel stacks unavailable: perf_event_open refused "
@@ -207,81 +240,39 @@ static struct prs_kthr *kthr_new(struct prs_kstack *ks, pid_t tid)
 	ks->opened++;
 	prs_krate_init(&kt->rate, ks->sample_ns);
 	kt->ev_mult = prs_krate_mult(&kt->rate);
-	kt->ring_len = (size_t)page * (1 + RING_PAGES);
+	kt->ring_len = (size_t)page * (1 + ring_pages(kt));
 	kt->ring = mmap(NULL, kt->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, kt->fd, 0);
+	if (kt->fmt == &prs_ksample_unwind)
+		kt->ustack = malloc(PRS_KSTACK_USTACK); /* (NULL: no user stacks for it) */
 	return kt;
 }
 
 /* ---- the ring ---- */
 
-struct ring {
-	const uint8_t *data;
-	uint64_t size; /* a power of 2 */
-};
-
-static void ring_copy(const struct ring *r, uint64_t off, void *dst, size_t len)
-{
-	uint64_t at = off & (r->size - 1);
-	size_t first = len < r->size - at ? len : (size_t)(r->size - at);
-
-	memcpy(dst, r->data + at, first);
-	memcpy((uint8_t *)dst + first, r->data, len - first);
-}
-
-struct ksample {
-	uint64_t ip, time, nr; /* nr: callchain entries */
-	uint64_t user_ip;      /* where the user code was (0: not known, a kernel thread) */
-};
-
-/* Decodes the sample record at off (len bytes): ip, time, callchain, user registers (abi, ip).
- * Returns false for a malformed one. */
-static bool read_sample(const struct ring *r, uint64_t off, uint32_t len, struct ksample *k)
-{
-	size_t hdr = sizeof(struct perf_event_header), room;
-	uint64_t v[3], abi = 0;
-
-	if (len < hdr + sizeof(v))
-		return false;
-	ring_copy(r, off + hdr, v, sizeof(v));
-	k->ip = v[0];
-	k->time = v[1];
-	k->nr = v[2];
-	room = (len - hdr - sizeof(v)) / 8;
-	if (k->nr + 1 > room)
-		return false;
-	ring_copy(r, off + hdr + sizeof(v) + 8 * k->nr, &abi, 8);
-	k->user_ip = 0;
-	if (abi != PERF_SAMPLE_REGS_ABI_NONE && k->nr + 2 <= room)
-		ring_copy(r, off + hdr + sizeof(v) + 8 * (k->nr + 1), &k->user_ip, 8);
-	return true;
-}
-
-/* Whether the kernel sample at off (nr callchain entries) caught an interrupt of user code: its
- * outermost kernel frame (the last entry; the user part is excluded) is an interrupt's entry. */
-static bool interrupt_entry(const struct prs_kstack *ks, const struct ring *r, uint64_t off,
-			    uint64_t nr)
+/* Whether the kernel sample k caught an interrupt of user code: its outermost kernel frame (the
+ * last entry; the user part is excluded) is an interrupt's entry. */
+static bool interrupt_entry(const struct prs_kstack *ks, const struct prs_kring *r,
+			    const struct prs_ksample *k)
 {
 	uint64_t pc;
 
-	if (!nr)
+	if (!k->nr)
 		return false;
-	ring_copy(r, off + sizeof(struct perf_event_header) + 3 * 8 + 8 * (nr - 1), &pc, 8);
+	prs_kring_copy(r, k->chain_off + 8 * (k->nr - 1), &pc, 8);
 	for (size_t i = 0; i < ks->nirq; i++)
 		if (pc >= ks->irq[i].start && pc < ks->irq[i].end)
 			return true;
 	return false;
 }
 
-/* Keeps the kernel frames of a sample at off (nr callchain entries) in kt. */
-static void keep_chain(const struct ring *r, uint64_t off, uint64_t nr, struct prs_kthr *kt)
+/* Keeps the kernel frames of sample k in kt. */
+static void keep_chain(const struct prs_kring *r, const struct prs_ksample *k, struct prs_kthr *kt)
 {
-	uint64_t at = off + sizeof(struct perf_event_header) + 3 * 8;
-
 	kt->n = 0;
-	for (uint64_t i = 0; i < nr && kt->n < PRS_KSTACK_MAX; i++) {
+	for (uint64_t i = 0; i < k->nr && kt->n < PRS_KSTACK_MAX; i++) {
 		uint64_t pc;
 
-		ring_copy(r, at + 8 * i, &pc, 8);
+		prs_kring_copy(r, k->chain_off + 8 * i, &pc, 8);
 		if (pc >= (uint64_t)PERF_CONTEXT_MAX) {
 			if (pc != (uint64_t)PERF_CONTEXT_KERNEL)
 				break; /* the user part (excluded) or another context */
@@ -292,53 +283,90 @@ static void keep_chain(const struct ring *r, uint64_t off, uint64_t nr, struct p
 	}
 }
 
+/* Keeps the user registers and stack of sample k in kt (prs_kstack_user), a fresh one. */
+static void keep_user(const struct prs_kring *r, const struct prs_ksample *k, struct prs_kthr *kt)
+{
+	size_t len = k->stack_len < PRS_KSTACK_USTACK ? (size_t)k->stack_len : PRS_KSTACK_USTACK;
+
+	prs_ksample_regs(r, k, &kt->uregs);
+	prs_kring_copy(r, k->stack_off, kt->ustack, len);
+	kt->ustack_len = len;
+	kt->user_uses = 0;
+}
+
+/* One sample k of kt's ring, outside the previous stop: its weight in the kernel share and the
+ * rate, and its kernel frames and user PC kept. */
+static void see_sample(struct prs_kstack *ks, struct prs_kthr *kt, const struct prs_kring *r,
+		       const struct prs_ksample *k)
+{
+	/* weighed by the CPU time each stands for (a lowered one: 16 periods) */
+	uint64_t w = kt->ev_mult;
+	bool in_kernel = k->ip >= KERNEL_HALF;
+
+	ks->w_all += w;
+	ks->w_kernel += in_kernel ? w : 0;
+	/* an interrupt of user code does not keep the full rate: under load a pure-user thread is
+	 * preempted often, and 1 kernel sample in 30 kept it there (cpu_split_rs at 1000 Hz,
+	 * load 9) */
+	kt->irq = in_kernel && interrupt_entry(ks, r, k);
+	prs_krate_see(&kt->rate, in_kernel && !kt->irq);
+	kt->n = 0;
+	kt->user_ip = k->user_ip;
+	if (in_kernel)
+		keep_chain(r, k, kt);
+}
+
+/* kt's ring as mapped. */
+static struct prs_kring ring_of(const struct prs_kthr *kt)
+{
+	const struct perf_event_mmap_page *mp = kt->ring;
+	struct prs_kring r = { (const uint8_t *)kt->ring + mp->data_offset, mp->data_size };
+
+	if (!mp->data_offset) { /* (kernels before 4.1) */
+		r.data = (const uint8_t *)kt->ring + sysconf(_SC_PAGESIZE);
+		r.size = (uint64_t)ring_pages(kt) * (uint64_t)sysconf(_SC_PAGESIZE);
+	}
+	return r;
+}
+
 /* Consumes kt's ring up to until_ns; kt->n: the kernel frames of the last sample before it (0
  * when it was in user mode), but those of the previous stop's own path; kt->user_ip: where its
- * user code was. The last sample is kept from tick to tick: a thread that got little CPU since
- * its last stop may have none since (its user PC tells whether it is still of the same trap). */
+ * user code was; with user stacks, the last sample's user registers and stack (copied once, before
+ * the tail lets the kernel write over it). The last sample is kept from tick to tick: a thread
+ * that got little CPU since its last stop may have none since (its user PC tells whether it is
+ * still of the same trap). */
 static void drain(struct prs_kstack *ks, struct prs_kthr *kt, uint64_t until_ns)
 {
 	struct perf_event_mmap_page *mp = kt->ring;
-	struct ring r = { (const uint8_t *)kt->ring + mp->data_offset, mp->data_size };
+	struct prs_kring r = ring_of(kt);
 	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE), tail = mp->data_tail;
+	struct prs_ksample k, last_user;
+	bool have_user = false;
 
-	if (!mp->data_offset) {
-		r.data = (const uint8_t *)kt->ring + sysconf(_SC_PAGESIZE);
-		r.size = (uint64_t)RING_PAGES * (uint64_t)sysconf(_SC_PAGESIZE);
-	}
 	while (tail < head) {
 		struct perf_event_header h;
-		struct ksample k;
 
-		ring_copy(&r, tail, &h, sizeof(h));
+		prs_kring_copy(&r, tail, &h, sizeof(h));
 		if (h.size < sizeof(h) || h.size > head - tail) {
 			tail = head; /* malformed: drop what is there */
 			break;
 		}
-		if (h.type == PERF_RECORD_SAMPLE && read_sample(&r, tail, h.size, &k)) {
+		if (h.type == PERF_RECORD_SAMPLE && prs_ksample_read(&r, tail, h.size, kt->fmt, &k)) {
 			if (k.time > until_ns)
 				break; /* of the next tick: left in the ring */
 			ks->perf_samples++;
 			/* (samples of the previous stop's own path are skipped) */
-			if (k.time <= kt->prev_intr_ns || k.time > kt->prev_stop_ns) {
-				/* weighed by the CPU time each stands for (a lowered one: 16 periods) */
-				uint64_t w = kt->ev_mult;
-				bool in_kernel = k.ip >= KERNEL_HALF;
-
-				ks->w_all += w;
-				ks->w_kernel += in_kernel ? w : 0;
-				/* an interrupt of user code does not keep the full rate: under load a
-				 * pure-user thread is preempted often, and 1 kernel sample in 30 kept it
-				 * there (cpu_split_rs at 1000 Hz, load 9) */
-				prs_krate_see(&kt->rate, in_kernel && !interrupt_entry(ks, &r, tail, k.nr));
-				kt->n = 0;
-				kt->user_ip = k.user_ip;
-				if (in_kernel)
-					keep_chain(&r, tail, k.nr, kt);
+			if (k.time <= kt->prev_intr_ns || k.time > kt->prev_stop_ns)
+				see_sample(ks, kt, &r, &k);
+			if (k.stack_len && k.regs_off) {
+				last_user = k;
+				have_user = true;
 			}
 		}
 		tail += h.size;
 	}
+	if (have_user && kt->ustack)
+		keep_user(&r, &last_user, kt);
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
 }
 
@@ -373,13 +401,19 @@ uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct
 			ks->young++; /* (no perf sample before this stop anyway) */
 			return stack;
 		}
-		*kt = kthr_new(ks, tid);
+		*kt = kthr_new(ks, tid, stop->native);
 		if (!*kt)
 			return stack;
 	}
 	k = *kt;
 	if (k->ring == MAP_FAILED)
 		return stack;
+	/* a thread whose stops find it preempted keeps a perf sample per period of its CPU time:
+	 * its CPU view's native stacks (prs_kstack_user) */
+	if (on_cpu && k->ustack) {
+		ks->held_samples += k->rate.held;
+		prs_krate_preempted(&k->rate, stop->preempted);
+	}
 	/* the rate the perf samples before this tick were taken at */
 	if (on_cpu && k->ev_mult == PRS_KRATE_LOWER)
 		ks->lowered_samples++;
@@ -393,6 +427,11 @@ uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct
 	 * fault returns to the faulting instruction, a syscall to the one after it) */
 	if (k->user_ip != stop->user_pc || !k->n)
 		return stack;
+	/* a perf sample standing for a contended thread's on-CPU sample (prs_kstack_user) taken in
+	 * an interrupt of its user code: mostly the return from a preemption (the switch back in),
+	 * which the stops' own samples show only by chance; its user frame keeps the time */
+	if (stop->from_perf && k->irq)
+		return stack;
 	ks->matched++;
 	/* outermost (the kernel entry) first */
 	for (int i = k->n - 1; i >= 0; i--) {
@@ -404,6 +443,36 @@ uint32_t prs_kstack_push(struct prs_kstack *ks, struct prs_profile *prof, struct
 		stack = prs_profile_stack(prof, stack, f);
 	}
 	return stack;
+}
+
+bool prs_kstack_contended(const struct prs_kthr *kt)
+{
+	return kt && kt->ustack && kt->rate.held;
+}
+
+bool prs_kstack_user(struct prs_kstack *ks, struct prs_kthr *kt, const struct prs_kstop *stop,
+		     struct prs_regs *regs, struct prs_snapshot *snap)
+{
+	if (!prs_kstack_on(ks) || !kt || kt->ring == MAP_FAILED || !kt->ustack)
+		return false;
+	drain(ks, kt, stop->interrupt_ns);
+	/* Each perf sample stands for one on-CPU sample, two at most: a sample that finds none
+	 * since the last taken (the perf samples come about once per period of CPU time, as the
+	 * on-CPU samples are paid out, but not in step) takes the last one again, not the stop's
+	 * stack, which is known to be biased; a third time, the thread's perf samples are too
+	 * rare (not held yet, or an ioctl refused): the stop's stack stays. */
+	if (!kt->ustack_len || kt->user_uses >= PRS_KSTACK_USER_USES) {
+		ks->user_missed++;
+		return false;
+	}
+	ks->user_taken += kt->user_uses == 0;
+	ks->user_reused += kt->user_uses > 0;
+	kt->user_uses++;
+	*regs = kt->uregs;
+	snap->base = kt->uregs.r[PRS_REG_RSP];
+	snap->len = kt->ustack_len;
+	snap->data = kt->ustack;
+	return true;
 }
 
 bool prs_kstack_wanted(const struct prs_sampler *s)

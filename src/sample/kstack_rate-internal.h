@@ -59,6 +59,8 @@ struct prs_krate {
 	uint32_t user_run;      /* perf samples in user mode since the last one in the kernel */
 	bool probing;           /* the period asked for is the probe's */
 	bool lowered;           /* the period asked for is the lowered one */
+	bool held;              /* preempted at its stops: never lowered below the probe's rate */
+	uint32_t calm;          /* its stops since the last one that found it preempted */
 };
 
 /* What a perf sample calls for. */
@@ -77,6 +79,16 @@ uint32_t prs_krate_mult(const struct prs_krate *r);
 
 /* Sees one perf sample of the thread, taken in the kernel or not: the change it calls for. */
 enum prs_krate_change prs_krate_see(struct prs_krate *r, bool kernel);
+
+/*
+ * A stop of the thread found it running (preempted false) or preempted (true: balance-internal.h).
+ * With user stacks (kstack.c, ptrace mode), the CPU view's stacks of a preempted thread come from
+ * its perf samples, one per on-CPU sample: so while its stops find it preempted, its lowered rate
+ * is the probe's (a perf sample per ~period of its CPU time: PRS_KRATE_PROBE full ones), and the
+ * thread is let go to PRS_KRATE_LOWER after PRS_KRATE_CALM stops in a row found it running.
+ */
+void prs_krate_preempted(struct prs_krate *r, bool preempted);
+#define PRS_KRATE_CALM 32
 
 /* A change could not be made (the ioctl failed): r asks for the period of mult full ones (the
  * event's, prs_krate_mult) again, its run restarted. */

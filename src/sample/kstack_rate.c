@@ -22,11 +22,15 @@ void prs_krate_init(struct prs_krate *r, uint64_t full_ns)
 	r->user_run = 0;
 	r->probing = true;
 	r->lowered = false;
+	r->held = false;
+	r->calm = 0;
 }
 
 uint32_t prs_krate_mult(const struct prs_krate *r)
 {
-	return r->lowered ? PRS_KRATE_LOWER : r->probing ? PRS_KRATE_PROBE : 1;
+	if (r->lowered)
+		return r->held ? PRS_KRATE_PROBE : PRS_KRATE_LOWER;
+	return r->probing ? PRS_KRATE_PROBE : 1;
 }
 
 enum prs_krate_change prs_krate_see(struct prs_krate *r, bool kernel)
@@ -45,6 +49,16 @@ enum prs_krate_change prs_krate_see(struct prs_krate *r, bool kernel)
 	r->lowered = true;
 	r->probing = false;
 	return PRS_KRATE_TO_LOW;
+}
+
+void prs_krate_preempted(struct prs_krate *r, bool preempted)
+{
+	if (preempted) {
+		r->held = true;
+		r->calm = 0;
+	} else if (r->held && ++r->calm >= PRS_KRATE_CALM) {
+		r->held = false;
+	}
 }
 
 void prs_krate_undo(struct prs_krate *r, uint32_t mult)

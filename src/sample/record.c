@@ -26,10 +26,13 @@ void prs_record_count_wait(struct prs_sampler *s, const struct prs_thr *t, const
 /* The kernel's work for a running thread, under the user frame that trapped: matched with the
  * source's stop (kstop), or for a tracing source with t's ptrace stop. */
 static uint32_t kernel_frames(struct prs_sampler *s, struct prs_thr *t, const struct prs_sample *smp,
-			      const struct prs_kstop *kstop, uint32_t stack)
+			      const struct prs_kstop *kstop, bool native, uint32_t stack)
 {
-	struct prs_kstop ks = { smp->state == PRS_STATE_RUNNING && t->sampled, t->t_interrupt,
-				t->t_cont, t->regs.r[PRS_REG_RIP] };
+	bool on_cpu = smp->state == PRS_STATE_RUNNING && t->sampled;
+	/* (preempted: a native thread's, whose CPU view's stacks its perf samples can give,
+	 * preempted_stack) */
+	struct prs_kstop ks = { on_cpu, t->t_interrupt, t->t_cont, t->regs.r[PRS_REG_RIP],
+				on_cpu && native && t->bal.ambiguous, native, false };
 
 	if (!s->kstack || (!kstop && !s->src->traces))
 		return stack;
@@ -65,7 +68,7 @@ void prs_record_stack_k(struct prs_sampler *s, struct prs_target *tg, struct prs
 		for (int i = n - 1; i >= 0; i--)
 			stack = prs_profile_stack(s->prof, stack, ids[i]);
 	}
-	stack = kernel_frames(s, t, smp, kstop, stack);
+	stack = kernel_frames(s, t, smp, kstop, !pt, stack);
 	smp->time_ns = tick_ns - s->t0;
 	smp->tid = t->tid;
 	smp->pid = tg->pid;
@@ -140,12 +143,40 @@ static void record_deferred(struct prs_sampler *s, struct prs_target *tg, struct
 	t->ndeferred = 0;
 }
 
+/*
+ * An on-CPU sample of a native thread whose stop found it preempted (balance-internal.h): its
+ * native stack from the perf sample its kernel-stack event took while it ran (prs_kstack_user),
+ * unwound into s->pcs and s->frame_ids over the stop's, with *kstop the kernel frames' match for
+ * that sample. Returns the frames, or -1 (no perf sample since the last one taken, or the thread
+ * is Python's: its Python frames are read at the stop, and a native stack of another moment would
+ * be merged with them wrongly; the stop's stack stays).
+ */
+static int preempted_stack(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
+			   const struct prs_py_thread *pt, struct prs_kstop *kstop)
+{
+	struct prs_regs regs;
+	struct prs_snapshot snap;
+	struct prs_unwind_info info;
+
+	if (!s->kstack || !s->src->traces || !tg->uw || pt || !t->sampled ||
+	    t->state != PRS_STATE_RUNNING || !(t->bal.ambiguous || prs_kstack_contended(t->kthr)))
+		return -1;
+	*kstop = (struct prs_kstop){ true, t->t_interrupt, t->t_cont, 0, t->bal.ambiguous, true, true };
+	if (!prs_kstack_user(s->kstack, t->kthr, kstop, &regs, &snap))
+		return -1;
+	kstop->user_pc = regs.r[PRS_REG_RIP];
+	memset(&info, 0, sizeof(info));
+	return prs_record_unwind(s, tg, &regs, &snap, &info);
+}
+
 void prs_record_thread(struct prs_sampler *s, struct prs_target *tg, struct prs_thr *t,
 		       uint64_t tick_ns, uint64_t extra_ns)
 {
+	const struct prs_py_thread *pt = prs_target_py_thread(tg, t->tid);
 	struct prs_sample smp;
 	struct prs_unwind_info info;
-	int n = 0;
+	struct prs_kstop kstop;
+	int n = 0, pn;
 
 	memset(&smp, 0, sizeof(smp));
 	memset(&info, 0, sizeof(info));
@@ -160,8 +191,16 @@ void prs_record_thread(struct prs_sampler *s, struct prs_target *tg, struct prs_
 		s->st.cpu_stopped++;
 		s->st.cpu_preempted += t->bal.ambiguous;
 	}
-	prs_record_stack(s, tg, t, tick_ns, s->pcs, s->frame_ids, n, prs_target_py_thread(tg, t->tid),
-			 &smp);
+	pn = preempted_stack(s, tg, t, pt, &kstop);
+	s->st.cpu_preempted_stop += pn < 0 && t->sampled && t->state == PRS_STATE_RUNNING &&
+				    t->bal.ambiguous;
+	if (pn >= 0) {
+		prs_record_stack_k(s, tg, t, tick_ns, s->pcs, s->frame_ids, pn, pt, &smp, &kstop);
+		t->kept.native = false; /* (running: never kept; and not of its snapshot) */
+		t->sampled = false;
+		return;
+	}
+	prs_record_stack(s, tg, t, tick_ns, s->pcs, s->frame_ids, n, pt, &smp);
 	if (t->sampled)
 		prs_reuse_keep_native(s, tg, t, n, &info);
 	else

@@ -89,7 +89,7 @@ int prs_session_new(enum prs_sampler_mode mode, const struct prs_sampler_opts *o
 	s->look_ns = (uint64_t)s->period_ns;
 	s->rng = (unsigned)prs_now_ns() | 1u;
 	if (prs_kstack_wanted(s))
-		s->kstack = prs_kstack_new((uint64_t)s->period_ns, s->prof);
+		s->kstack = prs_kstack_new((uint64_t)s->period_ns, s->prof, s->src->traces);
 	if (s->opts.switches)
 		s->thr_common.sw = prs_switches_new(s->prof);
 	if (session_buffers(s) != 0 || (prs_kstack_wanted(s) && !s->kstack) ||
@@ -638,6 +638,10 @@ void prs_sampler_get_stats(const struct prs_sampler *s, struct prs_sampler_stats
 	stats->kstack_perf_kernel_share = kc.perf_kernel_share;
 	stats->kstack_opened = kc.opened;
 	stats->kstack_young = kc.young;
+	stats->kstack_held_samples = kc.held_samples;
+	stats->cpu_from_perf = kc.user_taken + kc.user_reused;
+	stats->cpu_perf_reused = kc.user_reused;
+	stats->cpu_without_perf = kc.user_missed;
 	stats->switches_opened = prs_switches_opened(s->thr_common.sw);
 	stats->switches_without = prs_switches_on(s->thr_common.sw) ?
 					  stats->threads_seen - stats->switches_opened : 0;

@@ -293,6 +293,7 @@ static void record_slot(struct prs_sampler *s, struct prs_target *tg, struct prs
 	kstop.cont_ns = sl->time_ns + (sl->handler_ns < (uint64_t)s->period_ns ? sl->handler_ns
 									: (uint64_t)s->period_ns);
 	kstop.user_pc = sl->regs[PRS_REG_RIP];
+	kstop.preempted = kstop.native = kstop.from_perf = false; /* (no user stacks: the agent's are its own) */
 	prs_record_stack_k(s, tg, t, sl->time_ns > s->t0 ? sl->time_ns : s->t0, s->pcs, s->frame_ids,
 			   n, pt, &smp, t == &p->gone ? NULL : &kstop);
 	t->last_stack = smp.stack; /* where its waits for a CPU are shown (preload_offcpu.c) */

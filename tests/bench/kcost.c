@@ -25,6 +25,9 @@
  *   kstack-idle  the same with a 10 s period: the event's switches, no sample in a phase
  *   kstack-fast  the same at 4 kHz: 20 times the samples, to resolve the cost of one
  *   kstack-1000  the same at its full rate for 1000 Hz (capped: kstack_rate-internal.h)
+ *   kstack-user  the kernel-stack event of ptrace mode, at its full rate for 100 Hz: with the user
+ *                registers and an 8 KiB copy of the user stack (prs_kstack_attr's user_stacks)
+ *   kstack-user-fast  the same at 4 kHz (against kstack-fast: the cost of the stack copy)
  *   kstack-bare  a cpu-clock event at 4 kHz recording the IP alone: the timer interrupt's
  *                part of a sample's cost (the rest is the callchain and the user registers)
  *   switch       the switch records' event (prs_switches_attr, a 16 KiB ring: switches.c)
@@ -151,8 +154,17 @@ static int open_kstack(uint64_t period_ns, struct ev *e)
 {
 	struct perf_event_attr a;
 
-	prs_kstack_attr(&a, period_ns);
+	prs_kstack_attr(&a, period_ns, false);
 	return open_attr(&a, 8, e);
+}
+
+/* ptrace mode's event: with the user registers and stack (pages: its ring, room for a tick) */
+static int open_kstack_user(uint64_t period_ns, int pages, struct ev *e)
+{
+	struct perf_event_attr a;
+
+	prs_kstack_attr(&a, period_ns, true);
+	return open_attr(&a, pages, e);
 }
 
 static int open_bare(uint64_t period_ns, struct ev *e)
@@ -205,6 +217,10 @@ static int open_part(const char *part, struct ev *e)
 		rc = open_kstack(FAST_NS, &e[n++]);
 	else if (!strcmp(part, "kstack-1000"))
 		rc = open_kstack(prs_krate_full_ns(1000000), &e[n++]);
+	else if (!strcmp(part, "kstack-user"))
+		rc = open_kstack_user(full, 16, &e[n++]);
+	else if (!strcmp(part, "kstack-user-fast"))
+		rc = open_kstack_user(FAST_NS, 512, &e[n++]);
 	else if (!strcmp(part, "kstack-bare"))
 		rc = open_bare(FAST_NS, &e[n++]);
 	else if (!strcmp(part, "switch"))
@@ -297,8 +313,9 @@ static int measure(const char *part, double secs, double *cost, int *m, double *
 
 int main(int argc, char **argv)
 {
-	static const char *all[] = { "kstack", "kstack-fast", "kstack-1000", "kstack-bare",
-				     "kstack-idle", "switch", "counter", "all" };
+	static const char *all[] = { "kstack", "kstack-fast", "kstack-1000", "kstack-user",
+				     "kstack-user-fast", "kstack-bare", "kstack-idle", "switch",
+				     "counter", "all" };
 	double secs, *cost;
 	const char **parts;
 	int nparts, rc;

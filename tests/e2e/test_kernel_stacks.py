@@ -159,16 +159,20 @@ def test_pure_user_thread_is_sampled_at_the_lowered_rate(record, export_folded, 
     times more (1 per 8 ticks, kstack_rate.c), so over 2 s of CPU it pays about 16 + 184 / 8 = 39
     timer interrupts instead of 2 per tick (400; 55 before the probe); kwork, which the kernel
     works for, keeps the full rate (check_frames_under_the_faulting_user_frame). (The bound allows
-    twice the lowered rate: interrupts of its user code do not restore the full rate, kstack.c.)"""
+    twice the lowered rate: interrupts of its user code do not restore the full rate, kstack.c.)
+    On a loaded host its stops find it preempted: in ptrace mode its event is then held at the
+    probe's rate (its on-CPU samples take their native stacks from the perf samples:
+    kstack_rate-internal.h, prs_krate_preempted), counted in held_samples, 1 per tick of CPU."""
     r = record("busy", "threads", "1", "2", extra=["--no-classify"])
     cpu = total(export_folded(r.pyrs, view="cpu", lines=False))  # ticks of its CPU time
     ks = r.stats()["kernel_stacks"]
     # a loaded host may give it a fraction of a CPU: enough that the probe (1 per tick of CPU)
     # and the lowered rate after the first 16 ticks stay far apart
     assert cpu >= 30, r.res.describe()
-    probe, lowered = 16, cpu - 16
-    assert ks["period_changes"] >= 1 and ks["lowered_samples"] >= lowered - 8, (ks, cpu)
-    assert ks["perf_samples"] <= probe + 2 * lowered / 8 + 8, (ks, cpu)
+    probe, lowered, held = 16, cpu - 16, ks["held_samples"]
+    assert ks["period_changes"] >= 1 or held, (ks, cpu)
+    assert ks["lowered_samples"] + held >= lowered - 8, (ks, cpu)
+    assert ks["perf_samples"] <= probe + 2 * (lowered - held) / 8 + 1.5 * held + 8, (ks, cpu)
 
 
 def test_numpy_page_zeroing_under_the_allocating_line(run_prs, export_folded, outdir, permitted):

@@ -178,3 +178,29 @@ Test(kstack_rate, a_failed_change_starts_a_new_run)
 	feed(&r, seq, out);
 	cr_assert_null(strchr(out, 'L'));
 }
+
+Test(kstack_rate, a_preempted_thread_is_lowered_only_to_the_probes_rate_until_32_calm_stops)
+{
+	struct prs_krate r;
+	char seq[64], out[64];
+
+	rep(seq, 'u', 16, "");
+	fresh(&r, P100, seq, out);
+	cr_assert_eq(prs_krate_mult(&r), PRS_KRATE_LOWER);
+	prs_krate_preempted(&r, true); /* a stop found it preempted: a perf sample per period */
+	cr_assert_eq(prs_krate_mult(&r), PRS_KRATE_PROBE);
+	for (int i = 0; i < PRS_KRATE_CALM - 1; i++)
+		prs_krate_preempted(&r, false);
+	cr_assert_eq(prs_krate_mult(&r), PRS_KRATE_PROBE, "held through 31 calm stops");
+	prs_krate_preempted(&r, true); /* preempted again: the count starts over */
+	for (int i = 0; i < PRS_KRATE_CALM - 1; i++)
+		prs_krate_preempted(&r, false);
+	cr_assert_eq(prs_krate_mult(&r), PRS_KRATE_PROBE);
+	prs_krate_preempted(&r, false);
+	cr_assert_eq(prs_krate_mult(&r), PRS_KRATE_LOWER, "let go at the 32nd calm stop in a row");
+	/* held, the full rate a kernel sample asks for stays full */
+	prs_krate_preempted(&r, true);
+	feed(&r, "k", out);
+	cr_assert_str_eq(out, "F");
+	cr_assert_eq(prs_krate_mult(&r), 1);
+}

@@ -159,22 +159,28 @@ Test(sample_health, on_cpu_samples_taken_where_threads_were_preempted)
 
 	/* a quarter is still fine (a thread that loses its CPU to pyrsprof now and then) */
 	st.cpu_stopped = 2000;
-	st.cpu_preempted = 500;
+	st.cpu_preempted = st.cpu_preempted_stop = 500;
 	cr_assert_eq(prs_sampler_health(&st, 100, PRS_SOURCE_PTRACE, buf, sizeof(buf)), 0, "%s", buf);
 	/* a thread pinned beside two spinners: 54 of its 69 */
 	st.cpu_stopped = 69;
-	st.cpu_preempted = 54;
+	st.cpu_preempted = st.cpu_preempted_stop = 54;
 	cr_assert_eq(prs_sampler_health(&st, 100, PRS_SOURCE_PTRACE, buf, sizeof(buf)), 1);
 	cr_assert(strstr(buf, "54 of 69 on-CPU samples were taken where a thread stopped after waiting "
 			      "for a CPU"), "%s", buf);
 	cr_assert(strstr(buf, "can be off by up to 78 %: for the split use --mode preload"), "%s", buf);
 	/* a short run's few */
 	st.cpu_stopped = 3;
-	st.cpu_preempted = 2;
+	st.cpu_preempted = st.cpu_preempted_stop = 2;
 	cr_assert_eq(prs_sampler_health(&st, 100, PRS_SOURCE_PTRACE, buf, sizeof(buf)), 0, "%s", buf);
-	/* counted by the ptrace source only */
+	/* given the stacks of perf samples taken while the thread ran: not where it was preempted */
 	st.cpu_stopped = 69;
 	st.cpu_preempted = 54;
+	st.cpu_preempted_stop = 4;
+	cr_assert_eq(prs_sampler_health(&st, 100, PRS_SOURCE_PTRACE, buf, sizeof(buf)), 0, "%s", buf);
+	st.cpu_preempted_stop = 54;
+	/* counted by the ptrace source only */
+	st.cpu_stopped = 69;
+	st.cpu_preempted = st.cpu_preempted_stop = 54;
 	cr_assert_eq(prs_sampler_health(&st, 100, PRS_SOURCE_PRELOAD, buf, sizeof(buf)), 0, "%s", buf);
 }
 
