@@ -102,12 +102,13 @@ static int by_addr(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/* What a read keeps: the symbols, the count of hidden ones, and the name that ends it (NULL: none;
- * set to NULL once seen). */
+/* What a read keeps: the symbols, the count of hidden ones, and the name that ends it (NULL: none)
+ * and whether it was seen. */
 struct reading {
 	struct prs_kallsyms *k;
 	size_t hidden;
 	const char *last;
+	bool done;
 };
 
 static bool is_name(const char *name, size_t n, const char *want)
@@ -121,7 +122,7 @@ static int parse_lines(struct reading *r, char *buf, size_t len)
 {
 	char *line = buf, *end = buf + len;
 
-	while (line < end && !(r->last && r->last[0] == '\0')) {
+	while (line < end && !r->done) {
 		char *nl = memchr(line, '\n', (size_t)(end - line));
 		const char *name;
 		uint64_t addr;
@@ -134,16 +135,16 @@ static int parse_lines(struct reading *r, char *buf, size_t len)
 			else if (add(r->k, addr, name, n))
 				return -ENOMEM;
 			if (r->last && is_name(name, n, r->last))
-				r->last = ""; /* seen: the read ends */
+				r->done = true; /* the read ends here */
 		}
 		line = nl + 1;
 	}
 	return 0;
 }
 
-/* Reads fd in large chunks (the kernel formats kallsyms per read call: one 4 KiB stdio buffer per
- * call cost 40 % more) and parses each chunk's complete lines; a line longer than the buffer's
- * room is skipped to its end. */
+/* Reads fd into one buffer and parses its complete lines in place (no per-line copy: the first
+ * load 0.10-0.22 -> 0.07-0.08 s with the sort skipped; the kernel still returns ~4 KiB of kallsyms
+ * per read call, whatever the buffer); a line longer than the buffer is skipped to its end. */
 static int read_all(int fd, struct reading *r)
 {
 	enum { CHUNK = 256 * 1024 };
@@ -154,7 +155,7 @@ static int read_all(int fd, struct reading *r)
 
 	if (!buf)
 		return -ENOMEM;
-	while (!(r->last && r->last[0] == '\0')) {
+	while (!r->done) {
 		ssize_t got = read(fd, buf + have, CHUNK - have);
 		char *last;
 
@@ -184,7 +185,7 @@ static int read_all(int fd, struct reading *r)
 		have -= (size_t)(last + 1 - buf);
 		memmove(buf, last + 1, have);
 	}
-	if (!rc && have && !skipping && !(r->last && r->last[0] == '\0')) {
+	if (!rc && have && !skipping && !r->done) {
 		buf[have] = '\n'; /* a last line without its newline */
 		rc = parse_lines(r, buf, have + 1);
 	}
